@@ -1,0 +1,41 @@
+"""`kernelscope compile PATH.py:FACTORY` — record a compile of what a factory returns."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kernelscope.cli import recording_output
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compile",
+        help="compile a model factory and record its provenance",
+        description="Import PATH.py, call FACTORY() -> (model_or_callable, example_inputs), "
+        "compile it with torch.compile and record every graph, kernel and link into the store.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  kernelscope compile examples/mlp.py:make\n"
+        "  kernelscope compile examples/mlp.py:make --train\n"
+        "  kernelscope compile examples/function.py:make --target cpu-triton --execute\n"
+        "  kernelscope compile model.py:make --json > run.json",
+    )
+    parser.add_argument("target", metavar="PATH.py:FACTORY")
+    recording_output.add_recording_arguments(parser)
+    parser.add_argument("--train", action="store_true",
+                        help="compile forward and backward of a scalar loss (sum of the outputs)")
+    parser.add_argument("--dynamic", action="store_true", help="mark the batch dimension dynamic")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+
+    def record(on_phase):
+        options = RecordOptions(
+            device=args.target_device, train=args.train, dynamic=args.dynamic,
+            execute=args.execute, workspace=Path.cwd(), on_phase=on_phase,
+        )
+        return record_factory(args.target, options)
+
+    return recording_output.record_and_store(args, record)

@@ -1,0 +1,41 @@
+"""`kernelscope run SCRIPT.py -- ARGS` — record every compile an unmodified script does."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kernelscope.cli import recording_output
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a script unchanged and record every torch.compile it does",
+        description="Run SCRIPT.py as __main__ with ARGS; every graph torch.compile compiles "
+        "while it runs is recorded into one run, with zero changes to the script.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  kernelscope run examples/train_script.py\n"
+        "  kernelscope run train.py -- --epochs 1 --batch 8",
+    )
+    parser.add_argument("script", metavar="SCRIPT.py")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER, metavar="-- ARGS")
+    recording_output.add_recording_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from kernelscope.engine.recorder import RecordOptions, record_script
+
+    script_args = list(args.script_args)
+    if script_args[:1] == ["--"]:
+        script_args = script_args[1:]
+
+    def record(on_phase):
+        options = RecordOptions(
+            device=args.target_device, execute=args.execute, workspace=Path.cwd(),
+            on_phase=on_phase,
+        )
+        return record_script(Path(args.script), script_args, options)
+
+    return recording_output.record_and_store(args, record)

@@ -1,0 +1,54 @@
+"""Generate Inductor's code for a graph without loading (compiling) it.
+
+Inductor writes and logs the wrapper as usual; `PyCodeCache.load_by_key_path` is
+replaced so the module is never imported (importing would compile every Triton
+kernel for the target). The program goes on by running the graph eagerly.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import types
+from unittest import mock
+
+
+def _codegen_only_loader(key, path, linemap=None, attrs=None):
+    module = types.ModuleType("kernelscope_codegen_only")
+    module.__file__ = path
+
+    def call(args):
+        raise RuntimeError("kernelscope generated this code only; it is never run")
+
+    module.call = call
+    return module
+
+
+def make_inner_compile(original_inner_compile, retarget=None, context=contextlib.nullcontext):
+    """An inner compile for `compile_fx(..., inner_compile=...)`.
+
+    retarget(gm, example_inputs) -> (gm, example_inputs) may rewrite the graph for
+    another device before codegen; `context` is entered around codegen.
+    """
+
+    def inner_compile(gm, example_inputs, **kwargs):
+        import torch
+        from torch._inductor.codecache import PyCodeCache
+
+        # Inductor's passes mutate the graph they get: codegen a copy, run the original.
+        codegen_gm, codegen_inputs = (
+            retarget(gm, example_inputs) if retarget else (copy.deepcopy(gm), list(example_inputs))
+        )
+        with context(), mock.patch.object(
+            PyCodeCache, "load_by_key_path", staticmethod(_codegen_only_loader)
+        ):
+            original_inner_compile(codegen_gm, codegen_inputs, **kwargs)
+
+        def run_eagerly(args):
+            values = list(args)
+            args.clear()
+            return torch.fx.Interpreter(gm).run(*values)
+
+        run_eagerly._boxed_call = True
+        return run_eagerly
+
+    return inner_compile

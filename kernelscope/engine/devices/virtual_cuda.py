@@ -1,0 +1,181 @@
+"""virtual-cuda: the CUDA-target code Inductor would emit for an sm_90 GPU, without a GPU.
+
+How: Dynamo and AOTAutograd run on the user's real CPU tensors (so data-dependent
+Python, graph breaks and autograd behave as usual), and Inductor's inner compile
+of every forward/backward/inference graph is redone on fake *cuda* tensors while
+`torch.cuda` and Triton's driver pretend an H100 is present. Inductor writes its
+genuine CUDA wrapper and kernels; we keep the code and never load it (loading
+would compile every kernel to a cubin). The graph itself then runs eagerly on the
+CPU so the program goes on.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import types
+from unittest import mock
+
+from kernelscope.engine.devices import codegen_only, triton_driver
+
+ARCH = 90
+
+
+def _device_properties():
+    return types.SimpleNamespace(
+        name="NVIDIA H100 (virtual)",
+        major=ARCH // 10,
+        minor=ARCH % 10,
+        multi_processor_count=132,
+        total_memory=80 * 2**30,
+        warp_size=32,
+        max_threads_per_multi_processor=2048,
+        regs_per_multiprocessor=65536,
+        max_threads_per_block=1024,
+        shared_memory_per_block_optin=232448,
+        shared_memory_per_block=49152,
+        shared_memory_per_multiprocessor=233472,
+        L2_cache_size=50 * 2**20,
+        gcnArchName="",
+        is_integrated=False,
+        uuid="virtual",
+        clock_rate=1980000,
+        memory_clock_rate=2619000,
+        memory_bus_width=5120,
+        type="cuda",
+    )
+
+
+@contextlib.contextmanager
+def pretend_cuda_present():
+    """Patch the torch.cuda queries Inductor's codegen makes; restore everything after."""
+    import torch
+    from torch._dynamo import device_interface
+    from torch._inductor.fx_passes import joint_graph
+    import torch._inductor.runtime.triton_helpers as triton_helpers
+    import torch.utils._triton as torch_triton
+
+    props = _device_properties()
+    capability = (props.major, props.minor)
+    cuda_fakes = {
+        "is_available": lambda: True,
+        "device_count": lambda: 1,
+        "current_device": lambda: 0,
+        "set_device": lambda device: None,
+        "get_device_properties": lambda device=None: props,
+        "get_device_capability": lambda device=None: capability,
+        "get_device_name": lambda device=None: props.name,
+        "is_bf16_supported": lambda *args, **kwargs: True,
+        "_exchange_device": lambda device: 0,
+        "_maybe_exchange_device": lambda device: 0,
+        "synchronize": lambda device=None: None,
+        # Inductor saves and restores the RNG state around codegen.
+        "get_rng_state": lambda device="cuda": torch.zeros(16, dtype=torch.uint8),
+        "set_rng_state": lambda state, device="cuda": None,
+    }
+    interface_fakes = {
+        "current_device": lambda: 0,
+        "set_device": lambda device: None,
+        "device_count": lambda: 1,
+        "get_device_properties": lambda device=None: props,
+        "exchange_device": lambda device: 0,
+        "maybe_exchange_device": lambda device: 0,
+        "synchronize": lambda device=None: None,
+        "is_bf16_supported": lambda *args, **kwargs: True,
+        "get_raw_stream": lambda device: 0,
+    }
+    original_lazy_init = joint_graph.lazy_init
+
+    with contextlib.ExitStack() as stack:
+        for name, fake in cuda_fakes.items():
+            stack.enter_context(mock.patch.object(torch.cuda, name, fake))
+        for name, fake in interface_fakes.items():
+            if hasattr(device_interface.CudaInterface, name):
+                stack.enter_context(
+                    mock.patch.object(device_interface.CudaInterface, name, staticmethod(fake))
+                )
+        worker = device_interface.CudaInterface.Worker
+        stack.enter_context(mock.patch.object(worker, "current_device", staticmethod(lambda: 0)))
+        stack.enter_context(
+            mock.patch.object(worker, "get_device_properties", staticmethod(lambda d=None: props))
+        )
+        # Joint-graph pattern setup traces patterns with real tensors on the input
+        # device; a CPU build cannot create cuda tensors, so trace them on the CPU.
+        stack.enter_context(
+            mock.patch.object(
+                joint_graph,
+                "lazy_init",
+                lambda input_device=None: original_lazy_init(torch.device("cpu")),
+            )
+        )
+        # Generated modules would switch Triton to its real CUDA driver (needs libcuda).
+        stack.enter_context(
+            mock.patch.object(triton_helpers, "set_driver_to_gpu", lambda: None)
+        )
+        previous_driver = triton_driver.install(ARCH)
+        stack.callback(triton_driver.restore, previous_driver)
+        torch_triton.has_triton.cache_clear()
+        stack.callback(torch_triton.has_triton.cache_clear)
+        yield
+
+
+def _as_cuda(device):
+    import torch
+
+    if isinstance(device, torch.device) and device.type == "cpu":
+        return torch.device("cuda", 0)
+    if device == "cpu":
+        return torch.device("cuda", 0)
+    return device
+
+
+def _graph_on_cuda(gm):
+    """A copy of `gm` whose explicit device constants say cuda instead of cpu."""
+    import torch
+
+    cuda_gm = copy.deepcopy(gm)
+    for node in cuda_gm.graph.nodes:
+        if "device" in node.kwargs:
+            node.kwargs = {**node.kwargs, "device": _as_cuda(node.kwargs["device"])}
+        if node.target is torch.ops.prims.device_put.default:
+            node.args = (node.args[0], _as_cuda(node.args[1]), *node.args[2:])
+    cuda_gm.recompile()
+    return cuda_gm
+
+
+def _fake_cuda_inputs(example_inputs, fake_mode):
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
+    cuda = torch.device("cuda", 0)
+    with unset_fake_temporarily():
+        return [
+            FakeTensor(
+                fake_mode,
+                torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta"),
+                cuda,
+            )
+            if isinstance(t, torch.Tensor)
+            else t
+            for t in example_inputs
+        ]
+
+
+def make_inner_compile(original_inner_compile):
+    """Inductor's inner compile, retargeted: codegen for virtual cuda, run eagerly on CPU."""
+
+    def retarget(gm, example_inputs):
+        from torch._guards import detect_fake_mode
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+        fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode(
+            allow_non_fake_inputs=True
+        )
+        cuda_gm = _graph_on_cuda(gm)
+        cuda_inputs = _fake_cuda_inputs(example_inputs, fake_mode)
+        FakeTensorProp(cuda_gm, mode=fake_mode).propagate_dont_convert_inputs(*cuda_inputs)
+        return cuda_gm, cuda_inputs
+
+    return codegen_only.make_inner_compile(
+        original_inner_compile, retarget=retarget, context=pretend_cuda_present
+    )

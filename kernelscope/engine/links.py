@@ -1,0 +1,219 @@
+"""Turn what the probes and the structured trace saw into GraphRecords with links.
+
+Links, each with a reason:
+  source line <- pre-grad node        (Dynamo's stack_trace)
+  pre-grad node <- post-grad node     (FX `from_node` provenance; backward nodes
+                                       through the forward node with the same seq_nr)
+  post-grad node <- kernel line       (the kernel_lines probe)
+  post-grad node <- wrapper line      (the wrapper_regions probe)
+"""
+from __future__ import annotations
+
+from kernelscope.engine import fx_nodes, wrapper_code
+from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
+from kernelscope.record import FxNode, GraphRecord, Kernel, LineOrigin
+
+SHARED_REASON = "shared: indexing and masks of the fused kernel"
+
+
+def graph_kind(capture: GraphCapture) -> str:
+    if capture.is_backward:
+        return "backward"
+    return "inference" if capture.is_inference else "forward"
+
+
+def build_graph(
+    capture: GraphCapture,
+    pre_grad: PreGradCapture | None,
+    inductor_mapping: dict | None,
+    forward_by_seq_nr: dict[int, FxNode],
+    skip_prefixes: tuple[str, ...],
+) -> GraphRecord:
+    frame, compile_index, attempt = capture.compile_id or (0, 0, 0)
+    record = GraphRecord(frame, compile_index, attempt, graph_kind(capture))
+    if pre_grad is not None:
+        record.pre_grad_text = pre_grad.text
+        record.pre_grad_nodes = _pre_grad_nodes(pre_grad, skip_prefixes)
+    record.post_grad_text, record.post_grad_nodes = _post_grad_nodes(
+        capture, pre_grad, forward_by_seq_nr, skip_prefixes
+    )
+    record.wrapper_text = capture.wrapper_text
+    record.inductor_mapping = inductor_mapping
+    _link_wrapper_and_kernels(record, capture, inductor_mapping or {})
+    return record
+
+
+# -- FX nodes -------------------------------------------------------------------
+
+
+def _pre_grad_nodes(pre_grad: PreGradCapture, skip_prefixes) -> list[FxNode]:
+    lines = fx_nodes.node_lines(pre_grad.text)
+    return [
+        fx_nodes.to_fx_node(n["name"], n["op"], n["target"], n["stack_trace"], lines, skip_prefixes)
+        for n in pre_grad.gm
+    ]
+
+
+def _pre_grad_ancestors(node, pre_grad_graph_id: int) -> list[str]:
+    """Names of the pre-grad nodes a post-grad node was derived from (FX from_node)."""
+    found: list[str] = []
+    pending = list(node.meta.get("from_node") or ())
+    seen = set()
+    while pending:
+        source = pending.pop()
+        key = (source.name, source.graph_id)
+        if key in seen:
+            continue
+        seen.add(key)
+        if source.graph_id == pre_grad_graph_id and source.name:
+            if source.name not in found:
+                found.append(source.name)
+            continue
+        pending.extend(source.from_node or ())
+    return sorted(found)
+
+
+def _post_grad_nodes(capture, pre_grad, forward_by_seq_nr, skip_prefixes):
+    gm = capture.post_grad_gm
+    text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
+    lines = fx_nodes.node_lines(text)
+    nodes: list[FxNode] = []
+    for node in gm.graph.nodes:
+        record = fx_nodes.to_fx_node(
+            node.name, node.op, fx_nodes.target_name(node.target),
+            node.meta.get("stack_trace"), lines, skip_prefixes,
+        )
+        if pre_grad is not None:
+            record.from_pre_grad = _pre_grad_ancestors(node, pre_grad.graph_id)
+        seq_nr = node.meta.get("seq_nr")
+        forward = forward_by_seq_nr.get(seq_nr) if capture.is_backward else None
+        if forward is not None and not record.from_pre_grad:
+            record.from_pre_grad = list(forward.from_pre_grad)
+        if record.source is None and forward is not None and forward.source is not None:
+            record.source, record.source_via = forward.source, f"gradient of forward node {forward.name}"
+        if not capture.is_backward and seq_nr is not None and record.op == "call_function":
+            forward_by_seq_nr.setdefault(seq_nr, record)
+        nodes.append(record)
+    _borrow_sources_from_neighbours(gm, nodes)
+    return text, nodes
+
+
+def _borrow_sources_from_neighbours(gm, nodes: list[FxNode]) -> None:
+    """A node made by a pass (e.g. softmax's online prologue) may lack a stack
+    trace; its users or inputs (the ops it was made from) still have one."""
+    by_name = {node.name: node for node in nodes}
+    for fx_node in gm.graph.nodes:
+        record = by_name[fx_node.name]
+        if record.source is not None or record.op != "call_function":
+            continue
+        for neighbour in [*fx_node.users, *fx_node.all_input_nodes]:
+            other = by_name.get(neighbour.name)
+            if other is not None and other.source is not None and other.op == "call_function":
+                record.source = other.source
+                record.source_via = f"made by a pass from {other.name}"
+                if not record.from_pre_grad:
+                    record.from_pre_grad = list(other.from_pre_grad)
+                break
+
+
+# -- kernels and wrapper lines ----------------------------------------------------
+
+
+def _kernel_lines(source: str, capture: KernelLineCapture) -> list[LineOrigin]:
+    rows: list[LineOrigin] = []
+    body_start = wrapper_code.kernel_body_start(source)
+    if not body_start:
+        return rows
+    for number, line in enumerate(source.splitlines(), 1):
+        stripped = line.strip()
+        if number < body_start or not stripped:
+            continue
+        target = _assignment_target(stripped)
+        origin = capture.by_text.get(stripped) or (
+            capture.by_text.get("=" + target) if target else None
+        )
+        if origin and origin[0]:
+            rows.append(LineOrigin(number, line, [origin[0]], _kernel_reason(stripped, origin[1])))
+        else:
+            rows.append(LineOrigin(number, line, list(capture.nodes), SHARED_REASON))
+    return rows
+
+
+def _kernel_reason(stripped: str, probe_reason: str) -> str:
+    if "tl.load(" in stripped:
+        return "loads input of"
+    if stripped.startswith("tl.store("):
+        return "stores result of"
+    return probe_reason
+
+
+def _assignment_target(stripped: str) -> str | None:
+    if " = " not in stripped:
+        return None
+    target = stripped.split(" = ", 1)[0].split(":", 1)[0].strip()
+    return target if target.isidentifier() else None
+
+
+def _inductor_nodes_by_handle(mapping: dict) -> dict[tuple[str, int], list[str]]:
+    result = {}
+    for key, nodes in (mapping.get("cppCodeToPost") or {}).items():
+        name, _, handle = key.rpartition(":")
+        if handle.isdigit():
+            result[(name, int(handle))] = list(nodes)
+    return result
+
+
+def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mapping: dict) -> None:
+    layout = wrapper_code.read_layout(capture.wrapper_text)
+    wrapper_lines = capture.wrapper_text.splitlines()
+    inductor_by_handle = _inductor_nodes_by_handle(
+        {"cppCodeToPost": {**(mapping.get("cppCodeToPost") or {}), **capture.inductor_kernel_nodes}}
+    )
+    kernels: dict[str, Kernel] = {}
+
+    # Triton kernels: their own lines, and the same lines inside the wrapper.
+    attributable = 0
+    for block in layout.kernel_blocks:
+        probe = capture.kernels.get(block.name, KernelLineCapture())
+        lines = _kernel_lines(block.source, probe)
+        kernels[block.name] = Kernel(block.name, "triton", block.source, list(probe.nodes), lines)
+        for row in lines:
+            wrapper_line = block.first_line + row.line - 1
+            record.wrapper_lines.append(
+                LineOrigin(wrapper_line, wrapper_lines[wrapper_line - 1], row.nodes,
+                           f"defines kernel {block.name}: {row.reason}")
+            )
+        attributable += len(lines)
+
+    # The call body: each scheduler node's region of lines.
+    regions = sorted(capture.wrapper_regions)
+    call_end = layout.call_end or len(wrapper_lines)
+    extern_count: dict[str, int] = {}
+    for index, (start, origins, computes) in enumerate(regions):
+        end = regions[index + 1][0] if index + 1 < len(regions) else call_end
+        for number in range(start, end):
+            line = wrapper_lines[number - 1]
+            if not line.strip():
+                continue
+            attributable += 1
+            reason = wrapper_code.line_reason(line)
+            record.wrapper_lines.append(LineOrigin(number, line, list(origins), reason))
+            launched = wrapper_code.kernel_launch(line)
+            if launched in kernels:
+                kernels[launched].wrapper_lines.append(number)
+                handle = layout.handles.get(number)
+                if handle and kernels[launched].inductor_nodes is None:
+                    kernels[launched].inductor_nodes = inductor_by_handle.get(handle)
+            extern = wrapper_code.extern_call(line)
+            if extern:
+                ordinal = extern_count.get(extern, 0)
+                extern_count[extern] = ordinal + 1
+                handle = layout.handles.get(number)
+                inductor_nodes = inductor_by_handle.get(handle) if handle else None
+                name = f"{extern}#{ordinal}"
+                kernels[name] = Kernel(
+                    name, "extern", "", list(computes),
+                    inductor_nodes=inductor_nodes, wrapper_lines=[number],
+                )
+    record.wrapper_attributable = attributable
+    record.kernels = list(kernels.values())

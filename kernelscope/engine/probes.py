@@ -1,0 +1,474 @@
+"""Line-level probes into Inductor internals: the only module that patches torch.
+
+Inductor itself records provenance per kernel (a kernel <-> a set of post-grad
+nodes). These probes record it per *line*: which post-grad node each Triton
+kernel line and each wrapper line came from. There is no public API for this;
+every probe names the internal it patches, checks it at install, and switches
+itself off on a torch where that internal changed, so a compile never crashes
+because of us (the run then says "kernel-level provenance only").
+
+The probes and what they see:
+- pre_grad_graph      compile_fx.run_pre_grad_passes: the graph Dynamo captured, before passes
+- kernel_lines        ir.IRNode.__post_init__ + loop_body.LightTracer.create_node
+                      + loop_body.InterpreterShim.run_node + utils.IndentedBuffer.writeline
+                      + TritonScheduling.define_kernel: each kernel line -> the FX node
+                      whose lowering produced it
+- wrapper_regions     Scheduler.enter_context: every scheduler node opens a wrapper region
+                      that carries all its post-grad origins
+- graph_codegen       GraphLowering.codegen: the finished wrapper, its line map, the graph
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kernelscope.engine.fx_nodes import target_name
+
+_local = threading.local()
+
+
+def _fx_stack() -> list:
+    if not hasattr(_local, "fx_stack"):
+        _local.fx_stack = []
+    return _local.fx_stack
+
+
+@dataclass
+class KernelLineCapture:
+    """What the writeline probe saw for one Triton kernel while it was generated."""
+
+    by_text: dict[str, tuple[str | None, str]] = field(default_factory=dict)
+    nodes: list[str] = field(default_factory=list)  # kernel-level set, in schedule order
+
+
+@dataclass
+class GraphCapture:
+    """Everything the probes saw while one graph was lowered and generated."""
+
+    compile_id: tuple[int, int, int] | None
+    is_backward: bool
+    is_inference: bool
+    post_grad_gm: Any = None
+    wrapper_text: str = ""
+    # (first wrapper line, post-grad origins of the scheduler node, the nodes it computes)
+    wrapper_regions: list[tuple[int, list[str], list[str]]] = field(default_factory=list)
+    kernels: dict[str, KernelLineCapture] = field(default_factory=dict)
+    # Inductor's own kernel -> post-grad nodes records made during this codegen,
+    # keyed "kernel_name:debug_handle" (what it logs as cppCodeToPost, forward only).
+    inductor_kernel_nodes: dict[str, list[str]] = field(default_factory=dict)
+    trace_position: int = 0  # structured-trace records seen when codegen finished
+
+
+@dataclass
+class PreGradCapture:
+    compile_id: tuple[int, int, int] | None
+    gm: Any
+    graph_id: int
+    text: str
+
+
+class WrapperRegion:
+    """Context object the wrapper keeps in its line map for one scheduler node.
+
+    Inductor reads `.stack_trace` from these objects (it builds its own linemap
+    from them), so we provide it.
+    """
+
+    def __init__(self, snode):
+        origins = [
+            origin
+            for inner in snode.get_nodes()
+            if inner.node is not None
+            for origin in inner.node.get_origins()
+        ]
+        self.origins = list(dict.fromkeys(origin.name for origin in origins))
+        # An extern kernel (mm, convolution, a fallback) computes exactly its origin_node.
+        ir_node = getattr(snode, "node", None)
+        origin_node = getattr(ir_node, "origin_node", None)
+        self.computes = [origin_node.name] if origin_node is not None else list(self.origins)
+        ordered = sorted(origins, key=lambda o: _node_order(o))
+        last = ordered[-1] if ordered else None
+        self.stack_trace = last.meta.get("stack_trace") if last is not None else None
+
+
+def _node_order(fx_node) -> int:
+    for index, node in enumerate(fx_node.graph.nodes):
+        if node is fx_node:
+            return index
+    return -1
+
+
+def current_compile_id() -> tuple[int, int, int] | None:
+    from torch._guards import CompileContext
+
+    trace_id = CompileContext.current_trace_id()
+    if trace_id is None or trace_id.compile_id.frame_id is None:
+        return None
+    cid = trace_id.compile_id
+    return (cid.frame_id, cid.frame_compile_id or 0, trace_id.attempt)
+
+
+@dataclass
+class Probe:
+    name: str
+    owner: Any  # module or class patched
+    attribute: str
+    expected_parameters: tuple[str, ...]  # parameter names the replacement relies on
+    make_replacement: Callable[[Callable], Callable]
+    original: Callable | None = None
+
+    def check(self) -> str | None:
+        """None if the patch point looks as expected, else why not."""
+        target = getattr(self.owner, self.attribute, None)
+        owner_name = getattr(self.owner, "__name__", str(self.owner))
+        if target is None:
+            return f"{owner_name}.{self.attribute} is missing"
+        try:
+            parameters = tuple(inspect.signature(target).parameters)
+        except (TypeError, ValueError):
+            return f"{owner_name}.{self.attribute} has no inspectable signature"
+        if parameters[: len(self.expected_parameters)] != self.expected_parameters:
+            return (
+                f"{owner_name}.{self.attribute}{parameters} no longer takes "
+                f"{self.expected_parameters}"
+            )
+        return None
+
+
+class Probes:
+    """Install all probes for one recording; collect what they see."""
+
+    def __init__(self):
+        self.pre_grad: list[PreGradCapture] = []
+        self.graphs: list[GraphCapture] = []
+        self.errors: list[str] = []  # a probe that raised (the compile went on)
+        self.disabled: list[str] = []  # probes switched off at install, and why
+        self.seconds: dict[str, float] = {"lower": 0.0, "codegen": 0.0}
+        self.on_phase: Callable[[str, str], None] = lambda phase, detail: None
+        self.trace_position: Callable[[], int] = lambda: 0
+        self._installed: list[Probe] = []
+        self._current_graph: GraphCapture | None = None
+        self._kernel_capture: dict[int, KernelLineCapture] = {}
+
+    # -- install / uninstall -------------------------------------------------
+
+    def install(self) -> None:
+        groups = self._probe_groups()
+        for group_name, probes in groups.items():
+            problems = [p for p in (probe.check() for probe in probes) if p]
+            if problems:
+                self.disabled.append(f"{group_name}: {'; '.join(problems)}")
+                continue
+            for probe in probes:
+                probe.original = getattr(probe.owner, probe.attribute)
+                setattr(probe.owner, probe.attribute, probe.make_replacement(probe.original))
+                self._installed.append(probe)
+
+    def uninstall(self) -> None:
+        for probe in reversed(self._installed):
+            setattr(probe.owner, probe.attribute, probe.original)
+        self._installed.clear()
+
+    def __enter__(self):
+        self.install()
+        return self
+
+    def __exit__(self, *exc):
+        self.uninstall()
+
+    @property
+    def line_level(self) -> bool:
+        return not any(d.startswith(("kernel_lines", "wrapper_regions", "graph_codegen"))
+                       for d in self.disabled)
+
+    def _guarded(self, what: str, fn: Callable, *args) -> Any:
+        """Run probe bookkeeping; an error in it is recorded, never raised."""
+        try:
+            return fn(*args)
+        except Exception:
+            self.errors.append(f"{what}: {traceback.format_exc(limit=3)}")
+            return None
+
+    def _probe_groups(self) -> dict[str, list[Probe]]:
+        import torch._inductor.compile_fx as compile_fx
+        import torch._inductor.graph as graph
+        import torch._inductor.ir as ir
+        import torch._inductor.loop_body as loop_body
+        import torch._inductor.scheduler as scheduler
+        import torch._inductor.utils as inductor_utils
+        from torch._inductor.codegen.triton import TritonScheduling
+
+        return {
+            "pre_grad_graph": [
+                Probe("pre_grad", compile_fx, "run_pre_grad_passes",
+                      ("model_", "example_inputs_"), self._wrap_pre_grad),
+            ],
+            "kernel_lines": [
+                Probe("ir_post_init", ir.IRNode, "__post_init__", ("self",), self._wrap_post_init),
+                Probe("tracer_create_node", loop_body.LightTracer, "create_node", ("self",),
+                      self._wrap_create_node),
+                Probe("shim_run_node", loop_body.InterpreterShim, "run_node", ("self", "n"),
+                      self._wrap_run_node),
+                Probe("writeline", inductor_utils.IndentedBuffer, "writeline", ("self", "line"),
+                      self._wrap_writeline),
+                Probe("define_kernel", TritonScheduling, "define_kernel",
+                      ("self", "src_code", "node_schedule", "kernel"), self._wrap_define_kernel),
+            ],
+            "wrapper_regions": [
+                Probe("enter_context", scheduler.Scheduler, "enter_context", ("self", "node"),
+                      self._wrap_enter_context),
+            ],
+            "graph_codegen": [
+                Probe("codegen", graph.GraphLowering, "codegen", ("self",), self._wrap_codegen),
+                Probe("lowering", graph.GraphLowering, "run", ("self",), self._wrap_lowering),
+            ],
+        }
+
+    # -- pre-grad graph --------------------------------------------------------
+
+    def _wrap_pre_grad(self, original):
+        probes = self
+
+        def run_pre_grad_passes(model_, example_inputs_, *args, **kwargs):
+            probes._guarded("pre_grad_graph", probes._record_pre_grad, model_)
+            return original(model_, example_inputs_, *args, **kwargs)
+
+        return run_pre_grad_passes
+
+    def _record_pre_grad(self, gm) -> None:
+        # The passes that follow rewrite the graph in place: copy what we need now.
+        text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
+        nodes = _NodeView.from_graph(gm.graph)
+        self.pre_grad.append(PreGradCapture(current_compile_id(), nodes, id(gm.graph), text))
+
+    # -- kernel lines ----------------------------------------------------------
+
+    def _wrap_post_init(self, original):
+        probes = self
+
+        def __post_init__(ir_node):
+            original(ir_node)
+            probes._guarded("kernel_lines", probes._tag_inner_fn, ir_node)
+
+        return __post_init__
+
+    def _tag_inner_fn(self, ir_node) -> None:
+        import torch._inductor.ir as ir
+        from torch._inductor.virtualized import V
+
+        if not isinstance(ir_node, ir.Loops) or getattr(ir_node.inner_fn, "_kernelscope", False):
+            return
+        fx_node = getattr(V.graph, "current_node", None) if V.graph is not None else None
+        if fx_node is None:
+            return
+        inner_fn = ir_node.inner_fn
+
+        def traced_inner_fn(*args, **kwargs):
+            stack = _fx_stack()
+            stack.append(fx_node)
+            try:
+                return inner_fn(*args, **kwargs)
+            finally:
+                stack.pop()
+
+        traced_inner_fn._kernelscope = True
+        traced_inner_fn.__name__ = getattr(inner_fn, "__name__", "inner_fn")
+        object.__setattr__(ir_node, "inner_fn", traced_inner_fn)
+        object.__setattr__(ir_node, "_kernelscope_fx", fx_node)
+
+    def _wrap_create_node(self, original):
+        def create_node(tracer, *args, **kwargs):
+            node = original(tracer, *args, **kwargs)
+            stack = _fx_stack()
+            if stack:
+                node.meta["kernelscope_fx"] = stack[-1]
+            return node
+
+        return create_node
+
+    def _wrap_run_node(self, original):
+        def run_node(shim, n):
+            fx_node = n.meta.get("kernelscope_fx")
+            if fx_node is None:
+                return original(shim, n)
+            previous = getattr(_local, "codegen_fx", None)
+            _local.codegen_fx = fx_node
+            try:
+                return original(shim, n)
+            finally:
+                _local.codegen_fx = previous
+
+        return run_node
+
+    def _wrap_writeline(self, original):
+        probes = self
+
+        def writeline(buffer, line):
+            probes._guarded("kernel_lines", probes._record_kernel_line, line)
+            return original(buffer, line)
+
+        return writeline
+
+    def _record_kernel_line(self, line) -> None:
+        from torch._inductor.codegen.triton import TritonKernel
+        from torch._inductor.virtualized import V
+
+        try:
+            kernel = V.kernel
+        except (AttributeError, AssertionError):
+            return
+        if not isinstance(kernel, TritonKernel):
+            return
+        text = getattr(line, "line", line)
+        if not isinstance(text, str) or not text.strip():
+            return
+        fx_node = getattr(_local, "codegen_fx", None)
+        if fx_node is not None:
+            origin = (fx_node.name, "computes")
+        else:
+            origin = (_scheduler_node_origin(kernel.current_node), "stores or reduces for")
+        if origin[0] is None:
+            return  # kernel header and index set-up: not tied to one node
+        capture = self._kernel_capture.setdefault(id(kernel), KernelLineCapture())
+        stripped = text.strip()
+        capture.by_text.setdefault(stripped, origin)
+        target = _assignment_target(stripped)
+        if target:
+            capture.by_text.setdefault("=" + target, origin)
+
+    def _wrap_define_kernel(self, original):
+        probes = self
+
+        def define_kernel(scheduling, src_code, node_schedule, kernel):
+            name = original(scheduling, src_code, node_schedule, kernel)
+            probes._guarded("kernel_lines", probes._finish_kernel, name, node_schedule, kernel)
+            return name
+
+        return define_kernel
+
+    def _finish_kernel(self, name, node_schedule, kernel) -> None:
+        capture = self._kernel_capture.pop(id(kernel), KernelLineCapture())
+        nodes: list[str] = []
+        for snode in node_schedule:
+            ir_node = getattr(snode, "node", None)
+            for origin in getattr(ir_node, "origins", ()) or ():
+                if origin.name not in nodes:
+                    nodes.append(origin.name)
+        capture.nodes = nodes
+        if self._current_graph is not None and name not in self._current_graph.kernels:
+            self._current_graph.kernels[name] = capture
+
+    # -- wrapper regions and graph codegen ------------------------------------
+
+    def _wrap_enter_context(self, original):
+        probes = self
+
+        def enter_context(scheduler_self, node):
+            from torch._inductor.virtualized import V
+
+            region = probes._guarded("wrapper_regions", WrapperRegion, node)
+            if region is None:
+                return original(scheduler_self, node)
+            V.graph.wrapper_code.enter_context(region)
+
+        return enter_context
+
+    def _wrap_lowering(self, original):
+        probes = self
+
+        def run(graph_lowering, *args, **kwargs):
+            probes.on_phase("lower", "")
+            started = time.perf_counter()
+            try:
+                return original(graph_lowering, *args, **kwargs)
+            finally:
+                probes.seconds["lower"] += time.perf_counter() - started
+
+        return run
+
+    def _wrap_codegen(self, original):
+        probes = self
+
+        def codegen(graph_lowering):
+            capture = GraphCapture(
+                compile_id=probes._guarded("graph_codegen", current_compile_id),
+                is_backward=bool(getattr(graph_lowering, "is_backward", False)),
+                is_inference=bool(getattr(graph_lowering, "is_inference", False)),
+                post_grad_gm=graph_lowering.module,
+            )
+            outer = probes._current_graph
+            probes._current_graph = capture
+            before = probes._guarded("graph_codegen", _inductor_kernel_records) or {}
+            probes.on_phase("codegen", "")
+            started = time.perf_counter()
+            try:
+                result = original(graph_lowering)
+            finally:
+                probes._current_graph = outer
+                probes.seconds["codegen"] += time.perf_counter() - started
+            after = probes._guarded("graph_codegen", _inductor_kernel_records) or {}
+            capture.inductor_kernel_nodes = {
+                key: list(nodes) for key, nodes in after.items() if key not in before
+            }
+            probes._guarded("graph_codegen", probes._finish_graph, capture, result)
+            return result
+
+        return codegen
+
+    def _finish_graph(self, capture: GraphCapture, result) -> None:
+        wrapper = result[0]
+        capture.wrapper_text = wrapper.value
+        capture.trace_position = self.trace_position()
+        capture.wrapper_regions = [
+            (line_number, list(context.origins), list(context.computes))
+            for line_number, context in wrapper.line_map
+            if isinstance(context, WrapperRegion)
+        ]
+        self.graphs.append(capture)
+
+
+class _NodeView:
+    """A frozen copy of what we need from FX nodes (graphs are rewritten in place)."""
+
+    @staticmethod
+    def from_graph(graph) -> list[dict]:
+        return [
+            {
+                "name": node.name,
+                "op": node.op,
+                "target": target_name(node.target),
+                "stack_trace": node.meta.get("stack_trace"),
+            }
+            for node in graph.nodes
+        ]
+
+
+def _inductor_kernel_records() -> dict[str, list[str]]:
+    import torch._inductor.debug as inductor_debug
+
+    records = getattr(inductor_debug, "_inductor_triton_kernel_to_post_grad_node_info", None)
+    return {key: list(nodes) for key, nodes in (records or {}).items()}
+
+
+def _scheduler_node_origin(snode) -> str | None:
+    ir_node = getattr(snode, "node", None)
+    if ir_node is None:
+        return None
+    data = getattr(ir_node, "data", None)
+    fx_node = getattr(data, "_kernelscope_fx", None) or getattr(ir_node, "origin_node", None)
+    if fx_node is None:
+        origins = list(ir_node.get_origins()) if hasattr(ir_node, "get_origins") else []
+        fx_node = origins[-1] if origins else None
+    return fx_node.name if fx_node is not None else None
+
+
+def _assignment_target(stripped_line: str) -> str | None:
+    if " = " not in stripped_line:
+        return None
+    lhs = stripped_line.split(" = ", 1)[0]
+    lhs = lhs.split(":", 1)[0].strip()
+    return lhs if lhs.isidentifier() else None

@@ -1,0 +1,413 @@
+"""Record one real torch.compile session into a RunRecord.
+
+The recorder sets Inductor up for a recording (fresh caches so codegen really
+runs, provenance tracking on, compiles in-process), installs the probes and the
+structured-trace capture, picks the device target, runs the user's model or
+script, and turns what was seen into graphs, kernels and links.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kernelscope.errors import CompileError, TargetError, UserError
+from kernelscope.record import GraphBreak, Recompile, RunRecord, SourceLocation
+
+DEVICES = ("auto", "cuda", "virtual-cuda", "cpu-triton")
+MIN_TORCH = (2, 11)
+
+
+@dataclass
+class RecordOptions:
+    device: str = "auto"
+    train: bool = False
+    dynamic: bool = False
+    execute: bool = False  # cpu-triton: run the kernels in Triton's interpreter
+    workspace: Path = field(default_factory=Path.cwd)
+    on_phase: Callable[[str, str], None] = lambda phase, detail: None
+
+
+def _version_tuple(version: str) -> tuple[int, int]:
+    numbers = re.findall(r"\d+", version)
+    return (int(numbers[0]), int(numbers[1])) if len(numbers) >= 2 else (0, 0)
+
+
+def import_torch(options: RecordOptions) -> float:
+    """Import torch and Inductor; returns the seconds it took (0 if already imported)."""
+    if options.device == "cpu-triton":
+        from kernelscope.engine.devices import cpu_triton
+
+        if options.execute and "torch._inductor.runtime.triton_helpers" in sys.modules \
+                and os.environ.get(cpu_triton.INTERPRET_ENV) != "1":
+            raise UserError(
+                "--execute needs Triton's interpreter, which must be enabled before torch's "
+                "Triton helpers are imported: run `kernelscope compile` in a fresh process"
+            )
+        cpu_triton.prepare_process(options.execute)
+    started = time.perf_counter()
+    already = "torch._inductor.compile_fx" in sys.modules
+    options.on_phase("import", "torch")
+    try:
+        import torch
+        import torch._inductor.compile_fx  # noqa: F401
+    except ImportError as error:
+        raise UserError(
+            f"kernelscope's engine needs PyTorch {MIN_TORCH[0]}.{MIN_TORCH[1]} or newer in this "
+            f"Python ({sys.executable}): {error}"
+        ) from error
+    if _version_tuple(torch.__version__) < MIN_TORCH:
+        raise UserError(
+            f"torch {torch.__version__} is too old: kernelscope needs torch "
+            f"{MIN_TORCH[0]}.{MIN_TORCH[1]} or newer (pip install -U torch)"
+        )
+    return 0.0 if already else time.perf_counter() - started
+
+
+def resolve_device(requested: str) -> str:
+    import torch
+
+    if requested not in DEVICES:
+        raise UserError(f"unknown target '{requested}': choose one of {', '.join(DEVICES)}")
+    has_gpu = torch.cuda.is_available()
+    if requested == "auto":
+        return "cuda" if has_gpu else "virtual-cuda"
+    if requested == "cuda" and not has_gpu:
+        raise UserError(
+            "--target cuda needs a CUDA GPU and a CUDA build of torch; none is available here "
+            "(use --target virtual-cuda for the same CUDA code without a GPU)"
+        )
+    return requested
+
+
+class Recording:
+    """Context manager around the user's code: everything that makes a recording."""
+
+    def __init__(self, device: str, options: RecordOptions):
+        from kernelscope.engine.probes import Probes
+        from kernelscope.engine.trace_capture import TraceCapture
+
+        self.device = device
+        self.options = options
+        self.probes = Probes()
+        self.trace = TraceCapture()
+        self.probes.on_phase = options.on_phase
+        self.probes.trace_position = lambda: len(self.trace.records)
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self):
+        import torch
+        import torch._inductor.config as inductor_config
+        from torch._inductor.utils import fresh_cache
+
+        stack = self._stack
+        torch._dynamo.reset()
+        stack.callback(torch._dynamo.reset)
+        # A cache hit would skip codegen and leave provenance silently missing:
+        # every recorded graph is generated afresh, in a throw-away cache directory.
+        stack.enter_context(fresh_cache())
+        stack.enter_context(
+            inductor_config.patch(
+                {
+                    "force_disable_caches": True,
+                    "compile_threads": 1,
+                    "trace.provenance_tracking_level": 1,
+                }
+            )
+        )
+        stack.enter_context(self._device_context())
+        stack.enter_context(self.trace)
+        stack.enter_context(self.probes)
+        return self
+
+    def __exit__(self, *exc):
+        self._stack.close()
+
+    def _device_context(self):
+        from kernelscope.engine.devices import codegen_only, cpu_triton, virtual_cuda
+
+        if self.device == "virtual-cuda":
+            return _inner_compile_replaced(virtual_cuda.make_inner_compile)
+        if self.device == "cpu-triton":
+            stack = contextlib.ExitStack()
+            stack.enter_context(cpu_triton.cpu_triton_backend(self.options.execute))
+            if not self.options.execute:
+                stack.enter_context(_inner_compile_replaced(codegen_only.make_inner_compile))
+            return stack
+        return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _inner_compile_replaced(make_inner_compile):
+    """Every compile_fx call (torch.compile's default backend) uses our inner compile."""
+    import torch._inductor.compile_fx as compile_fx_module
+
+    original = compile_fx_module.compile_fx
+
+    def compile_fx(model_, example_inputs_, inner_compile=None, **kwargs):
+        if inner_compile is None or inner_compile is compile_fx_module.compile_fx_inner:
+            inner_compile = make_inner_compile(compile_fx_module.compile_fx_inner)
+        return original(model_, example_inputs_, inner_compile=inner_compile, **kwargs)
+
+    compile_fx_module.compile_fx = compile_fx
+    try:
+        yield
+    finally:
+        compile_fx_module.compile_fx = original
+
+
+# -- running the user's code --------------------------------------------------------
+
+
+def _loss(outputs):
+    import torch
+
+    tensors = [t for t in _flatten(outputs) if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not tensors:
+        raise TargetError(
+            "--train: no output requires grad (give the model parameters, or inputs with "
+            "requires_grad=True)"
+        )
+    return sum(t.sum() for t in tensors)
+
+
+def _flatten(value):
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _flatten(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _flatten(item)
+    elif hasattr(value, "to_tuple"):
+        yield from _flatten(value.to_tuple())
+    else:
+        yield value
+
+
+def _max_error(actual, expected) -> float:
+    import torch
+
+    worst = 0.0
+    for a, e in zip(_flatten(actual), _flatten(expected)):
+        if isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor):
+            worst = max(worst, (a.detach().float() - e.detach().float()).abs().max().item())
+    return worst
+
+
+def _prepare_inputs(model, inputs, options: RecordOptions):
+    import torch
+
+    if options.train and not isinstance(model, torch.nn.Module):
+        # A plain function has no parameters: differentiate w.r.t. its float inputs.
+        inputs = tuple(
+            t.detach().requires_grad_(True)
+            if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+            for t in inputs
+        )
+    if options.dynamic:
+        for t in inputs:
+            if isinstance(t, torch.Tensor) and t.dim() > 0:
+                torch._dynamo.mark_dynamic(t, 0)
+    return inputs
+
+
+def _run_factory_model(model, inputs, options: RecordOptions, device: str) -> float | None:
+    import torch
+
+    compare = device == "cpu-triton" and options.execute
+    expected = None
+    if compare:
+        with torch.no_grad():
+            expected = model(*[t.detach() if isinstance(t, torch.Tensor) else t for t in inputs])
+    options.on_phase("capture", "Dynamo, AOTAutograd")
+    compiled = torch.compile(model, dynamic=True if options.dynamic else None)
+    if options.train:
+        outputs = compiled(*inputs)
+        options.on_phase("capture", "backward")
+        _loss(outputs).backward()
+    else:
+        with torch.no_grad():
+            outputs = compiled(*inputs)
+    return _max_error(outputs, expected) if compare else None
+
+
+def _raise_compile_error(error: BaseException, target_file: Path | None) -> None:
+    """Turn an exception from the user's run into a one-line error naming file:line."""
+    import torch
+
+    if isinstance(error, UserError):
+        raise error
+    torch_dir = os.path.dirname(torch.__file__)
+    location = ""
+    for frame in __import__("traceback").extract_tb(error.__traceback__):
+        if not frame.filename.startswith((torch_dir, os.path.dirname(__file__))) \
+                and "kernelscope" not in frame.filename:
+            location = f"{frame.filename}:{frame.lineno}"
+    if target_file is not None and not location:
+        location = str(target_file)
+    message = str(error).strip().splitlines()
+    first = message[0] if message else type(error).__name__
+    inductor_failed = type(error).__name__ in ("InductorError", "BackendCompilerFailed", "LoweringException")
+    if inductor_failed:
+        detail = " ".join(line.strip() for line in message[:6] if line.strip())
+        raise CompileError(
+            f"{location}: Inductor failed: {detail[:600]} "
+            "(the last good run in the store is unchanged)"
+        ) from error
+    raise TargetError(
+        f"{location}: the model raised {type(error).__name__}: {first[:400]} "
+        "(the last good run in the store is unchanged)"
+    ) from error
+
+
+# -- building the run ----------------------------------------------------------------
+
+
+def _graph_break(record) -> GraphBreak:
+    text = record.payload or ""
+    location = None
+    match = re.search(r"Graph break in user code at (.+):(\d+)", text)
+    if match:
+        location = SourceLocation(match.group(1), int(match.group(2)))
+    reason_match = re.search(r"Graph Break Reason: (.+)", text)
+    reason = reason_match.group(1).strip() if reason_match else text.strip().splitlines()[0] if text.strip() else ""
+    explanation = re.search(r"Explanation: (.+)", text)
+    if explanation:
+        reason = f"{reason} - {explanation.group(1).strip()}"
+    cid = record.compile_id
+    return GraphBreak(reason, location, f"{cid[0]}/{cid[1]}" if cid else "")
+
+
+def _recompiles(trace) -> list[Recompile]:
+    found = []
+    for record in trace.of_kind("compilation_metrics"):
+        metrics = record.metadata.get("compilation_metrics") or {}
+        reason = metrics.get("recompile_reason")
+        if reason and record.compile_id:
+            cid = record.compile_id
+            found.append(Recompile(f"{cid[0]}/{cid[1]}", str(reason)))
+    return found
+
+
+def build_run(recording: Recording, target: str, options: RecordOptions, device: str) -> RunRecord:
+    import torch
+    import triton
+
+    from kernelscope.engine import fx_nodes, links
+
+    probes, trace = recording.probes, recording.trace
+    skip = fx_nodes.skip_prefixes()
+    mappings = [
+        (index, record) for index, record in enumerate(trace.records)
+        if record.kind == "artifact:inductor_provenance_tracking_node_mappings"
+    ]
+    forward_by_seq_nr: dict[tuple, dict] = {}
+    graphs = []
+    for capture in probes.graphs:
+        pre = next((p for p in reversed(probes.pre_grad) if p.compile_id == capture.compile_id), None)
+        mapping = next(
+            (r for i, r in mappings if i >= capture.trace_position and r.compile_id == capture.compile_id),
+            None,
+        )
+        mapping_json = _json_or_none(mapping.payload) if mapping else None
+        per_compile = forward_by_seq_nr.setdefault(capture.compile_id, {})
+        graphs.append(links.build_graph(capture, pre, mapping_json, per_compile, skip))
+
+    warnings = list(probes.disabled and [
+        f"line-level provenance unavailable on torch {torch.__version__}: kernel-level only "
+        f"({'; '.join(probes.disabled)})"
+    ])
+    warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
+    return RunRecord(
+        target=target,
+        device=device,
+        mode="train" if options.train else "inference",
+        dynamic=options.dynamic,
+        torch_version=torch.__version__,
+        triton_version=getattr(triton, "__version__", "unknown"),
+        provenance="line" if probes.line_level else "kernel",
+        created=time.time(),
+        workspace=str(options.workspace.resolve()),
+        graphs=graphs,
+        graph_breaks=[_graph_break(r) for r in trace.of_kind("artifact:dynamo_graph_break_reason")],
+        recompiles=_recompiles(trace),
+        warnings=warnings,
+        config={"execute": options.execute},
+    )
+
+
+def _json_or_none(payload: str | None):
+    import json
+
+    try:
+        return json.loads(payload) if payload else None
+    except ValueError:
+        return None
+
+
+def _finish(run: RunRecord, probes, import_seconds: float, total_seconds: float) -> RunRecord:
+    lower, codegen = probes.seconds["lower"], probes.seconds["codegen"]
+    run.timings = {
+        "import": round(import_seconds, 4),
+        "capture": round(max(total_seconds - lower - codegen, 0.0), 4),
+        "lower": round(lower, 4),
+        "codegen": round(codegen, 4),
+    }
+    run.peak_memory_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return run
+
+
+def record_factory(spec: str, options: RecordOptions) -> RunRecord:
+    """`kernelscope compile path.py:factory`: compile what the factory returns."""
+    from kernelscope.engine import targets
+
+    target = targets.parse_factory_spec(spec)
+    import_seconds = import_torch(options)
+    device = resolve_device(options.device)
+    options.on_phase("import", str(target.path))
+    model, inputs = targets.load_factory(target)
+    inputs = _prepare_inputs(model, inputs, options)
+    started = time.perf_counter()
+    with Recording(device, options) as recording:
+        try:
+            max_error = _run_factory_model(model, inputs, options, device)
+        except Exception as error:  # noqa: BLE001 - reported as a one-line error
+            _raise_compile_error(error, target.path)
+    shown = f"{_display_path(target.path, options.workspace)}:{target.factory}"
+    run = build_run(recording, shown, options, device)
+    run.execute_max_error = max_error
+    if not run.graphs:
+        raise CompileError(f"{target.path}: torch.compile produced no graph to record")
+    return _finish(run, recording.probes, import_seconds, time.perf_counter() - started)
+
+
+def record_script(path: Path, args: list[str], options: RecordOptions) -> RunRecord:
+    """`kernelscope run script.py -- ARGS`: record every compile the script performs."""
+    from kernelscope.engine import targets
+
+    import_seconds = import_torch(options)
+    device = resolve_device(options.device)
+    started = time.perf_counter()
+    options.on_phase("capture", str(path))
+    with Recording(device, options) as recording:
+        try:
+            targets.run_script(path, args)
+        except Exception as error:  # noqa: BLE001
+            _raise_compile_error(error, path)
+    run = build_run(recording, _display_path(path, options.workspace), options, device)
+    if not run.graphs:
+        raise CompileError(f"{path}: the script ran but compiled nothing with torch.compile")
+    return _finish(run, recording.probes, import_seconds, time.perf_counter() - started)
+
+
+def _display_path(path: Path, workspace: Path) -> str:
+    try:
+        return path.resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return str(path.resolve())

@@ -1,0 +1,113 @@
+"""Read the structure of an Inductor Python wrapper: kernel definitions, the call
+body, launches and extern calls, and what each line does. Text only, no torch."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_KERNEL_START = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''\s*$")
+_KERNEL_END = re.compile(r"^''', device_str='\w+'\)\s*$")
+_CALL_DEF = re.compile(r"^(\s*)def call\((self, )?args\):\s*$")
+_LAUNCH = re.compile(r"\b(\w+)\.run\(")
+_EXTERN = re.compile(r"\b(extern_kernels\.\w+|aten\.\w+(?:\.\w+)?|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(")
+_HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+):(\d+)")
+_ALLOC = re.compile(r"^\s*(\w+) = empty_strided_\w+\(")
+_REUSE = re.compile(r"^\s*(\w+) = (\w+); del \2\s*# reuse")
+
+
+@dataclass
+class KernelBlock:
+    name: str
+    first_line: int  # wrapper line of the kernel source's first line
+    source: str
+
+
+@dataclass
+class WrapperLayout:
+    kernel_blocks: list[KernelBlock]
+    call_start: int  # line of `def call(...)`, 0 if absent
+    call_end: int  # line of call's `return`, 0 if absent
+    handles: dict[int, tuple[str, int]]  # line of a launch/extern call -> (name, debug handle)
+
+
+def read_layout(text: str) -> WrapperLayout:
+    lines = text.splitlines()
+    blocks: list[KernelBlock] = []
+    handles: dict[int, tuple[str, int]] = {}
+    call_start = call_end = 0
+    call_indent = None
+    pending_handle: tuple[str, int] | None = None
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        start = _KERNEL_START.match(line)
+        if start:
+            end = index + 1
+            while end < len(lines) and not _KERNEL_END.match(lines[end]):
+                end += 1
+            blocks.append(KernelBlock(start.group(2), index + 2, "\n".join(lines[index + 1 : end]) + "\n"))
+            index = end + 1
+            continue
+        call = _CALL_DEF.match(line)
+        if call and not call_start:
+            call_start, call_indent = index + 1, len(call.group(1))
+        elif call_start and not call_end:
+            stripped = line.strip()
+            indent = len(line) - len(line.lstrip())
+            if stripped.startswith("return") and indent == call_indent + 4:
+                call_end = index + 1
+            handle = _HANDLE.search(line)
+            if handle:
+                pending_handle = (handle.group(1), int(handle.group(2)))
+            elif pending_handle and (_LAUNCH.search(line) or _EXTERN.search(line)):
+                handles[index + 1] = pending_handle
+                pending_handle = None
+        index += 1
+    return WrapperLayout(blocks, call_start, call_end, handles)
+
+
+def line_reason(line: str) -> str:
+    """What a wrapper line does, in words a user reads in a hover."""
+    stripped = line.strip()
+    if stripped.startswith("# Topologically Sorted Source Nodes"):
+        return "comment: source nodes"
+    if stripped.startswith("#"):
+        return "comment"
+    launch = _LAUNCH.search(stripped)
+    if launch:
+        return f"launches kernel {launch.group(1)}"
+    extern = _EXTERN.search(stripped)
+    if extern and not stripped.startswith(("assert", "del ")):
+        return f"calls extern kernel {extern.group(1)}"
+    if _ALLOC.match(line):
+        return "allocates output of"
+    if _REUSE.match(line):
+        return "reuses buffer for"
+    if stripped.startswith("del "):
+        return "frees buffer after"
+    if stripped.startswith("assert_size_stride") or stripped.startswith("assert_alignment"):
+        return "checks input layout for"
+    if "get_raw_stream" in stripped:
+        return "selects stream for"
+    return "wrapper code for"
+
+
+def extern_call(line: str) -> str | None:
+    stripped = line.strip()
+    if stripped.startswith(("#", "assert", "del ")):
+        return None
+    match = _EXTERN.search(stripped)
+    return match.group(1) if match else None
+
+
+def kernel_launch(line: str) -> str | None:
+    match = _LAUNCH.search(line)
+    return match.group(1) if match else None
+
+
+def kernel_body_start(source: str) -> int:
+    """1-based line of the first line after the kernel's `def`, 0 if none."""
+    for number, line in enumerate(source.splitlines(), 1):
+        if line.startswith("def "):
+            return number + 1
+    return 0

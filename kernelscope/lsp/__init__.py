@@ -1,0 +1,1 @@
+"""Front ends read the store; the language server lands with its own issue."""

@@ -1,0 +1,125 @@
+"""The recording of one compile session, as plain data.
+
+This is the contract between the engine (which fills it while torch.compile runs)
+and the store (which writes it to SQLite and files). It never imports torch, so
+the store, the CLI and the front ends can use it without paying for torch.
+
+Names used throughout:
+- a *graph* is one Inductor compilation: a compile id (`[frame/attempt]`) plus a
+  kind (`forward`, `backward`, `inference`);
+- a *pre-grad node* is a node of the graph Dynamo captured (before Inductor's
+  passes), a *post-grad node* one of the graph Inductor lowered;
+- a *generated line* is a line of a Triton kernel or of the Python wrapper,
+  linked to the post-grad nodes it came from and why.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A line of user (or library) Python source."""
+
+    file: str  # absolute path as recorded; the store makes it workspace-relative
+    line: int
+    function: str = ""
+    code: str = ""
+
+
+@dataclass
+class FxNode:
+    name: str
+    op: str  # call_function, placeholder, output, ...
+    target: str  # e.g. aten.addmm.default
+    source: SourceLocation | None = None  # innermost user frame
+    source_via: str = ""  # how `source` was found: "stack_trace", "forward seq_nr"
+    graph_line: int = 0  # line of this node in the rendered graph file
+    from_pre_grad: list[str] = field(default_factory=list)  # post-grad only
+
+
+@dataclass
+class LineOrigin:
+    """One generated line and the post-grad nodes it came from."""
+
+    line: int
+    text: str
+    nodes: list[str]
+    reason: str  # e.g. "computes", "loads for", "launches kernel", "allocates for"
+
+
+@dataclass
+class Kernel:
+    name: str
+    kind: str  # "triton" | "extern" | "template"
+    source: str  # full kernel module text ("" for extern calls)
+    nodes: list[str]  # kernel-level set of post-grad nodes (our probes)
+    lines: list[LineOrigin] = field(default_factory=list)  # kernel body lines
+    inductor_nodes: list[str] | None = None  # Inductor's own kernel->node mapping
+    wrapper_lines: list[int] = field(default_factory=list)  # launch/call sites
+
+
+@dataclass
+class GraphRecord:
+    frame_id: int
+    frame_compile_id: int
+    attempt: int
+    kind: str  # "forward" | "backward" | "inference"
+    pre_grad_text: str = ""
+    post_grad_text: str = ""
+    wrapper_text: str = ""
+    pre_grad_nodes: list[FxNode] = field(default_factory=list)
+    post_grad_nodes: list[FxNode] = field(default_factory=list)
+    kernels: list[Kernel] = field(default_factory=list)
+    wrapper_lines: list[LineOrigin] = field(default_factory=list)
+    wrapper_attributable: int = 0  # wrapper lines that should carry provenance
+    inductor_mapping: dict | None = None  # raw inductor_provenance_tracking_node_mappings
+
+    @property
+    def compile_id(self) -> str:
+        """Display form, as Dynamo and tlparse print it: `0/1` (attempt as `_N`)."""
+        suffix = f"_{self.attempt}" if self.attempt else ""
+        return f"{self.frame_id}/{self.frame_compile_id}{suffix}"
+
+    @property
+    def key(self) -> str:
+        """File-name form, unique within a run: `0_1_0-forward`."""
+        return f"{self.frame_id}_{self.frame_compile_id}_{self.attempt}-{self.kind}"
+
+
+@dataclass
+class GraphBreak:
+    reason: str
+    source: SourceLocation | None
+    compile_id: str = ""
+
+
+@dataclass
+class Recompile:
+    compile_id: str
+    reason: str
+
+
+@dataclass
+class RunRecord:
+    target: str  # "examples/mlp.py:make" or "script.py"
+    device: str  # cuda | virtual-cuda | cpu-triton
+    mode: str  # "inference" | "train"
+    dynamic: bool
+    torch_version: str
+    triton_version: str
+    provenance: str  # "line" or "kernel" (probes off)
+    created: float  # unix time
+    workspace: str  # absolute path sources are made relative to
+    graphs: list[GraphRecord] = field(default_factory=list)
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    peak_memory_mb: float = 0.0
+    execute_max_error: float | None = None
+    config: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)

@@ -1,0 +1,57 @@
+"""Shared fixtures. Real recordings are expensive (seconds each): every example is
+recorded once per test session and the RunRecord is shared by all tests."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+# Compiles stay in-process (the probes see them) and skip a worker pool's start-up.
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+
+def example_line(example: str, needle: str) -> int:
+    """The 1-based line of the first line of examples/<example>.py containing needle."""
+    for number, line in enumerate((EXAMPLES / f"{example}.py").read_text().splitlines(), 1):
+        if needle in line:
+            return number
+    raise AssertionError(f"{needle!r} not in examples/{example}.py")
+
+
+class RecordingCache:
+    def __init__(self):
+        self._runs = {}
+
+    def get(self, example: str, device: str = "virtual-cuda", train: bool = False, dynamic: bool = False):
+        key = (example, device, train, dynamic)
+        if key not in self._runs:
+            from kernelscope.engine.recorder import RecordOptions, record_factory
+
+            options = RecordOptions(device=device, train=train, dynamic=dynamic, workspace=REPO)
+            self._runs[key] = record_factory(f"{EXAMPLES / example}.py:make", options)
+        return self._runs[key]
+
+
+@pytest.fixture(scope="session")
+def recordings() -> RecordingCache:
+    return RecordingCache()
+
+
+@pytest.fixture
+def run_cli():
+    """Run `python -m kernelscope ARGS` in a subprocess; returns CompletedProcess."""
+    import subprocess
+
+    def run(args, cwd=REPO, env_extra=None, timeout=600):
+        env = dict(os.environ, PYTHONPATH=str(REPO), **(env_extra or {}))
+        return subprocess.run(
+            [sys.executable, "-m", "kernelscope", *args],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+        )
+
+    return run
