@@ -18,6 +18,11 @@ import dataclasses
 from dataclasses import dataclass, field
 
 
+# Reason prefix of kernel lines tied to the whole fused kernel (index set-up, masks)
+# rather than to the one node that produced them.
+SHARED_LINE_REASON_PREFIX = "shared:"
+
+
 @dataclass(frozen=True)
 class SourceLocation:
     """A line of user (or library) Python source."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from kernelscope.engine import fx_nodes, wrapper_code
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
-from kernelscope.record import FxNode, GraphRecord, Kernel, LineOrigin
+from kernelscope.record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
 
-SHARED_REASON = "shared: indexing and masks of the fused kernel"
+SHARED_REASON = f"{SHARED_LINE_REASON_PREFIX} indexing and masks of the fused kernel"
 
 
 def graph_kind(capture: GraphCapture) -> str:

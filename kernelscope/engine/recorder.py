@@ -200,8 +200,14 @@ def _max_error(actual, expected) -> float:
     return worst
 
 
-def _prepare_inputs(model, inputs, options: RecordOptions):
+def _prepare_inputs(model, inputs, options: RecordOptions, device: str):
     import torch
+
+    if device == "cuda":
+        # The factory builds on the CPU; the real GPU target compiles for the GPU.
+        if isinstance(model, torch.nn.Module):
+            model.to("cuda")
+        inputs = tuple(t.to("cuda") if isinstance(t, torch.Tensor) else t for t in inputs)
 
     if options.train and not isinstance(model, torch.nn.Module):
         # A plain function has no parameters: differentiate w.r.t. its float inputs.
@@ -372,7 +378,7 @@ def record_factory(spec: str, options: RecordOptions) -> RunRecord:
     device = resolve_device(options.device)
     options.on_phase("import", str(target.path))
     model, inputs = targets.load_factory(target)
-    inputs = _prepare_inputs(model, inputs, options)
+    inputs = _prepare_inputs(model, inputs, options, device)
     started = time.perf_counter()
     with Recording(device, options) as recording:
         try:

@@ -1,0 +1,80 @@
+"""Pieces the read-side subcommands share: --store, FILE:LINE, JSON and number formatting."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+
+from kernelscope.errors import UserError
+from kernelscope.store import DEFAULT_STORE_DIR, Store
+
+
+def add_store_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        metavar="DIR",
+        default=DEFAULT_STORE_DIR,
+        help=f"the store directory (default: ./{DEFAULT_STORE_DIR})",
+    )
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    """The existing store named by --store; StoreError says what to do when there is none."""
+    return Store(args.store, create=False)
+
+
+def new_parser(subparsers, name: str, help: str, description: str, examples: list[str]) -> argparse.ArgumentParser:
+    """A subcommand parser whose help ends in examples."""
+    parser = subparsers.add_parser(
+        name,
+        help=help,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n" + "\n".join(f"  {example}" for example in examples),
+    )
+    add_store_argument(parser)
+    return parser
+
+
+def parse_file_line(text: str) -> tuple[str, int]:
+    """`examples/mlp.py:14` -> ("examples/mlp.py", 14)."""
+    path, separator, line = text.rpartition(":")
+    if not separator or not path or not line.isdigit() or int(line) < 1:
+        raise UserError(f"expected FILE:LINE with a line number from 1 (e.g. examples/mlp.py:14), got {text!r}")
+    return path, int(line)
+
+
+def parse_run_id(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a run id is a number (see `kernelscope runs`), not {text!r}")
+    return int(text)
+
+
+def print_json(data) -> None:
+    if dataclasses.is_dataclass(data):
+        data = dataclasses.asdict(data)
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def stdout_is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def format_time(unix_time: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(unix_time))
+
+
+def format_share(ratio: dict) -> str:
+    """A coverage ratio as `93.8% (15/16)`, or `n/a` when there was nothing to count."""
+    if ratio["share"] is None:
+        return "n/a"
+    return f"{ratio['share'] * 100:.1f}% ({ratio['covered']}/{ratio['total']})"
+
+
+def format_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
+             for row in [header, *rows]]
+    return "\n".join(lines)

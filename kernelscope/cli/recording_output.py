@@ -1,0 +1,103 @@
+"""What `compile` and `run` share: target options, the progress display, writing
+the run into the store and printing its summary (or JSON)."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from kernelscope.cli.common import add_store_argument, format_share
+from kernelscope.cli.progress import phase_display
+from kernelscope.store import Store
+
+COVERAGE_ORDER = [
+    ("kernel_lines", "kernel body lines attributed to post-grad nodes"),
+    ("kernel_lines_specific", "  ... to the one node that produced them (not shared indexing)"),
+    ("wrapper_lines", "wrapper lines attributed"),
+    ("forward_nodes_with_source", "forward post-grad nodes traced to a source line"),
+    ("backward_nodes_with_source", "backward post-grad nodes traced to a source line"),
+    ("kernel_agreement", "kernels agreeing with Inductor's own mapping"),
+]
+
+
+def add_recording_arguments(parser) -> None:
+    add_store_argument(parser)
+    parser.add_argument(
+        "--target", dest="target_device", default="auto",
+        choices=["auto", "cuda", "virtual-cuda", "cpu-triton"],
+        help="device target: auto = cuda with a GPU, else virtual-cuda (default: auto)",
+    )
+    parser.add_argument("--execute", action="store_true",
+                        help="cpu-triton: run the kernels in Triton's interpreter and report the "
+                             "max error against eager")
+    parser.add_argument("--json", action="store_true", help="print the run summary as JSON")
+
+
+def record_and_store(args, record) -> int:
+    """record(on_phase) -> RunRecord; then store it and report. Returns the exit code."""
+    started = time.perf_counter()
+    with phase_display(enabled=not args.json) as on_phase:
+        run = record(on_phase)
+        on_phase("store", args.store)
+        store_started = time.perf_counter()
+        with Store(args.store, create=True) as store:
+            run.timings["store"] = 0.0
+            run_id = store.write_run(run)
+            store_seconds = time.perf_counter() - store_started
+            details = store.show(run_id)
+    timings = {**run.timings, "store": round(store_seconds, 4),
+               "total": round(time.perf_counter() - started, 4)}
+    summary = {
+        "run": run_id,
+        "store": str(args.store),
+        "target": run.target,
+        "device": run.device,
+        "mode": run.mode,
+        "provenance": run.provenance,
+        "torch": run.torch_version,
+        "graphs": [{"compile_id": g.compile_id, "kind": g.kind,
+                    "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
+                    "extern_calls": sum(1 for k in g.kernels if k.kind == "extern")} for g in run.graphs],
+        "graph_breaks": [{"reason": b.reason, "file": b.source.file if b.source else None,
+                          "line": b.source.line if b.source else None} for b in run.graph_breaks],
+        "recompiles": [{"compile_id": r.compile_id, "reason": r.reason} for r in run.recompiles],
+        "coverage": details.summary.coverage,
+        "timings": timings,
+        "peak_memory_mb": run.peak_memory_mb,
+        "execute_max_error": run.execute_max_error,
+        "warnings": run.warnings,
+    }
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    else:
+        print(render_summary(summary))
+    return 0
+
+
+def render_summary(summary: dict) -> str:
+    kernels = sum(g["kernels"] for g in summary["graphs"])
+    externs = sum(g["extern_calls"] for g in summary["graphs"])
+    graphs = ", ".join(f"[{g['compile_id']}] {g['kind']}" for g in summary["graphs"])
+    out = [
+        f"recorded run {summary['run']} of {summary['target']} "
+        f"({summary['device']}, {summary['mode']}, torch {summary['torch']}) into {summary['store']}",
+        f"  {len(summary['graphs'])} graph(s): {graphs}",
+        f"  {kernels} Triton kernel(s), {externs} extern call(s)",
+    ]
+    for brk in summary["graph_breaks"]:
+        where = f"{brk['file']}:{brk['line']}" if brk["file"] else "unknown location"
+        out.append(f"  graph break at {where}: {brk['reason'][:120]}")
+    for recompile in summary["recompiles"]:
+        out.append(f"  recompile [{recompile['compile_id']}]: {recompile['reason'][:120]}")
+    out.append("  coverage:")
+    for key, label in COVERAGE_ORDER:
+        if key in summary["coverage"]:
+            out.append(f"    {label}: {format_share(summary['coverage'][key])}")
+    if summary["execute_max_error"] is not None:
+        out.append(f"  executed in Triton's interpreter: max error vs eager {summary['execute_max_error']:.3g}")
+    phases = " · ".join(f"{k} {v:.2f}s" for k, v in summary["timings"].items())
+    out.append(f"  time: {phases} · peak memory {summary['peak_memory_mb']:.0f} MB")
+    for warning in summary["warnings"]:
+        out.append(f"  warning: {warning}")
+    out.append(f"  next: kernelscope show {summary['run']}   ·   kernelscope query FILE:LINE")
+    return "\n".join(out)

@@ -1,0 +1,132 @@
+"""Runs as a list: summaries, the latest run per target, one run's details, deletion."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+from kernelscope.errors import StoreError
+from kernelscope.store import paths
+from kernelscope.store.results import (
+    GraphBreakInfo,
+    GraphSummary,
+    KernelSummary,
+    RecompileInfo,
+    RunDetails,
+    RunSummary,
+)
+
+
+def list_runs(conn: sqlite3.Connection) -> list[RunSummary]:
+    """All runs, newest first."""
+    return [_summary(row) for row in conn.execute("SELECT * FROM runs ORDER BY id DESC")]
+
+
+def latest_run_id(conn: sqlite3.Connection, target: str | None = None) -> int | None:
+    if target is None:
+        row = conn.execute("SELECT MAX(id) FROM runs").fetchone()
+    else:
+        row = conn.execute("SELECT MAX(id) FROM runs WHERE target = ?", (target,)).fetchone()
+    return row[0]
+
+
+def latest_runs_by_target(conn: sqlite3.Connection) -> dict[str, RunSummary]:
+    rows = conn.execute("SELECT * FROM runs WHERE id IN (SELECT MAX(id) FROM runs GROUP BY target) ORDER BY target")
+    return {row["target"]: _summary(row) for row in rows}
+
+
+def resolve_run_id(conn: sqlite3.Connection, run_id: int | None) -> int:
+    """`run_id` if that run exists, the latest run when None; StoreError otherwise."""
+    if run_id is None:
+        latest = latest_run_id(conn)
+        if latest is None:
+            raise StoreError("the store has no runs yet — run `kernelscope compile FILE.py:FACTORY` first")
+        return latest
+    if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+        raise StoreError(f"there is no run {run_id} in this store — `kernelscope runs` lists the runs")
+    return run_id
+
+
+def run_details(conn: sqlite3.Connection, run_id: int) -> RunDetails:
+    row = conn.execute("SELECT * FROM runs WHERE id = ?", (resolve_run_id(conn, run_id),)).fetchone()
+    graphs = []
+    for graph in conn.execute("SELECT * FROM graphs WHERE run_id = ? ORDER BY id", (run_id,)).fetchall():
+        counts = conn.execute(
+            "SELECT SUM(stage = 'pre'), SUM(stage = 'post') FROM nodes WHERE graph_id = ?", (graph["id"],)
+        ).fetchone()
+        kernel_count = conn.execute("SELECT COUNT(*) FROM kernels WHERE graph_id = ?", (graph["id"],)).fetchone()[0]
+        files = {
+            file["kind"]: file["path"]
+            for file in conn.execute(
+                "SELECT kind, path FROM files WHERE graph_id = ? AND kind != 'kernel'", (graph["id"],)
+            )
+        }
+        graphs.append(GraphSummary(
+            key=graph["key"], compile_id=graph["compile_id"], kind=graph["kind"],
+            pre_nodes=counts[0] or 0, post_nodes=counts[1] or 0, kernels=kernel_count, files=files,
+        ))
+    kernels = []
+    for kernel in conn.execute(
+        """SELECT k.id, k.name, k.kind, k.file, g.key AS graph_key, f.line_count
+           FROM kernels k JOIN graphs g ON g.id = k.graph_id LEFT JOIN files f ON f.kernel_id = k.id
+           WHERE k.run_id = ? ORDER BY g.id, k.position""",
+        (run_id,),
+    ).fetchall():
+        nodes = [node[0] for node in conn.execute(
+            "SELECT node_name FROM kernel_nodes WHERE kernel_id = ? ORDER BY position", (kernel["id"],))]
+        kernels.append(KernelSummary(graph=kernel["graph_key"], name=kernel["name"], kind=kernel["kind"],
+                                     file=kernel["file"], nodes=nodes, line_count=kernel["line_count"]))
+    breaks = [
+        GraphBreakInfo(reason=brk["reason"], compile_id=brk["compile_id"], file=brk["source_file"],
+                       line=brk["source_line"], function=brk["source_function"], code=brk["source_code"])
+        for brk in conn.execute("SELECT * FROM graph_breaks WHERE run_id = ? ORDER BY id", (run_id,))
+    ]
+    recompiles = [
+        RecompileInfo(compile_id=rec["compile_id"], reason=rec["reason"])
+        for rec in conn.execute("SELECT * FROM recompiles WHERE run_id = ? ORDER BY id", (run_id,))
+    ]
+    return RunDetails(
+        summary=_summary(row),
+        workspace=row["workspace"],
+        graphs=graphs,
+        kernels=kernels,
+        graph_breaks=breaks,
+        recompiles=recompiles,
+        warnings=json.loads(row["warnings_json"]),
+        timings=json.loads(row["timings_json"]),
+        peak_memory_mb=row["peak_memory_mb"],
+        execute_max_error=row["execute_max_error"],
+        config=json.loads(row["config_json"]),
+    )
+
+
+def delete_run(conn: sqlite3.Connection, root: Path, run_id: int) -> None:
+    """Remove a run's rows (one transaction; the foreign keys cascade) and then its files."""
+    resolve_run_id(conn, run_id)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    shutil.rmtree(root / paths.run_dir(run_id), ignore_errors=True)
+
+
+def _summary(row: sqlite3.Row) -> RunSummary:
+    return RunSummary(
+        id=row["id"],
+        created=row["created"],
+        target=row["target"],
+        device=row["device"],
+        mode=row["mode"],
+        dynamic=bool(row["dynamic"]),
+        provenance=row["provenance"],
+        torch_version=row["torch_version"],
+        triton_version=row["triton_version"],
+        graph_count=row["graph_count"],
+        kernel_count=row["kernel_count"],
+        coverage=json.loads(row["coverage_json"]),
+    )

@@ -1,0 +1,267 @@
+"""The SQLite schema of a store and opening a connection to it.
+
+One database file, `<root>/kernelscope.sqlite`, in WAL mode so that readers
+(the LSP server, the TUI) never block on a compile that is writing a run.
+Every table carries the ids it is looked up by; every lookup the query layer
+makes has an index (see INDEXES), so answers never scan a whole table.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from kernelscope.errors import StoreError
+
+DB_FILE_NAME = "kernelscope.sqlite"
+STORE_SCHEMA_VERSION = 1
+
+TABLES = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE runs (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    target            TEXT NOT NULL,
+    device            TEXT NOT NULL,
+    mode              TEXT NOT NULL,
+    dynamic           INTEGER NOT NULL,
+    torch_version     TEXT NOT NULL,
+    triton_version    TEXT NOT NULL,
+    provenance        TEXT NOT NULL,
+    created           REAL NOT NULL,
+    workspace         TEXT NOT NULL,
+    peak_memory_mb    REAL NOT NULL,
+    execute_max_error REAL,
+    timings_json      TEXT NOT NULL,
+    config_json       TEXT NOT NULL,
+    warnings_json     TEXT NOT NULL,
+    coverage_json     TEXT NOT NULL,
+    graph_count       INTEGER NOT NULL,
+    kernel_count      INTEGER NOT NULL
+);
+
+CREATE TABLE graphs (
+    id                    INTEGER PRIMARY KEY,
+    run_id                INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key                   TEXT NOT NULL,
+    compile_id            TEXT NOT NULL,
+    frame_id              INTEGER NOT NULL,
+    frame_compile_id      INTEGER NOT NULL,
+    attempt               INTEGER NOT NULL,
+    kind                  TEXT NOT NULL,
+    wrapper_attributable  INTEGER NOT NULL,
+    inductor_mapping_json TEXT,
+    UNIQUE (run_id, key)
+);
+
+-- Every file a run knows: user source files it recorded nodes for, and the
+-- generated files it wrote (paths relative to the store root).
+CREATE TABLE files (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    path       TEXT NOT NULL,
+    kind       TEXT NOT NULL CHECK (kind IN ('source', 'pre_grad', 'post_grad', 'wrapper', 'kernel')),
+    graph_id   INTEGER REFERENCES graphs(id) ON DELETE CASCADE,
+    kernel_id  INTEGER REFERENCES kernels(id) ON DELETE CASCADE,
+    sha256     TEXT,
+    line_count INTEGER,
+    UNIQUE (run_id, path)
+);
+
+CREATE TABLE nodes (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id        INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    stage           TEXT NOT NULL CHECK (stage IN ('pre', 'post')),
+    position        INTEGER NOT NULL,
+    name            TEXT NOT NULL,
+    op              TEXT NOT NULL,
+    target          TEXT NOT NULL,
+    source_file     TEXT,
+    source_line     INTEGER,
+    source_function TEXT NOT NULL,
+    source_code     TEXT NOT NULL,
+    source_via      TEXT NOT NULL,
+    graph_line      INTEGER NOT NULL
+);
+
+-- post-grad node -> the pre-grad nodes it came from (FxNode.from_pre_grad);
+-- pre_node_id is NULL when the named pre-grad node is not in the run.
+CREATE TABLE node_links (
+    post_node_id  INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    position      INTEGER NOT NULL,
+    pre_node_name TEXT NOT NULL,
+    pre_node_id   INTEGER REFERENCES nodes(id) ON DELETE CASCADE,
+    PRIMARY KEY (post_node_id, position)
+);
+
+CREATE TABLE kernels (
+    id                  INTEGER PRIMARY KEY,
+    run_id              INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id            INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    position            INTEGER NOT NULL,
+    name                TEXT NOT NULL,
+    kind                TEXT NOT NULL,
+    file                TEXT,
+    inductor_nodes_json TEXT
+);
+
+-- Kernel.nodes: the kernel-level set of post-grad nodes, in recorded order.
+CREATE TABLE kernel_nodes (
+    kernel_id INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    position  INTEGER NOT NULL,
+    node_name TEXT NOT NULL,
+    node_id   INTEGER REFERENCES nodes(id) ON DELETE CASCADE,
+    PRIMARY KEY (kernel_id, position)
+);
+
+-- Kernel.wrapper_lines: the wrapper lines that launch or call a kernel.
+CREATE TABLE kernel_calls (
+    kernel_id    INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    graph_id     INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    wrapper_line INTEGER NOT NULL,
+    PRIMARY KEY (kernel_id, wrapper_line)
+);
+
+-- One row per (generated line, post-grad node); a line recorded without nodes
+-- has one row with node_name NULL. origin_index is the LineOrigin's position in
+-- its list, so the rows of one LineOrigin can be put back together.
+CREATE TABLE generated_lines (
+    id           INTEGER PRIMARY KEY,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id     INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    kernel_id    INTEGER REFERENCES kernels(id) ON DELETE CASCADE,
+    file         TEXT NOT NULL,
+    line         INTEGER NOT NULL,
+    text         TEXT NOT NULL,
+    reason       TEXT NOT NULL,
+    origin_index INTEGER NOT NULL,
+    node_name    TEXT,
+    node_id      INTEGER REFERENCES nodes(id) ON DELETE CASCADE
+);
+
+CREATE TABLE graph_breaks (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    reason          TEXT NOT NULL,
+    compile_id      TEXT NOT NULL,
+    source_file     TEXT,
+    source_line     INTEGER,
+    source_function TEXT NOT NULL,
+    source_code     TEXT NOT NULL
+);
+
+CREATE TABLE recompiles (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    compile_id TEXT NOT NULL,
+    reason     TEXT NOT NULL
+);
+"""
+
+# Lookups both ways by (file, line), plus one index per foreign key so that
+# deleting a run (ON DELETE CASCADE) does not scan the child tables. The
+# `*_by_run` indexes serve those deletes and whole-run listings only; a query
+# about one line or file must never be answered through them.
+INDEXES = """
+CREATE INDEX nodes_by_source       ON nodes (source_file, source_line);
+CREATE INDEX nodes_by_run_source   ON nodes (run_id, source_file, source_line);
+CREATE INDEX nodes_by_graph_name   ON nodes (graph_id, stage, name);
+CREATE INDEX nodes_by_graph_line   ON nodes (graph_id, stage, graph_line);
+CREATE INDEX lines_by_file_line    ON generated_lines (file, line);
+CREATE INDEX lines_by_node         ON generated_lines (node_id);
+CREATE INDEX lines_by_graph        ON generated_lines (graph_id);
+CREATE INDEX lines_by_kernel       ON generated_lines (kernel_id);
+CREATE INDEX lines_by_run          ON generated_lines (run_id);
+CREATE INDEX files_by_path         ON files (path, run_id);
+CREATE INDEX files_by_graph        ON files (graph_id);
+CREATE INDEX files_by_kernel       ON files (kernel_id);
+CREATE INDEX graphs_by_run         ON graphs (run_id);
+CREATE INDEX kernels_by_graph      ON kernels (graph_id, name);
+CREATE INDEX kernels_by_run        ON kernels (run_id);
+CREATE INDEX kernel_nodes_by_node  ON kernel_nodes (node_id);
+CREATE INDEX kernel_calls_by_line  ON kernel_calls (graph_id, wrapper_line);
+CREATE INDEX node_links_by_pre     ON node_links (pre_node_id);
+CREATE INDEX breaks_by_run         ON graph_breaks (run_id);
+CREATE INDEX breaks_by_source      ON graph_breaks (source_file, source_line);
+CREATE INDEX recompiles_by_run     ON recompiles (run_id);
+"""
+
+
+def connect(root: Path, create: bool) -> sqlite3.Connection:
+    """Open `<root>/kernelscope.sqlite`, creating the store when `create` is true.
+
+    The connection is in autocommit mode (`isolation_level=None`): writers open
+    their transactions explicitly with BEGIN, so it is plain where one starts.
+    """
+    db_path = root / DB_FILE_NAME
+    if not db_path.exists():
+        if not create:
+            raise StoreError(
+                f"no kernelscope store at {root} — run `kernelscope compile FILE.py:FACTORY` "
+                "first, or pass --store DIR"
+            )
+        root.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=10.0)
+    conn.row_factory = sqlite3.Row
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        _create_or_check_schema(conn, db_path)
+    except sqlite3.DatabaseError as error:
+        conn.close()
+        raise StoreError(
+            f"{db_path} is not a readable SQLite database ({error}): move it away and "
+            "kernelscope will create a new store there, or pass --store DIR"
+        ) from error
+    except StoreError:
+        conn.close()
+        raise
+    return conn
+
+
+def _create_or_check_schema(conn: sqlite3.Connection, db_path: Path) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            # executescript() would COMMIT first, so statements run one by one here.
+            for statement in _statements(TABLES + INDEXES):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('store_schema_version', ?)",
+                (str(STORE_SCHEMA_VERSION),),
+            )
+        else:
+            _check_version(conn, db_path, tables)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _check_version(conn: sqlite3.Connection, db_path: Path, tables: set[str]) -> None:
+    row = None
+    if "meta" in tables:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'store_schema_version'").fetchone()
+    if row is None:
+        raise StoreError(
+            f"{db_path} is an SQLite database but not a kernelscope store: "
+            "move it away or pass --store DIR"
+        )
+    version = row[0]
+    if version != str(STORE_SCHEMA_VERSION):
+        raise StoreError(
+            f"{db_path} has store schema version {version!r}, but this kernelscope reads "
+            f"version {STORE_SCHEMA_VERSION}: upgrade kernelscope to read it, or pass "
+            "--store DIR to use a new store"
+        )
+
+
+def _statements(script: str) -> list[str]:
+    """Split a schema script into statements (it holds no ';' inside strings)."""
+    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    return [statement.strip() for statement in "\n".join(lines).split(";") if statement.strip()]

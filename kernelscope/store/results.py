@@ -1,0 +1,190 @@
+"""What the store answers with: plain dataclasses, no database handles.
+
+The CLI prints them, the language server and the TUI turn them into editor
+ranges; `dataclasses.asdict` makes any of them JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Kinds of file a run knows (`Location.kind`).
+SOURCE = "source"
+PRE_GRAD = "pre_grad"
+POST_GRAD = "post_grad"
+WRAPPER = "wrapper"
+KERNEL = "kernel"
+
+
+@dataclass(frozen=True)
+class GraphRef:
+    id: int
+    key: str  # file-name form, `0_0_0-forward`
+    compile_id: str  # display form, `0/0`
+    kind: str  # forward | backward | inference
+
+
+@dataclass
+class Location:
+    """What a file is in a run."""
+
+    path: str  # the stored key: workspace-relative, absolute, or `runs/<id>/...`
+    kind: str  # source | pre_grad | post_grad | wrapper | kernel
+    run_id: int
+    absolute_path: str  # where to open it on this machine
+    graph: GraphRef | None = None  # generated files only
+    kernel: str | None = None  # kernel files only
+    line_count: int | None = None  # generated files only (source files are not copied)
+
+
+@dataclass
+class SourceRef:
+    file: str
+    line: int
+    function: str
+    code: str
+    nodes: list[str]  # the nodes that point at this line
+    reason: str  # how they point at it (FxNode.source_via, or "graph break")
+
+
+@dataclass
+class NodeRef:
+    stage: str  # pre | post
+    name: str
+    op: str
+    target: str
+    graph_file: str | None  # the pre_grad.py / post_grad.py file this node is in
+    graph_line: int
+    source: SourceRef | None
+    reason: str  # why this node is part of the answer, e.g. "stack_trace", "from pre-grad add"
+
+
+@dataclass
+class LineRef:
+    file: str
+    line: int
+    text: str
+    reason: str  # e.g. "computes", "loads for", "launches kernel", "allocates for"
+    nodes: list[str]  # the post-grad nodes of this line that the query reached
+    kernel: str | None = None  # kernel lines only
+
+
+@dataclass
+class KernelRef:
+    name: str
+    kind: str  # triton | template | extern
+    file: str | None  # None for extern kernels
+    nodes: list[str]  # the kernel's post-grad nodes that the query reached
+    reason: str  # "fused into triton kernel", "calls extern kernel", "launched here"
+    lines: list[LineRef] = field(default_factory=list)  # kernel lines of those nodes
+    calls: list[LineRef] = field(default_factory=list)  # wrapper lines that launch it
+
+
+@dataclass
+class GraphChain:
+    """The chain through one graph: nodes, what is above them, what is below."""
+
+    graph: GraphRef
+    pre_nodes: list[NodeRef] = field(default_factory=list)
+    post_nodes: list[NodeRef] = field(default_factory=list)
+    sources: list[SourceRef] = field(default_factory=list)  # up: user source lines
+    kernels: list[KernelRef] = field(default_factory=list)  # down
+    wrapper_lines: list[LineRef] = field(default_factory=list)  # down
+
+
+@dataclass
+class QueryResult:
+    location: Location
+    line: int
+    text: str  # the queried line's text ("" when the source file is not on this machine)
+    direction: str  # up | down | both
+    origins: list[LineRef] = field(default_factory=list)  # generated start: the recorded rows of the line
+    graphs: list[GraphChain] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not any(chain.pre_nodes or chain.post_nodes or chain.kernels for chain in self.graphs)
+
+
+@dataclass
+class LineLinks:
+    """One line of a file and what it is linked to (for code lenses, inlay hints)."""
+
+    line: int
+    graphs: list[str]  # compile ids with kind, e.g. "0/0 forward"
+    kernels: list[str]
+    nodes: list[str]
+    reasons: list[str]
+
+
+@dataclass
+class FileLinks:
+    location: Location
+    lines: list[LineLinks]
+
+
+@dataclass
+class RunSummary:
+    id: int
+    created: float
+    target: str
+    device: str
+    mode: str
+    dynamic: bool
+    provenance: str
+    torch_version: str
+    triton_version: str
+    graph_count: int
+    kernel_count: int
+    coverage: dict
+
+
+@dataclass
+class GraphSummary:
+    key: str
+    compile_id: str
+    kind: str
+    pre_nodes: int
+    post_nodes: int
+    kernels: int
+    files: dict[str, str]  # pre_grad / post_grad / wrapper -> stored path
+
+
+@dataclass
+class KernelSummary:
+    graph: str  # graph key
+    name: str
+    kind: str
+    file: str | None
+    nodes: list[str]
+    line_count: int | None
+
+
+@dataclass
+class GraphBreakInfo:
+    reason: str
+    compile_id: str
+    file: str | None
+    line: int | None
+    function: str
+    code: str
+
+
+@dataclass
+class RecompileInfo:
+    compile_id: str
+    reason: str
+
+
+@dataclass
+class RunDetails:
+    summary: RunSummary
+    workspace: str
+    graphs: list[GraphSummary]
+    kernels: list[KernelSummary]
+    graph_breaks: list[GraphBreakInfo]
+    recompiles: list[RecompileInfo]
+    warnings: list[str]
+    timings: dict[str, float]
+    peak_memory_mb: float
+    execute_max_error: float | None
+    config: dict

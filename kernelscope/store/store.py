@@ -1,0 +1,84 @@
+"""`Store`: the one object the engine and the front ends use.
+
+It owns the SQLite connection and the store root, turns user-given paths into
+stored keys, and hands the work to the modules that do it (writer, query,
+catalog, dump). A Store is used from one thread; open one per thread.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelscope.record import RunRecord
+from kernelscope.store import catalog, db, dump, paths, query, writer
+from kernelscope.store.results import FileLinks, Location, QueryResult, RunDetails, RunSummary
+
+
+class Store:
+    """A workspace's `.kernelscope/` directory: `kernelscope.sqlite` plus `runs/<id>/` files."""
+
+    def __init__(self, root: str | Path = paths.DEFAULT_STORE_DIR, create: bool = True):
+        self.root = Path(root).absolute()
+        self.db_path = self.root / db.DB_FILE_NAME
+        self.conn = db.connect(self.root, create=create)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------
+
+    def write_run(self, record: RunRecord) -> int:
+        """Store a recording, all or nothing; return its run id."""
+        return writer.write_run(self.conn, self.root, record)
+
+    def delete_run(self, run_id: int) -> None:
+        catalog.delete_run(self.conn, self.root, run_id)
+
+    # -- runs --------------------------------------------------------------------
+
+    def runs(self) -> list[RunSummary]:
+        """All runs, newest first."""
+        return catalog.list_runs(self.conn)
+
+    def latest_run_id(self, target: str | None = None) -> int | None:
+        return catalog.latest_run_id(self.conn, target)
+
+    def latest_runs_by_target(self) -> dict[str, RunSummary]:
+        return catalog.latest_runs_by_target(self.conn)
+
+    def show(self, run_id: int | None = None) -> RunDetails:
+        """One run in full (the latest when `run_id` is None)."""
+        return catalog.run_details(self.conn, catalog.resolve_run_id(self.conn, run_id))
+
+    # -- lookups -------------------------------------------------------------------
+
+    def key_for(self, path: str | Path, cwd: Path | None = None) -> str:
+        """The stored key of a user-given path (see paths.lookup_key)."""
+        workspaces = [row[0] for row in self.conn.execute("SELECT DISTINCT workspace FROM runs")]
+        return paths.lookup_key(str(path), self.root, workspaces, cwd)
+
+    def locate(self, path: str | Path, run_id: int | None = None) -> Location:
+        """What `path` is, in run `run_id` or else the latest run that has it."""
+        return query.locate(self.conn, self.root, self.key_for(path), run_id)
+
+    def query(self, path: str | Path, line: int, run_id: int | None = None, direction: str = "both") -> QueryResult:
+        """The provenance chain through `path:line` (see kernelscope.store.query)."""
+        return query.query(self.conn, self.locate(path, run_id), line, direction)
+
+    def lines_for_file(self, path: str | Path, run_id: int | None = None) -> FileLinks:
+        return query.lines_for_file(self.conn, self.locate(path, run_id))
+
+    def absolute_path(self, stored_path: str) -> Path:
+        """Where a generated file (`runs/3/...`) is on disk."""
+        return self.root / stored_path
+
+    # -- export --------------------------------------------------------------------
+
+    def dump(self, run_id: int | None = None) -> dict:
+        """The run as schema-valid, deterministic JSON data (the latest run when None)."""
+        return dump.dump_run(self.conn, run_id)

@@ -1,0 +1,283 @@
+"""Writing one RunRecord into the store, all or nothing.
+
+Order of work, so that a reader sees the old store or the new run, never half:
+1. BEGIN IMMEDIATE (the write lock; the new run id is ours);
+2. write the generated files into `runs/.incoming-XXXX/`, insert every row;
+3. rename the staging dir to `runs/<id>/`;
+4. COMMIT.
+Any failure rolls the transaction back and removes the staging (or renamed)
+dir. Rows are inserted before the rename, so a run's files exist whenever its
+rows are visible; a crash between rename and commit leaves a dir no row points
+to, which the next write of that id replaces.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelscope.errors import StoreError
+from kernelscope.record import FxNode, GraphRecord, LineOrigin, RunRecord, SourceLocation
+from kernelscope.store import paths
+from kernelscope.store.coverage import compute_coverage
+
+
+def write_run(conn: sqlite3.Connection, root: Path, record: RunRecord) -> int:
+    """Store `record`; return the new run id."""
+    runs_root = root / paths.RUNS_DIR
+    runs_root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=runs_root))
+    final_dir: Path | None = None
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        run_id = _insert_run(conn, record)
+        _RunWriter(conn, run_id, record, staging).write()
+        final_dir = runs_root / str(run_id)
+        if final_dir.exists():
+            shutil.rmtree(final_dir)  # left by a write that crashed before its COMMIT
+        os.replace(staging, final_dir)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if final_dir is not None and final_dir.exists() and not staging.exists():
+            shutil.rmtree(final_dir, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return run_id
+
+
+def _insert_run(conn: sqlite3.Connection, record: RunRecord) -> int:
+    cursor = conn.execute(
+        """INSERT INTO runs (target, device, mode, dynamic, torch_version, triton_version,
+               provenance, created, workspace, peak_memory_mb, execute_max_error,
+               timings_json, config_json, warnings_json, coverage_json, graph_count, kernel_count)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (
+            record.target,
+            record.device,
+            record.mode,
+            int(record.dynamic),
+            record.torch_version,
+            record.triton_version,
+            record.provenance,
+            record.created,
+            record.workspace,
+            record.peak_memory_mb,
+            record.execute_max_error,
+            _json(record.timings),
+            _json(record.config),
+            _json(record.warnings),
+            _json(compute_coverage(record)),
+            len(record.graphs),
+            sum(len(graph.kernels) for graph in record.graphs),
+        ),
+    )
+    return cursor.lastrowid
+
+
+@dataclass
+class _GraphIds:
+    graph_id: int
+    pre_nodes: dict[str, int] = field(default_factory=dict)  # name -> nodes.id
+    post_nodes: dict[str, int] = field(default_factory=dict)
+
+
+class _RunWriter:
+    """Inserts the rows of one run and writes its files into the staging dir."""
+
+    def __init__(self, conn: sqlite3.Connection, run_id: int, record: RunRecord, staging: Path):
+        self.conn = conn
+        self.run_id = run_id
+        self.record = record
+        self.staging = staging
+        self.source_files: set[str] = set()
+
+    def write(self) -> None:
+        graph_ids = [self._insert_graph(graph) for graph in self.record.graphs]
+        for graph, ids in zip(self.record.graphs, graph_ids):
+            self._insert_node_links(graph, ids, graph_ids)
+            self._insert_kernels(graph, ids)
+            if graph.wrapper_lines:
+                wrapper = self._require_file(graph, "wrapper", graph.wrapper_text)
+                self._insert_lines(graph.wrapper_lines, wrapper, ids, kernel_id=None)
+        self._insert_graph_breaks_and_recompiles()
+        self.conn.executemany(
+            "INSERT INTO files (run_id, path, kind) VALUES (?, ?, 'source')",
+            [(self.run_id, path) for path in sorted(self.source_files)],
+        )
+
+    # -- graphs and nodes --------------------------------------------------
+
+    def _insert_graph(self, graph: GraphRecord) -> _GraphIds:
+        cursor = self.conn.execute(
+            """INSERT INTO graphs (run_id, key, compile_id, frame_id, frame_compile_id, attempt,
+                   kind, wrapper_attributable, inductor_mapping_json)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                self.run_id,
+                graph.key,
+                graph.compile_id,
+                graph.frame_id,
+                graph.frame_compile_id,
+                graph.attempt,
+                graph.kind,
+                graph.wrapper_attributable,
+                None if graph.inductor_mapping is None else _json(graph.inductor_mapping),
+            ),
+        )
+        ids = _GraphIds(graph_id=cursor.lastrowid)
+        for kind, text in (
+            ("pre_grad", graph.pre_grad_text),
+            ("post_grad", graph.post_grad_text),
+            ("wrapper", graph.wrapper_text),
+        ):
+            if text:
+                self._write_file(paths.graph_file(self.run_id, graph.key, kind), kind, text, ids.graph_id)
+        ids.pre_nodes = self._insert_nodes(graph.pre_grad_nodes, "pre", ids.graph_id)
+        ids.post_nodes = self._insert_nodes(graph.post_grad_nodes, "post", ids.graph_id)
+        return ids
+
+    def _insert_nodes(self, nodes: list[FxNode], stage: str, graph_id: int) -> dict[str, int]:
+        by_name: dict[str, int] = {}
+        for position, node in enumerate(nodes):
+            source = self._source_columns(node.source)
+            cursor = self.conn.execute(
+                """INSERT INTO nodes (run_id, graph_id, stage, position, name, op, target,
+                       source_file, source_line, source_function, source_code, source_via, graph_line)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (self.run_id, graph_id, stage, position, node.name, node.op, node.target,
+                 *source, node.source_via, node.graph_line),
+            )
+            by_name[node.name] = cursor.lastrowid
+        return by_name
+
+    def _insert_node_links(self, graph: GraphRecord, ids: _GraphIds, all_ids: list[_GraphIds]) -> None:
+        """Link post-grad nodes to the pre-grad nodes they came from.
+
+        A backward graph usually has no pre-grad graph of its own; its nodes come
+        from the pre-grad graph of the forward graph with the same compile id.
+        """
+        same_compile = [
+            other_ids
+            for other, other_ids in zip(self.record.graphs, all_ids)
+            if other.compile_id == graph.compile_id and other_ids is not ids
+        ]
+        rows = []
+        for node in graph.post_grad_nodes:
+            for position, pre_name in enumerate(node.from_pre_grad):
+                pre_id = ids.pre_nodes.get(pre_name)
+                for other_ids in same_compile:
+                    if pre_id is None:
+                        pre_id = other_ids.pre_nodes.get(pre_name)
+                rows.append((ids.post_nodes[node.name], position, pre_name, pre_id))
+        self.conn.executemany(
+            "INSERT INTO node_links (post_node_id, position, pre_node_name, pre_node_id) VALUES (?, ?, ?, ?)",
+            rows,
+        )
+
+    # -- kernels and generated lines ----------------------------------------
+
+    def _insert_kernels(self, graph: GraphRecord, ids: _GraphIds) -> None:
+        seen_files: set[str] = set()
+        for position, kernel in enumerate(graph.kernels):
+            file = None
+            if kernel.source:
+                file = paths.kernel_file(self.run_id, graph.key, kernel.name)
+                if file in seen_files:
+                    raise StoreError(f"graph {graph.key} has two kernels named {kernel.name!r}")
+                seen_files.add(file)
+            elif kernel.lines:
+                raise StoreError(
+                    f"kernel {kernel.name!r} of graph {graph.key} has line provenance but no "
+                    "source text (engine bug: Kernel.source is empty)"
+                )
+            cursor = self.conn.execute(
+                """INSERT INTO kernels (run_id, graph_id, position, name, kind, file, inductor_nodes_json)
+                   VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                (self.run_id, ids.graph_id, position, kernel.name, kernel.kind, file,
+                 None if kernel.inductor_nodes is None else _json(kernel.inductor_nodes)),
+            )
+            kernel_id = cursor.lastrowid
+            if file is not None:
+                self._write_file(file, "kernel", kernel.source, ids.graph_id, kernel_id)
+            self.conn.executemany(
+                "INSERT INTO kernel_nodes (kernel_id, position, node_name, node_id) VALUES (?, ?, ?, ?)",
+                [(kernel_id, index, name, ids.post_nodes.get(name)) for index, name in enumerate(kernel.nodes)],
+            )
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO kernel_calls (kernel_id, graph_id, wrapper_line) VALUES (?, ?, ?)",
+                [(kernel_id, ids.graph_id, line) for line in kernel.wrapper_lines],
+            )
+            if file is not None:
+                self._insert_lines(kernel.lines, file, ids, kernel_id)
+
+    def _insert_lines(self, origins: list[LineOrigin], file: str, ids: _GraphIds, kernel_id: int | None) -> None:
+        rows = []
+        for origin_index, origin in enumerate(origins):
+            for name in origin.nodes or [None]:
+                rows.append((
+                    self.run_id, ids.graph_id, kernel_id, file, origin.line, origin.text,
+                    origin.reason, origin_index, name, None if name is None else ids.post_nodes.get(name),
+                ))
+        self.conn.executemany(
+            """INSERT INTO generated_lines (run_id, graph_id, kernel_id, file, line, text, reason,
+                   origin_index, node_name, node_id)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            rows,
+        )
+
+    def _require_file(self, graph: GraphRecord, kind: str, text: str) -> str:
+        if not text:
+            raise StoreError(
+                f"graph {graph.key} has {kind} line provenance but no {kind} text "
+                f"(engine bug: GraphRecord.{kind}_text is empty)"
+            )
+        return paths.graph_file(self.run_id, graph.key, kind)
+
+    # -- the rest ---------------------------------------------------------------
+
+    def _insert_graph_breaks_and_recompiles(self) -> None:
+        self.conn.executemany(
+            """INSERT INTO graph_breaks (run_id, reason, compile_id, source_file, source_line,
+                   source_function, source_code)
+               VALUES (?, ?, ?, ?, ?, ?, ?)""",
+            [
+                (self.run_id, brk.reason, brk.compile_id, *self._source_columns(brk.source))
+                for brk in self.record.graph_breaks
+            ],
+        )
+        self.conn.executemany(
+            "INSERT INTO recompiles (run_id, compile_id, reason) VALUES (?, ?, ?)",
+            [(self.run_id, recompile.compile_id, recompile.reason) for recompile in self.record.recompiles],
+        )
+
+    def _source_columns(self, source: SourceLocation | None) -> tuple:
+        if source is None:
+            return (None, None, "", "")
+        file = paths.source_key(source.file, self.record.workspace)
+        self.source_files.add(file)
+        return (file, source.line, source.function, source.code)
+
+    def _write_file(self, key: str, kind: str, text: str, graph_id: int, kernel_id: int | None = None) -> None:
+        """Write a generated file under the staging dir and record it in `files`."""
+        data = text.encode("utf-8")
+        inside_run = key[len(paths.run_dir(self.run_id)) + 1:]
+        target = self.staging / inside_run
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        self.conn.execute(
+            """INSERT INTO files (run_id, path, kind, graph_id, kernel_id, sha256, line_count)
+               VALUES (?, ?, ?, ?, ?, ?, ?)""",
+            (self.run_id, key, kind, graph_id, kernel_id, hashlib.sha256(data).hexdigest(),
+             len(text.splitlines())),
+        )
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True)

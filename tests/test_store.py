@@ -1,0 +1,274 @@
+"""Writing runs: files, rows, paths, coverage, atomicity, and broken stores."""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+
+import pytest
+from synthetic_runs import (  # noqa: F401  (fixtures)
+    BW_GELU_KERNEL,
+    FW_GELU_KERNEL,
+    FW_POST_GRAD,
+    FW_PRE_GRAD,
+    FW_WRAPPER,
+    LIBRARY_FILE,
+    make_mlp_run,
+    mlp_store,
+    workspace,
+)
+
+from kernelscope.errors import StoreError
+from kernelscope.store import Store, writer
+
+FW = "runs/1/graphs/0_0_0-forward"
+BW = "runs/1/graphs/0_0_0-backward"
+
+
+def rows(store: Store, sql: str, *params) -> list[tuple]:
+    return [tuple(row) for row in store.conn.execute(sql, params)]
+
+
+def test_generated_text_is_written_as_real_files(mlp_store, workspace):
+    root = workspace / ".kernelscope"
+    assert (root / FW / "pre_grad.py").read_text() == FW_PRE_GRAD
+    assert (root / FW / "post_grad.py").read_text() == FW_POST_GRAD
+    assert (root / FW / "wrapper.py").read_text() == FW_WRAPPER
+    assert (root / FW / "kernels/triton_poi_fused_gelu_0.py").read_text() == FW_GELU_KERNEL
+    assert (root / BW / "kernels/triton_poi_fused_gelu_gelu_backward_0.py").read_text() == BW_GELU_KERNEL
+    assert not (root / BW / "pre_grad.py").exists()  # a backward graph has no pre-grad graph of its own
+    written = sorted(p.relative_to(root).as_posix() for p in (root / "runs").rglob("*.py"))
+    assert written == [
+        f"{BW}/kernels/triton_poi_fused_gelu_gelu_backward_0.py",
+        f"{BW}/post_grad.py",
+        f"{BW}/wrapper.py",
+        f"{FW}/kernels/triton_poi_fused_gelu_0.py",
+        f"{FW}/post_grad.py",
+        f"{FW}/pre_grad.py",
+        f"{FW}/wrapper.py",
+    ]
+
+
+def test_files_table_holds_paths_hashes_and_line_counts(mlp_store, workspace):
+    generated = rows(mlp_store, "SELECT path, kind, sha256, line_count FROM files WHERE kind != 'source' ORDER BY path")
+    assert [(path, kind, count) for path, kind, _, count in generated] == [
+        (f"{BW}/kernels/triton_poi_fused_gelu_gelu_backward_0.py", "kernel", 20),
+        (f"{BW}/post_grad.py", "post_grad", 10),
+        (f"{BW}/wrapper.py", "wrapper", 10),
+        (f"{FW}/kernels/triton_poi_fused_gelu_0.py", "kernel", 21),
+        (f"{FW}/post_grad.py", "post_grad", 12),
+        (f"{FW}/pre_grad.py", "pre_grad", 7),
+        (f"{FW}/wrapper.py", "wrapper", 15),
+    ]
+    for path, _, sha256, _ in generated:
+        assert sha256 == hashlib.sha256((workspace / ".kernelscope" / path).read_bytes()).hexdigest()
+    sources = rows(mlp_store, "SELECT path FROM files WHERE kind = 'source' ORDER BY path")
+    assert sources == [(LIBRARY_FILE,), ("examples/mlp.py",)]
+
+
+def test_source_paths_are_workspace_relative_inside_and_absolute_outside(mlp_store):
+    assert rows(mlp_store, "SELECT DISTINCT source_file FROM nodes WHERE source_file IS NOT NULL ORDER BY 1") == [
+        (LIBRARY_FILE,), ("examples/mlp.py",)
+    ]
+    assert rows(mlp_store, "SELECT source_file, source_line FROM graph_breaks") == [("examples/mlp.py", 18)]
+
+
+def test_rows_per_table(mlp_store):
+    counts = {table: rows(mlp_store, f"SELECT COUNT(*) FROM {table}")[0][0]
+              for table in ("runs", "graphs", "nodes", "node_links", "kernels", "kernel_nodes", "kernel_calls",
+                            "generated_lines", "graph_breaks", "recompiles")}
+    assert counts == {
+        "runs": 1, "graphs": 2,
+        "nodes": 6 + 15 + 13,  # forward pre + forward post + backward post
+        "node_links": 9 + 6,  # every forward call_function and 6 of 7 backward ones name a pre-grad node
+        "kernels": 5, "kernel_nodes": 2 + 5 + 2 + 2 + 5, "kernel_calls": 5,
+        # one row per (line, node): forward kernel 1+2+6, backward kernel 8, fw wrapper 13, bw wrapper 9
+        "generated_lines": 9 + 8 + 13 + 9,
+        "graph_breaks": 1, "recompiles": 1,
+    }
+
+
+def test_backward_nodes_link_to_the_forward_pre_grad_graph(mlp_store):
+    linked = rows(mlp_store, """
+        SELECT post.name, pre.name, pre_graph.kind FROM node_links l
+        JOIN nodes post ON post.id = l.post_node_id JOIN nodes pre ON pre.id = l.pre_node_id
+        JOIN graphs post_graph ON post_graph.id = post.graph_id JOIN graphs pre_graph ON pre_graph.id = pre.graph_id
+        WHERE post_graph.kind = 'backward' ORDER BY post.position""")
+    assert linked == [("permute_2", "linear_1", "forward"), ("mm", "linear_1", "forward"),
+                      ("mul_3", "h_1", "forward"), ("erf_1", "h_1", "forward"), ("add_1", "h_1", "forward"),
+                      ("mul_5", "h_1", "forward")]
+    assert rows(mlp_store, "SELECT COUNT(*) FROM node_links WHERE pre_node_id IS NULL") == [(0,)]
+
+
+def test_generated_lines_have_one_row_per_line_and_node(mlp_store):
+    kernel_line_12 = rows(mlp_store, "SELECT line, reason, node_name FROM generated_lines WHERE file = ? AND line = 12 "
+                                     "ORDER BY node_name", f"{FW}/kernels/triton_poi_fused_gelu_0.py")
+    assert kernel_line_12 == [(12, "loads for", "mul"), (12, "loads for", "mul_1")]
+    unmapped = rows(mlp_store, "SELECT line, reason, node_name, node_id FROM generated_lines WHERE node_name IS NULL")
+    assert unmapped == [(8, "indexing", None, None)]
+    assert rows(mlp_store, "SELECT COUNT(*) FROM generated_lines WHERE node_name IS NOT NULL AND node_id IS NULL") == [(0,)]
+
+
+def test_coverage_is_computed_at_write_time(mlp_store):
+    assert mlp_store.runs()[0].coverage == {
+        "kernel_lines": {"covered": 15, "total": 16, "share": 0.9375},
+        "kernel_lines_specific": {"covered": 15, "total": 16, "share": 0.9375},
+        "wrapper_lines": {"covered": 11, "total": 12, "share": 0.9167},
+        "forward_nodes_with_source": {"covered": 9, "total": 9, "share": 1.0},
+        "backward_nodes_with_source": {"covered": 6, "total": 7, "share": 0.8571},
+        "kernel_agreement": {"covered": 1, "total": 1, "share": 1.0, "excluded": 1},
+    }
+
+
+def test_kernel_disagreeing_with_inductor_lowers_agreement(workspace):
+    record = make_mlp_run(workspace)
+    record.graphs[0].kernels[1].inductor_nodes = ["mul", "erf"]
+    with Store(workspace / ".kernelscope") as store:
+        store.write_run(record)
+        assert store.runs()[0].coverage["kernel_agreement"] == {"covered": 0, "total": 1, "share": 0.0, "excluded": 1}
+
+
+def test_database_is_wal_with_schema_version(mlp_store):
+    assert rows(mlp_store, "PRAGMA journal_mode") == [("wal",)]
+    assert rows(mlp_store, "PRAGMA foreign_keys") == [(1,)]
+    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("1",)]
+
+
+def test_runs_listing_and_latest_per_target(workspace):
+    with Store(workspace / ".kernelscope") as store:
+        first = store.write_run(make_mlp_run(workspace, created=100.0))
+        other = make_mlp_run(workspace, created=200.0)
+        other.target = "examples/mlp.py:make_small"
+        second = store.write_run(other)
+        third = store.write_run(make_mlp_run(workspace, created=300.0))
+        assert [run.id for run in store.runs()] == [third, second, first]
+        assert store.latest_run_id() == third
+        assert store.latest_run_id("examples/mlp.py:make_small") == second
+        assert {target: run.id for target, run in store.latest_runs_by_target().items()} == {
+            "examples/mlp.py:make": third, "examples/mlp.py:make_small": second}
+
+
+def test_delete_run_removes_rows_and_files_only_of_that_run(workspace):
+    root = workspace / ".kernelscope"
+    with Store(root) as store:
+        store.write_run(make_mlp_run(workspace))
+        store.write_run(make_mlp_run(workspace))
+        store.delete_run(1)
+        assert [run.id for run in store.runs()] == [2]
+        assert not (root / "runs/1").exists()
+        assert (root / "runs/2/graphs/0_0_0-forward/wrapper.py").exists()
+        for table in ("graphs", "nodes", "kernels", "generated_lines", "files", "graph_breaks", "recompiles"):
+            assert rows(store, f"SELECT COUNT(*) FROM {table} WHERE run_id = 1") == [(0,)], table
+        assert rows(store, "SELECT COUNT(*) FROM node_links") == [(15,)]
+        assert rows(store, "SELECT COUNT(*) FROM kernel_nodes") == [(16,)]
+        with pytest.raises(StoreError, match="there is no run 1"):
+            store.delete_run(1)
+
+
+# -- all or nothing -------------------------------------------------------------------
+
+
+def _store_state(store: Store, root) -> tuple:
+    tables = ("runs", "graphs", "nodes", "node_links", "kernels", "kernel_nodes", "kernel_calls",
+              "generated_lines", "files", "graph_breaks", "recompiles")
+    counts = tuple(rows(store, f"SELECT COUNT(*) FROM {table}")[0][0] for table in tables)
+    files = sorted(p.relative_to(root).as_posix() for p in (root / "runs").rglob("*"))
+    return counts, files
+
+
+@pytest.mark.parametrize("fail_at", ["lines", "rename"])
+def test_failed_write_leaves_nothing_and_keeps_previous_runs(workspace, monkeypatch, fail_at):
+    root = workspace / ".kernelscope"
+    store = Store(root)
+    store.write_run(make_mlp_run(workspace))
+    before = _store_state(store, root)
+
+    if fail_at == "lines":  # midway: the first graph's files and rows are written, the second's are not
+        calls = []
+        original = writer._RunWriter._insert_lines
+
+        def failing_insert_lines(self, *args, **kwargs):
+            calls.append(1)
+            if len(calls) == 3:
+                raise RuntimeError("disk full (injected)")
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(writer._RunWriter, "_insert_lines", failing_insert_lines)
+    else:  # after every row and file, at the rename into place
+        def failing_replace(source, target):
+            raise OSError("rename failed (injected)")
+
+        monkeypatch.setattr(writer.os, "replace", failing_replace)
+
+    with pytest.raises((RuntimeError, OSError), match="injected"):
+        store.write_run(make_mlp_run(workspace))
+    assert _store_state(store, root) == before
+    assert sorted(p.name for p in (root / "runs").iterdir()) == ["1"]  # no staging dir left
+    assert store.query("examples/mlp.py", 13).location.run_id == 1
+
+    monkeypatch.undo()
+    assert store.write_run(make_mlp_run(workspace)) == 2
+    store.close()
+
+
+def test_duplicate_kernel_file_is_refused_and_nothing_is_written(workspace):
+    root = workspace / ".kernelscope"
+    record = make_mlp_run(workspace)
+    forward = record.graphs[0]
+    forward.kernels.append(forward.kernels[1])
+    with Store(root) as store:
+        with pytest.raises(StoreError, match="two kernels named 'triton_poi_fused_gelu_0'"):
+            store.write_run(record)
+        assert store.runs() == []
+        assert list((root / "runs").iterdir()) == []
+
+
+def test_lines_without_kernel_source_are_refused(workspace):
+    record = make_mlp_run(workspace)
+    record.graphs[0].kernels[1].source = ""
+    with Store(workspace / ".kernelscope") as store, pytest.raises(StoreError, match="no source text"):
+        store.write_run(record)
+
+
+# -- broken or missing stores ---------------------------------------------------------
+
+
+def test_missing_store_is_an_error_when_not_creating(tmp_path):
+    with pytest.raises(StoreError, match=r"no kernelscope store at .*nowhere — run `kernelscope compile"):
+        Store(tmp_path / "nowhere", create=False)
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_corrupt_database_file_raises_store_error_naming_it(tmp_path):
+    root = tmp_path / ".kernelscope"
+    root.mkdir()
+    (root / "kernelscope.sqlite").write_bytes(b"this is not a database, just some bytes" * 100)
+    with pytest.raises(StoreError) as caught:
+        Store(root)
+    message = str(caught.value)
+    assert str(root / "kernelscope.sqlite") in message
+    assert "not a readable SQLite database" in message and "move it away" in message
+
+
+def test_sqlite_file_of_another_program_is_refused(tmp_path):
+    root = tmp_path / ".kernelscope"
+    root.mkdir()
+    conn = sqlite3.connect(root / "kernelscope.sqlite")
+    conn.execute("CREATE TABLE notes (text TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="SQLite database but not a kernelscope store"):
+        Store(root)
+
+
+def test_newer_store_schema_is_refused(mlp_store, workspace):
+    mlp_store.conn.execute("UPDATE meta SET value = '99' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    with pytest.raises(StoreError, match=r"store schema version '99', but this kernelscope reads version 1: upgrade"):
+        Store(workspace / ".kernelscope")
+
+
+def test_json_columns_round_trip(mlp_store):
+    run = rows(mlp_store, "SELECT timings_json, config_json, warnings_json FROM runs")[0]
+    assert [json.loads(value) for value in run] == [
+        {"capture_s": 0.25, "compile_s": 2.5}, {"max_autotune": False}, ["FX graph cache bypassed for recorded graphs"]]
