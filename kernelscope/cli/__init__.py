@@ -37,8 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after a bare `--` belongs to the user's script (`kernelscope run`).
+    passthrough: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, passthrough = argv[:cut], argv[cut + 1:]
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.passthrough = passthrough
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -11,15 +11,15 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "run",
         help="run a script unchanged and record every torch.compile it does",
-        description="Run SCRIPT.py as __main__ with ARGS; every graph torch.compile compiles "
+        description="Run SCRIPT.py as __main__ with the ARGS that follow `--`; every graph torch.compile compiles "
         "while it runs is recorded into one run, with zero changes to the script.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  kernelscope run examples/train_script.py\n"
-        "  kernelscope run train.py -- --epochs 1 --batch 8",
+        "  kernelscope run examples/train_script.py --target cpu-triton -- --steps 3\n"
+        "  kernelscope run train.py --store /tmp/ks -- --epochs 1 --batch 8",
     )
     parser.add_argument("script", metavar="SCRIPT.py")
-    parser.add_argument("script_args", nargs=argparse.REMAINDER, metavar="-- ARGS")
     recording_output.add_recording_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -27,9 +27,7 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     from kernelscope.engine.recorder import RecordOptions, record_script
 
-    script_args = list(args.script_args)
-    if script_args[:1] == ["--"]:
-        script_args = script_args[1:]
+    script_args = list(args.passthrough)  # what followed `--` on the command line
 
     def record(on_phase):
         options = RecordOptions(

@@ -14,6 +14,7 @@ from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCa
 from kernelscope.record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
 
 SHARED_REASON = f"{SHARED_LINE_REASON_PREFIX} indexing and masks of the fused kernel"
+KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this kernel (line-level probes off: kernel-level only)"
 
 
 def graph_kind(capture: GraphCapture) -> str:
@@ -119,7 +120,9 @@ def _borrow_sources_from_neighbours(gm, nodes: list[FxNode]) -> None:
 # -- kernels and wrapper lines ----------------------------------------------------
 
 
-def _kernel_lines(source: str, capture: KernelLineCapture) -> list[LineOrigin]:
+def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str]) -> list[LineOrigin]:
+    """Each body line with the node the probe saw produce it, else the kernel's whole set."""
+    shared_reason = SHARED_REASON if capture.nodes else KERNEL_LEVEL_REASON
     rows: list[LineOrigin] = []
     body_start = wrapper_code.kernel_body_start(source)
     if not body_start:
@@ -135,7 +138,7 @@ def _kernel_lines(source: str, capture: KernelLineCapture) -> list[LineOrigin]:
         if origin and origin[0]:
             rows.append(LineOrigin(number, line, [origin[0]], _kernel_reason(stripped, origin[1])))
         else:
-            rows.append(LineOrigin(number, line, list(capture.nodes), SHARED_REASON))
+            rows.append(LineOrigin(number, line, list(nodes), shared_reason))
     return rows
 
 
@@ -173,10 +176,16 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
 
     # Triton kernels: their own lines, and the same lines inside the wrapper.
     attributable = 0
+    # Inductor's kernel-level sets stand in where the probes saw nothing (probes off).
+    inductor_by_kernel = {
+        name: inductor_by_handle[(name, handle)]
+        for name, handle in layout.handles.values() if (name, handle) in inductor_by_handle
+    }
     for block in layout.kernel_blocks:
         probe = capture.kernels.get(block.name, KernelLineCapture())
-        lines = _kernel_lines(block.source, probe)
-        kernels[block.name] = Kernel(block.name, "triton", block.source, list(probe.nodes), lines)
+        nodes = list(probe.nodes) or list(inductor_by_kernel.get(block.name, []))
+        lines = _kernel_lines(block.source, probe, nodes)
+        kernels[block.name] = Kernel(block.name, "triton", block.source, nodes, lines)
         for row in lines:
             wrapper_line = block.first_line + row.line - 1
             record.wrapper_lines.append(
@@ -185,35 +194,45 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
             )
         attributable += len(lines)
 
-    # The call body: each scheduler node's region of lines.
-    regions = sorted(capture.wrapper_regions)
+    # The call body: each scheduler node opened a region of lines (wrapper_regions probe).
     call_end = layout.call_end or len(wrapper_lines)
+    region_nodes = _region_of_each_line(sorted(capture.wrapper_regions), call_end)
     extern_count: dict[str, int] = {}
-    for index, (start, origins, computes) in enumerate(regions):
-        end = regions[index + 1][0] if index + 1 < len(regions) else call_end
-        for number in range(start, end):
-            line = wrapper_lines[number - 1]
-            if not line.strip():
-                continue
+    for number in range(layout.call_start + 1, call_end + 1):
+        line = wrapper_lines[number - 1]
+        if not line.strip():
+            continue
+        # `computes` is what the scheduler node makes: for an extern call its one
+        # node, not every node Inductor folded into its origins (e.g. a fused input).
+        computes = region_nodes.get(number)
+        if computes is not None:
             attributable += 1
-            reason = wrapper_code.line_reason(line)
-            record.wrapper_lines.append(LineOrigin(number, line, list(origins), reason))
-            launched = wrapper_code.kernel_launch(line)
-            if launched in kernels:
-                kernels[launched].wrapper_lines.append(number)
-                handle = layout.handles.get(number)
-                if handle and kernels[launched].inductor_nodes is None:
-                    kernels[launched].inductor_nodes = inductor_by_handle.get(handle)
-            extern = wrapper_code.extern_call(line)
-            if extern:
-                ordinal = extern_count.get(extern, 0)
-                extern_count[extern] = ordinal + 1
-                handle = layout.handles.get(number)
-                inductor_nodes = inductor_by_handle.get(handle) if handle else None
-                name = f"{extern}#{ordinal}"
-                kernels[name] = Kernel(
-                    name, "extern", "", list(computes),
-                    inductor_nodes=inductor_nodes, wrapper_lines=[number],
-                )
+            record.wrapper_lines.append(LineOrigin(number, line, list(computes), wrapper_code.line_reason(line)))
+        handle = layout.handles.get(number)
+        inductor_nodes = inductor_by_handle.get(handle) if handle else None
+        launched = wrapper_code.kernel_launch(line)
+        if launched in kernels:
+            kernels[launched].wrapper_lines.append(number)
+            if kernels[launched].inductor_nodes is None:
+                kernels[launched].inductor_nodes = inductor_nodes
+        extern = wrapper_code.extern_call(line)
+        if extern:
+            ordinal = extern_count.get(extern, 0)
+            extern_count[extern] = ordinal + 1
+            name = f"{extern}#{ordinal}"
+            kernels[name] = Kernel(
+                name, "extern", "", list(computes if computes is not None else inductor_nodes or []),
+                inductor_nodes=inductor_nodes, wrapper_lines=[number],
+            )
     record.wrapper_attributable = attributable
     record.kernels = list(kernels.values())
+
+
+def _region_of_each_line(regions: list[tuple[int, list[str], list[str]]], call_end: int) -> dict[int, list[str]]:
+    """Wrapper line -> the nodes its scheduler node computes (lines of no region are absent)."""
+    nodes_of_line: dict[int, list[str]] = {}
+    for index, (start, _origins, computes) in enumerate(regions):
+        end = regions[index + 1][0] if index + 1 < len(regions) else call_end
+        for number in range(start, end):
+            nodes_of_line[number] = computes
+    return nodes_of_line

@@ -16,6 +16,8 @@ The probes and what they see:
 - wrapper_regions     Scheduler.enter_context: every scheduler node opens a wrapper region
                       that carries all its post-grad origins
 - graph_codegen       GraphLowering.codegen: the finished wrapper, its line map, the graph
+- failed_node         GraphLowering.run_node: the node Inductor was lowering when it failed,
+                      so a compile error names the user's line
 """
 from __future__ import annotations
 
@@ -146,6 +148,8 @@ class Probes:
         self.pre_grad: list[PreGradCapture] = []
         self.graphs: list[GraphCapture] = []
         self.errors: list[str] = []  # a probe that raised (the compile went on)
+        # The post-grad node Inductor was lowering when it failed: (name, target, stack_trace).
+        self.failed_node: tuple[str, str, str | None] | None = None
         self.disabled: list[str] = []  # probes switched off at install, and why
         self.seconds: dict[str, float] = {"lower": 0.0, "codegen": 0.0}
         self.on_phase: Callable[[str, str], None] = lambda phase, detail: None
@@ -225,6 +229,10 @@ class Probes:
             "graph_codegen": [
                 Probe("codegen", graph.GraphLowering, "codegen", ("self",), self._wrap_codegen),
                 Probe("lowering", graph.GraphLowering, "run", ("self",), self._wrap_lowering),
+            ],
+            "failed_node": [
+                Probe("run_node", graph.GraphLowering, "run_node", ("self", "n"),
+                      self._wrap_run_node_for_errors),
             ],
         }
 
@@ -389,6 +397,19 @@ class Probes:
                 probes.seconds["lower"] += time.perf_counter() - started
 
         return run
+
+    def _wrap_run_node_for_errors(self, original):
+        probes = self
+
+        def run_node(graph_lowering, n, *args, **kwargs):
+            try:
+                return original(graph_lowering, n, *args, **kwargs)
+            except Exception:
+                if probes.failed_node is None:  # the innermost node failed first
+                    probes.failed_node = (n.name, target_name(n.target), n.meta.get("stack_trace"))
+                raise
+
+        return run_node
 
     def _wrap_codegen(self, original):
         probes = self

@@ -13,6 +13,7 @@ import re
 import resource
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -107,6 +108,7 @@ class Recording:
         from torch._inductor.utils import fresh_cache
 
         stack = self._stack
+        stack.enter_context(_quiet_recording_warnings())
         torch._dynamo.reset()
         stack.callback(torch._dynamo.reset)
         # A cache hit would skip codegen and leave provenance silently missing:
@@ -133,7 +135,10 @@ class Recording:
         from kernelscope.engine.devices import codegen_only, cpu_triton, virtual_cuda
 
         if self.device == "virtual-cuda":
-            return _inner_compile_replaced(virtual_cuda.make_inner_compile)
+            stack = contextlib.ExitStack()
+            stack.enter_context(virtual_cuda.decide_passes_as_cuda())
+            stack.enter_context(_inner_compile_replaced(virtual_cuda.make_inner_compile))
+            return stack
         if self.device == "cpu-triton":
             stack = contextlib.ExitStack()
             stack.enter_context(cpu_triton.cpu_triton_backend(self.options.execute))
@@ -141,6 +146,17 @@ class Recording:
                 stack.enter_context(_inner_compile_replaced(codegen_only.make_inner_compile))
             return stack
         return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _quiet_recording_warnings():
+    """Silence the warnings our own recording set-up causes (not the user's)."""
+    with warnings.catch_warnings():
+        # We disable caches on purpose (fresh codegen), which also disables PGO.
+        warnings.filterwarnings("ignore", message=".*dynamo_pgo force disabled.*")
+        # virtual-cuda reports an sm_90 device; the TF32 hint is about a real GPU run.
+        warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")
+        yield
 
 
 @contextlib.contextmanager
@@ -243,29 +259,52 @@ def _run_factory_model(model, inputs, options: RecordOptions, device: str) -> fl
     return _max_error(outputs, expected) if compare else None
 
 
-def _raise_compile_error(error: BaseException, target_file: Path | None) -> None:
+def _raise_compile_error(error: BaseException, target_file: Path | None, probes=None) -> None:
     """Turn an exception from the user's run into a one-line error naming file:line."""
-    import torch
+    import traceback
+
+    from kernelscope.engine import fx_nodes
 
     if isinstance(error, UserError):
         raise error
-    torch_dir = os.path.dirname(torch.__file__)
+    skip = fx_nodes.skip_prefixes() + (os.path.dirname(os.path.dirname(__file__)) + os.sep,)
     location = ""
-    for frame in __import__("traceback").extract_tb(error.__traceback__):
-        if not frame.filename.startswith((torch_dir, os.path.dirname(__file__))) \
-                and "kernelscope" not in frame.filename:
+    for frame in traceback.extract_tb(error.__traceback__):
+        if not frame.filename.startswith(skip):
             location = f"{frame.filename}:{frame.lineno}"
-    if target_file is not None and not location:
-        location = str(target_file)
-    message = str(error).strip().splitlines()
+    text = str(error)
+    message = text.strip().splitlines()
     first = message[0] if message else type(error).__name__
-    inductor_failed = type(error).__name__ in ("InductorError", "BackendCompilerFailed", "LoweringException")
+    # Dynamo's errors carry the user's frames as text ("from user code: File ...").
+    if "from user code:" in text:
+        frame = fx_nodes.user_frame(text.split("from user code:", 1)[1], skip)
+        if frame is not None:
+            location = f"{frame.file}:{frame.line}"
+    explanation = next((line.strip().removeprefix("Explanation: ") for line in message
+                        if line.strip().startswith("Explanation: ")), "")
+    if explanation:
+        first = f"{first}: {explanation[-300:]}"
+    failed_node = getattr(probes, "failed_node", None)
+    inductor_failed = failed_node is not None or type(error).__name__ in (
+        "InductorError", "BackendCompilerFailed", "LoweringException")
     if inductor_failed:
-        detail = " ".join(line.strip() for line in message[:6] if line.strip())
+        node_text = ""
+        if failed_node is not None:
+            name, op_target, stack_trace = failed_node
+            node_text = f" while lowering node {name} ({op_target})"
+            source = fx_nodes.user_frame(stack_trace, fx_nodes.skip_prefixes())
+            if source is not None:
+                location = f"{source.file}:{source.line}"
+        location = location or str(target_file or "")
+        cause = next((line.strip() for line in message
+                      if line.strip() and not line.strip().startswith(("target:", "args[", "kwargs"))),
+                     type(error).__name__)
+        cause = cause.removeprefix("LoweringException: ")
         raise CompileError(
-            f"{location}: Inductor failed: {detail[:600]} "
+            f"{location}: Inductor failed{node_text}: {cause[:400]} "
             "(the last good run in the store is unchanged)"
         ) from error
+    location = location or str(target_file or "")
     raise TargetError(
         f"{location}: the model raised {type(error).__name__}: {first[:400]} "
         "(the last good run in the store is unchanged)"
@@ -333,7 +372,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     return RunRecord(
         target=target,
         device=device,
-        mode="train" if options.train else "inference",
+        mode="train" if options.train or any(g.kind == "backward" for g in graphs) else "inference",
         dynamic=options.dynamic,
         torch_version=torch.__version__,
         triton_version=getattr(triton, "__version__", "unknown"),
@@ -384,7 +423,7 @@ def record_factory(spec: str, options: RecordOptions) -> RunRecord:
         try:
             max_error = _run_factory_model(model, inputs, options, device)
         except Exception as error:  # noqa: BLE001 - reported as a one-line error
-            _raise_compile_error(error, target.path)
+            _raise_compile_error(error, target.path, recording.probes)
     shown = f"{_display_path(target.path, options.workspace)}:{target.factory}"
     run = build_run(recording, shown, options, device)
     run.execute_max_error = max_error
@@ -405,7 +444,7 @@ def record_script(path: Path, args: list[str], options: RecordOptions) -> RunRec
         try:
             targets.run_script(path, args)
         except Exception as error:  # noqa: BLE001
-            _raise_compile_error(error, path)
+            _raise_compile_error(error, path, recording.probes)
     run = build_run(recording, _display_path(path, options.workspace), options, device)
     if not run.graphs:
         raise CompileError(f"{path}: the script ran but compiled nothing with torch.compile")

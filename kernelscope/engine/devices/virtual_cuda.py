@@ -118,6 +118,50 @@ def pretend_cuda_present():
         yield
 
 
+def _cuda_fp32_matmul_uses_tf32() -> bool:
+    import torch
+
+    matmul = torch.backends.cuda.matmul
+    precision = getattr(matmul, "fp32_precision", None)  # torch >= 2.9
+    if precision is not None:
+        return precision == "tf32"
+    return bool(getattr(matmul, "allow_tf32", False))
+
+
+@contextlib.contextmanager
+def decide_passes_as_cuda():
+    """Make device-dependent graph passes decide as they would for a CUDA device.
+
+    Dynamo and AOTAutograd trace the CPU tensors, so Inductor's joint-graph passes
+    see CPU tensors. One of them changes the kernels a user gets: the attention
+    fusion (matmul-softmax-matmul -> scaled_dot_product_attention) refuses fp32
+    CUDA inputs unless TF32 matmuls are enabled, but accepts fp32 CPU inputs.
+    Without this, virtual-cuda showed a CPU flash-attention call where a real
+    GPU compile has bmm + a softmax kernel (seen on an H100, torch 2.11).
+    """
+    import torch
+
+    try:
+        from torch._inductor.fx_passes import fuse_attention
+    except ImportError:
+        yield
+        return
+    original_check = getattr(fuse_attention, "_sfdp_params_check", None)
+    if original_check is None:
+        yield
+        return
+
+    def sfdp_params_check(match):
+        query = match.kwargs["query"].meta["val"]
+        if query.device.type == "cpu" and query.dtype == torch.float32 \
+                and not _cuda_fp32_matmul_uses_tf32():
+            return False
+        return original_check(match)
+
+    with mock.patch.object(fuse_attention, "_sfdp_params_check", sfdp_params_check):
+        yield
+
+
 def _as_cuda(device):
     import torch
 
