@@ -14,6 +14,7 @@ probes work on that torch version.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import subprocess
@@ -71,12 +72,19 @@ def compare(real: dict, virtual: dict) -> dict:
     extern_a = sorted(k["name"] for g in real["graphs"] for k in g["kernels"] if k["kind"] == "extern")
     extern_b = sorted(k["name"] for g in virtual["graphs"] for k in g["kernels"] if k["kind"] == "extern")
     lines = sum(k["lines"] for k in a)
+    differing = [
+        {"name": x["name"], "nodes_real": x["nodes"], "nodes_virtual": y["nodes"],
+         "source_diff": "\n".join(difflib.unified_diff(
+             x["source"].splitlines(), y["source"].splitlines(), "real", "virtual", lineterm="", n=1))[:3000]}
+        for x, y in zip(a, b) if x["name"] == y["name"] and (x["nodes"] != y["nodes"] or x["source"] != y["source"])
+    ]
     return {
         "kernels_real": len(a), "kernels_virtual": len(b),
         "same_names": names_a == names_b,
         "same_fusion": same_nodes, "same_source": same_source,
         "extern_real": extern_a, "extern_virtual": extern_b,
         "only_real": sorted(set(names_a) - set(names_b)), "only_virtual": sorted(set(names_b) - set(names_a)),
+        "differing_kernels": differing,
         "real_specific_line_share": round(sum(k["specific"] for k in a) / lines, 3) if lines else None,
         "real_provenance": real["provenance"], "real_warnings": real["warnings"],
         "torch": real["torch"], "triton": real["triton"],

@@ -123,7 +123,7 @@ class Recording:
                 }
             )
         )
-        stack.enter_context(self._device_context())
+        stack.enter_context(device_target(self.device, self.options.execute))
         stack.enter_context(self.trace)
         stack.enter_context(self.probes)
         return self
@@ -131,21 +131,24 @@ class Recording:
     def __exit__(self, *exc):
         self._stack.close()
 
-    def _device_context(self):
-        from kernelscope.engine.devices import codegen_only, cpu_triton, virtual_cuda
 
-        if self.device == "virtual-cuda":
-            stack = contextlib.ExitStack()
+@contextlib.contextmanager
+def device_target(device: str, execute: bool = False):
+    """Make torch.compile generate code for `device` while inside (see devices/).
+
+    Used by recordings and by the benchmark's plain-compile baseline alike.
+    """
+    from kernelscope.engine.devices import codegen_only, cpu_triton, virtual_cuda
+
+    with contextlib.ExitStack() as stack:
+        if device == "virtual-cuda":
             stack.enter_context(virtual_cuda.decide_passes_as_cuda())
             stack.enter_context(_inner_compile_replaced(virtual_cuda.make_inner_compile))
-            return stack
-        if self.device == "cpu-triton":
-            stack = contextlib.ExitStack()
-            stack.enter_context(cpu_triton.cpu_triton_backend(self.options.execute))
-            if not self.options.execute:
+        elif device == "cpu-triton":
+            stack.enter_context(cpu_triton.cpu_triton_backend(execute))
+            if not execute:
                 stack.enter_context(_inner_compile_replaced(codegen_only.make_inner_compile))
-            return stack
-        return contextlib.nullcontext()
+        yield
 
 
 @contextlib.contextmanager
