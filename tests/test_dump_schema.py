@@ -5,14 +5,19 @@ import copy
 import dataclasses
 import hashlib
 import json
+import shutil
+from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES
 from synthetic_runs import LIBRARY_FILE, make_mlp_run, mlp_store, workspace  # noqa: F401  (fixtures)
 
 from kernelscope import record as record_module
 from kernelscope.record import RunRecord
 from kernelscope.store import InvalidDumpError, Store, dump_json, load_schema, schema_problems, validate_dump
-from kernelscope.store.dump import DUMP_FIELD_CHANGES
+from kernelscope.store.dump import DUMP_FIELD_CHANGES, DumpOptions, dump_run, portable_text
+
+PORTABLE_LIBRARY_FILE = "<site-packages>/torch/nn/modules/linear.py"
 
 
 def canonical(value):
@@ -24,20 +29,24 @@ def canonical(value):
     return value
 
 
-def expected_run(record: RunRecord, run_id: int) -> dict:
-    """What the dump of `record` must hold, built from the dataclasses independently of the store."""
+def expected_run(record: RunRecord) -> dict:
+    """What the default dump of `record` must hold, built from the dataclasses independently of the store.
+    (The synthetic texts hold no machine paths, so their portable hash is their plain sha256.)"""
     prefix = record.workspace + "/"
 
     def source(location):
         if location is None:
             return None
-        return {"file": location.file.removeprefix(prefix), "line": location.line,
-                "function": location.function, "code": location.code}
+        file = location.file.removeprefix(prefix)
+        if file == LIBRARY_FILE:
+            file = PORTABLE_LIBRARY_FILE
+        return {"file": file, "line": location.line, "function": location.function, "code": location.code}
 
     def file_ref(path, text):
         if not text:
             return None
-        return {"path": path, "sha256": hashlib.sha256(text.encode()).hexdigest(), "lines": len(text.splitlines())}
+        return {"path": path, "portable_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "lines": len(text.splitlines())}
 
     def node(fx):
         return {"name": fx.name, "op": fx.op, "target": fx.target, "source": source(fx.source),
@@ -48,7 +57,7 @@ def expected_run(record: RunRecord, run_id: int) -> dict:
 
     graphs = []
     for graph in record.graphs:
-        directory = f"runs/{run_id}/graphs/{graph.key}"
+        directory = f"graphs/{graph.key}"
         graphs.append({
             "key": graph.key, "compile_id": graph.compile_id, "frame_id": graph.frame_id,
             "frame_compile_id": graph.frame_compile_id, "attempt": graph.attempt, "kind": graph.kind,
@@ -66,24 +75,55 @@ def expected_run(record: RunRecord, run_id: int) -> dict:
             "inductor_mapping": graph.inductor_mapping,
         })
     return {
-        "id": run_id, "target": record.target, "device": record.device, "mode": record.mode,
+        "target": record.target, "device": record.device, "mode": record.mode,
         "dynamic": record.dynamic, "torch_version": record.torch_version, "triton_version": record.triton_version,
-        "provenance": record.provenance, "created": record.created, "graphs": graphs,
+        "provenance": record.provenance, "graphs": graphs,
         "graph_breaks": [{"reason": b.reason, "source": source(b.source), "compile_id": b.compile_id}
                          for b in record.graph_breaks],
         "recompiles": [dataclasses.asdict(r) for r in record.recompiles],
-        "warnings": record.warnings, "timings": record.timings, "peak_memory_mb": record.peak_memory_mb,
-        "execute_max_error": record.execute_max_error, "config": record.config,
+        "warnings": record.warnings, "execute_max_error": record.execute_max_error, "config": record.config,
     }
 
 
 def test_dump_holds_exactly_what_the_record_held(mlp_store, workspace):
     data = mlp_store.dump(1)
-    assert data["schema_version"] == "1.0"
+    assert data["schema_version"] == "2.0"
     run = dict(data["run"])
     coverage = run.pop("coverage")
     assert coverage == mlp_store.runs()[0].coverage
-    assert canonical(run) == canonical(expected_run(make_mlp_run(workspace), 1))
+    assert canonical(run) == canonical(expected_run(make_mlp_run(workspace)))
+
+
+def test_volatile_fields_only_when_asked(mlp_store, workspace):
+    record = make_mlp_run(workspace)
+    data = dump_run(mlp_store.conn, 1, DumpOptions(include_volatile=True))
+    validate_dump(data)
+    assert data["run"]["volatile"] == {"id": 1, "created": record.created, "timings": record.timings,
+                                       "peak_memory_mb": record.peak_memory_mb}
+    del data["run"]["volatile"]
+    assert data == mlp_store.dump(1)
+
+
+def test_absolute_paths_only_when_asked(mlp_store, workspace):
+    data = dump_run(mlp_store.conn, 1, DumpOptions(absolute_paths=True))
+    validate_dump(data)
+    files = {node["source"]["file"] for graph in data["run"]["graphs"] for node in graph["post_grad_nodes"]
+             if node["source"]}
+    assert files == {f"{workspace.as_posix()}/examples/mlp.py", LIBRARY_FILE}
+    forward = data["run"]["graphs"][1]
+    assert forward["wrapper_file"]["path"] == f"{workspace.as_posix()}/.kernelscope/runs/1/graphs/0_0_0-forward/wrapper.py"
+    assert Path(forward["wrapper_file"]["path"]).is_file()
+
+
+def test_portable_text_removes_workspace_and_inductor_cache_dirs():
+    text = ("# kernel path: /tmp/tmpd_6zikm0/tmpvh8opozm/ti/cti66lo3hvmbjfdwghbzfsrxyulalwlsirzes4hyn6p25nappvh5.py\n"
+            "        # File: /home/me/proj/examples/mlp.py:20 in forward, code: h = self.fc1(x)\n"
+            "        # File: /home/me/project2/x.py:3 in forward\n")
+    assert portable_text(text, "/home/me/proj") == (
+        "# kernel path: <inductor-cache>/ti/cti66lo3hvmbjfdwghbzfsrxyulalwlsirzes4hyn6p25nappvh5.py\n"
+        "        # File: examples/mlp.py:20 in forward, code: h = self.fc1(x)\n"
+        "        # File: /home/me/project2/x.py:3 in forward\n")
+    assert portable_text(text, "/home/me/proj/") == portable_text(text, "/home/me/proj")
 
 
 def test_dump_is_valid_sorted_and_free_of_machine_paths(mlp_store, workspace):
@@ -92,7 +132,7 @@ def test_dump_is_valid_sorted_and_free_of_machine_paths(mlp_store, workspace):
     assert schema_problems(data) == []
     text = dump_json(data)
     assert str(workspace) not in text
-    assert LIBRARY_FILE in text  # outside the workspace: stays absolute
+    assert LIBRARY_FILE not in text and PORTABLE_LIBRARY_FILE in text
     assert json.loads(text) == data
     run = data["run"]
     assert [graph["key"] for graph in run["graphs"]] == ["0_0_0-backward", "0_0_0-forward"]
@@ -103,9 +143,9 @@ def test_dump_is_valid_sorted_and_free_of_machine_paths(mlp_store, workspace):
     assert [node["name"] for node in forward["pre_grad_nodes"]] == ["L_x_", "l_x_", "linear", "h_1", "linear_1", "output"]
     gelu = forward["kernels"][2]
     assert gelu["nodes"] == ["add", "erf", "mul", "mul_1", "mul_2"]
-    assert gelu["file"]["path"] == "runs/1/graphs/0_0_0-forward/kernels/triton_poi_fused_gelu_0.py"
-    on_disk = (workspace / ".kernelscope" / gelu["file"]["path"]).read_bytes()
-    assert gelu["file"]["sha256"] == hashlib.sha256(on_disk).hexdigest()
+    assert gelu["file"]["path"] == "graphs/0_0_0-forward/kernels/triton_poi_fused_gelu_0.py"
+    on_disk = (workspace / ".kernelscope" / "runs" / "1" / gelu["file"]["path"]).read_bytes()
+    assert gelu["file"]["portable_sha256"] == hashlib.sha256(on_disk).hexdigest()
 
 
 def test_dump_does_not_depend_on_record_order_or_machine(tmp_path):
@@ -121,6 +161,54 @@ def test_dump_does_not_depend_on_record_order_or_machine(tmp_path):
         with Store(workspace / ".kernelscope") as store:
             dumps.append(dump_json(store.dump(store.write_run(record))))
     assert dumps[0] == dumps[1]
+
+
+def test_two_runs_of_one_store_dump_the_same(mlp_store, workspace):
+    """Run ids and creation times differ; the default dumps do not."""
+    second = mlp_store.write_run(make_mlp_run(workspace, created=1_800_000_000.0))
+    assert second == 2
+    assert dump_json(mlp_store.dump(1)) == dump_json(mlp_store.dump(2))
+
+
+@pytest.mark.slow
+def test_two_real_recordings_dump_byte_identically(run_cli, tmp_path):
+    """examples/mlp.py (fw + bw) recorded by two `kernelscope compile --dump` processes, in two workspaces
+    with their own stores: the dumps are byte-identical, although times, timings, peak memory, the
+    workspace and Inductor's temporary cache directory differ."""
+    dumps, stores = [], []
+    for name in ("one", "two"):
+        workspace = tmp_path / name
+        (workspace / "examples").mkdir(parents=True)
+        shutil.copy(EXAMPLES / "mlp.py", workspace / "examples" / "mlp.py")
+        result = run_cli(["compile", "examples/mlp.py:make", "--train", "--dump", "dump.json"], cwd=workspace)
+        assert result.returncode == 0, result.stderr
+        dumps.append((workspace / "dump.json").read_bytes())
+        stores.append(Store(workspace / ".kernelscope", create=False))
+    assert dumps[0] == dumps[1]
+    data = json.loads(dumps[0])
+    validate_dump(data)
+    assert sorted(graph["key"] for graph in data["run"]["graphs"]) == ["0_0_0-backward", "0_0_0-forward"]
+    assert str(tmp_path) not in dumps[0].decode() and "/tmp" not in dumps[0].decode()
+    with_volatile = [dump_run(store.conn, 1, DumpOptions(include_volatile=True)) for store in stores]
+    assert with_volatile[0]["run"]["volatile"]["created"] != with_volatile[1]["run"]["volatile"]["created"]
+    forward = [(store.root / "runs/1/graphs/0_0_0-forward/wrapper.py").read_text() for store in stores]
+    assert "# kernel path: " in forward[0] and forward[0] != forward[1]  # the cache dirs differ on disk
+    for store in stores:
+        store.close()
+
+
+@pytest.mark.slow
+def test_two_recordings_in_one_process_dump_byte_identically(recordings, tmp_path):
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+
+    first = recordings.get("mlp", train=True)
+    second = record_factory(f"{EXAMPLES / 'mlp'}.py:make",
+                            RecordOptions(device="virtual-cuda", train=True, workspace=EXAMPLES.parent))
+    texts = []
+    for name, record in (("one", first), ("two", second)):
+        with Store(tmp_path / name / ".kernelscope") as store:
+            texts.append(dump_json(store.dump(store.write_run(record))))
+    assert texts[0] == texts[1]
 
 
 def reversed_lists(record: RunRecord) -> RunRecord:
@@ -146,8 +234,9 @@ def reversed_lists(record: RunRecord) -> RunRecord:
 def test_schema_is_draft_2020_12_with_id_and_closed_objects():
     schema = load_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == "urn:kernelscope:schema:dump-v1"
-    assert schema["properties"]["schema_version"] == {"const": "1.0", "description": schema["properties"]["schema_version"]["description"]}
+    assert schema["$id"] == "urn:kernelscope:schema:dump-v2"
+    assert schema["properties"]["schema_version"] == {"const": "2.0", "description": schema["properties"]["schema_version"]["description"]}
+    assert load_schema("1.0")["$id"] == "urn:kernelscope:schema:dump-v1"  # still read: old dumps validate
     open_by_design = {"timings", "config", "inductor_mapping"}  # free-form dicts from torch and the user
 
     def check(node, path):
@@ -171,10 +260,17 @@ def test_schema_properties_agree_with_the_record_dataclasses():
     for name, changes in DUMP_FIELD_CHANGES.items():
         fields = {field.name for field in dataclasses.fields(record_classes[name])}
         assert set(changes["renamed"]) <= fields and changes["dropped"] <= fields, name
-        expected = (fields - changes["dropped"] - set(changes["renamed"])) | set(changes["renamed"].values()) | changes["added"]
+        moved = changes.get("moved", {"$def": None, "fields": set(), "added": set()})
+        assert moved["fields"] <= fields, name
+        expected = ((fields - changes["dropped"] - moved["fields"] - set(changes["renamed"]))
+                    | set(changes["renamed"].values()) | changes["added"])
         definition = definitions[changes["$def"]]
         assert set(definition["properties"]) == expected, name
-        assert set(definition["required"]) == expected, name
+        assert set(definition["required"]) == expected - changes.get("optional", set()), name
+        if moved["$def"]:
+            moved_definition = definitions[moved["$def"]]
+            assert set(moved_definition["properties"]) == moved["fields"] | moved["added"], name
+            assert set(moved_definition["required"]) == moved["fields"] | moved["added"], name
 
 
 def _broken(data, edit):
@@ -187,8 +283,9 @@ def _broken(data, edit):
     (lambda d: d["run"]["graphs"][0]["kernels"][0].pop("name"), "$.run.graphs[0].kernels[0]", "'name' is a required property"),
     (lambda d: d["run"]["graphs"][1].update(kind="sideways"), "$.run.graphs[1].kind", "'sideways' is not one of"),
     (lambda d: d["run"].update(surprise=1), "$.run", "Additional properties are not allowed ('surprise' was unexpected)"),
-    (lambda d: d.update(schema_version="2.0"), "$.schema_version", "'1.0' was expected"),
-    (lambda d: d["run"]["graphs"][1]["wrapper_file"].update(sha256="abc"), "$.run.graphs[1].wrapper_file", "is not valid under any of the given schemas"),
+    (lambda d: d.update(schema_version="3.0"), "$.schema_version", "'2.0' was expected"),
+    (lambda d: d["run"].update(created=1.0), "$.run", "Additional properties are not allowed ('created' was unexpected)"),
+    (lambda d: d["run"]["graphs"][1]["wrapper_file"].update(portable_sha256="abc"), "$.run.graphs[1].wrapper_file", "is not valid under any of the given schemas"),
     (lambda d: d["run"]["graphs"][1]["wrapper_lines"][0].update(line=0), "$.run.graphs[1].wrapper_lines[0].line", "0 is less than the minimum of 1"),
 ])
 def test_schema_rejects_broken_dumps(mlp_store, edit, path, message):

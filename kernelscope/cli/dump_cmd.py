@@ -1,4 +1,4 @@
-"""`kernelscope dump`: a run as JSON matching kernelscope/schema/dump-v1.json."""
+"""`kernelscope dump`: a run as deterministic JSON matching kernelscope/schema/dump-v2.json."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +8,7 @@ from pathlib import Path
 from kernelscope.cli.common import new_parser, open_store, parse_run_id
 from kernelscope.errors import UserError
 from kernelscope.store import dump_json
+from kernelscope.store.dump import DumpOptions, dump_run
 
 
 def add_parser(subparsers) -> None:
@@ -15,20 +16,30 @@ def add_parser(subparsers) -> None:
         subparsers,
         "dump",
         help="write a run as JSON (for CI diffs and other tools)",
-        description="Write a run (the latest by default) as deterministic JSON: sorted keys and lists, "
-        "workspace-relative source paths, generated files as store-relative paths with sha256. "
-        "The format is described by the JSON Schema kernelscope/schema/dump-v1.json.",
-        examples=["kernelscope dump", "kernelscope dump --run 3 -o run3.json",
-                  "kernelscope dump -o run.json && kernelscope validate run.json"],
+        description="Write a run (the latest by default) as deterministic JSON: two recordings of the same "
+        "model dump byte-identically. Keys and lists are sorted, source paths are workspace-relative "
+        "(`<site-packages>/...` for installed packages), generated files are named by their path in the "
+        "run's directory with the sha256 of their portable text. The format is the JSON Schema "
+        "kernelscope/schema/dump-v2.json (`kernelscope validate FILE` checks it).",
+        examples=["kernelscope dump -o baseline.json",
+                  "kernelscope dump --run 3 -o run3.json && kernelscope validate run3.json",
+                  "kernelscope dump --include-volatile --absolute-paths | jq .run.volatile",
+                  "kernelscope diff baseline.json latest"],
     )
     parser.add_argument("--run", dest="run_id", type=parse_run_id, metavar="ID", help="run id (default: latest)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    parser.add_argument("--include-volatile", action="store_true",
+                        help="add run.volatile: the run id, creation time, timings and peak memory "
+                             "(they differ between two recordings, so the dump is no longer reproducible)")
+    parser.add_argument("--absolute-paths", action="store_true",
+                        help="write every source and generated-file path as an absolute path on this machine")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    options = DumpOptions(include_volatile=args.include_volatile, absolute_paths=args.absolute_paths)
     with open_store(args) as store:
-        text = dump_json(store.dump(args.run_id))
+        text = dump_json(dump_run(store.conn, args.run_id, options, store_root=store.root))
     if args.output is None:
         sys.stdout.write(text)
         return 0

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 from kernelscope.cli.common import add_store_argument, format_share
 from kernelscope.cli.progress import phase_display
-from kernelscope.store import Store
+from kernelscope.errors import UserError
+from kernelscope.store import Store, dump_json
+from kernelscope.store.dump import dump_run
 
 COVERAGE_ORDER = [
     ("kernel_lines", "kernel body lines attributed to post-grad nodes"),
@@ -31,6 +34,9 @@ def add_recording_arguments(parser) -> None:
                         help="cpu-triton: run the kernels in Triton's interpreter and report the "
                              "max error against eager")
     parser.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    parser.add_argument("--dump", metavar="FILE",
+                        help="also write the run's deterministic dump (as `kernelscope dump`) to FILE, "
+                             "e.g. a CI baseline for `kernelscope diff`")
 
 
 def record_and_store(args, record) -> int:
@@ -45,6 +51,8 @@ def record_and_store(args, record) -> int:
             run_id = store.write_run(run)
             store_seconds = time.perf_counter() - store_started
             details = store.show(run_id)
+            if args.dump:
+                write_dump(store, run_id, args.dump)
     timings = {**run.timings, "store": round(store_seconds, 4),
                "total": round(time.perf_counter() - started, 4)}
     summary = {
@@ -72,6 +80,15 @@ def record_and_store(args, record) -> int:
     else:
         print(render_summary(summary))
     return 0
+
+
+def write_dump(store: Store, run_id: int, path: str) -> None:
+    text = dump_json(dump_run(store.conn, run_id, store_root=store.root))
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UserError(f"run {run_id} is stored, but --dump cannot write {path}: {error.strerror} — "
+                        f"write it with `kernelscope dump --run {run_id} -o FILE`") from error
 
 
 def render_summary(summary: dict) -> str:

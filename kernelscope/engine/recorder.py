@@ -101,6 +101,7 @@ class Recording:
         self.probes.on_phase = options.on_phase
         self.probes.trace_position = lambda: len(self.trace.records)
         self._stack = contextlib.ExitStack()
+        self.device_warnings: list[str] = []
 
     def __enter__(self):
         import torch
@@ -111,6 +112,7 @@ class Recording:
         stack.enter_context(_quiet_recording_warnings())
         torch._dynamo.reset()
         stack.callback(torch._dynamo.reset)
+        stack.enter_context(_counters_from_zero())
         # A cache hit would skip codegen and leave provenance silently missing:
         # every recorded graph is generated afresh, in a throw-away cache directory.
         stack.enter_context(fresh_cache())
@@ -123,6 +125,12 @@ class Recording:
                 }
             )
         )
+        if self.device == "virtual-cuda":
+            from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
+
+            problem = ensure_cuda_device_guard()
+            if problem:
+                self.device_warnings.append(f"virtual-cuda may fail on some models: {problem}")
         stack.enter_context(device_target(self.device, self.options.execute))
         stack.enter_context(self.trace)
         stack.enter_context(self.probes)
@@ -148,6 +156,24 @@ def device_target(device: str, execute: bool = False):
             stack.enter_context(cpu_triton.cpu_triton_backend(execute))
             if not execute:
                 stack.enter_context(_inner_compile_replaced(codegen_only.make_inner_compile))
+        yield
+
+
+@contextlib.contextmanager
+def _counters_from_zero():
+    """Number AOT graph ids and Inductor's provenance debug handles from zero, so two
+    recordings of one model in one process (a warm worker) generate identical code."""
+    import itertools
+
+    import torch._functorch.aot_autograd as aot_autograd
+    import torch._inductor.debug as inductor_debug
+
+    if hasattr(aot_autograd, "AOT_COUNTER"):
+        aot_autograd.AOT_COUNTER = itertools.count()
+    reset = getattr(inductor_debug, "reset_provenance_globals", None)
+    with reset() if reset is not None else contextlib.nullcontext():
+        if hasattr(inductor_debug, "reset_inductor_kernel_provenance_debug_handle"):
+            inductor_debug.reset_inductor_kernel_provenance_debug_handle()
         yield
 
 
@@ -278,11 +304,15 @@ def _raise_compile_error(error: BaseException, target_file: Path | None, probes=
     text = str(error)
     message = text.strip().splitlines()
     first = message[0] if message else type(error).__name__
+    if first.endswith(":"):  # "backend='inductor' raised:" — the cause is on the next line
+        first = " ".join([first] + [line.strip() for line in message[1:] if line.strip()][:1])
     # Dynamo's errors carry the user's frames as text ("from user code: File ...").
-    if "from user code:" in text:
-        frame = fx_nodes.user_frame(text.split("from user code:", 1)[1], skip)
-        if frame is not None:
-            location = f"{frame.file}:{frame.line}"
+    for marker in ("from user code:", "Original traceback:"):
+        if marker in text:
+            frame = fx_nodes.user_frame(text.split(marker, 1)[1], skip)
+            if frame is not None:
+                location = f"{frame.file}:{frame.line}"
+                break
     explanation = next((line.strip().removeprefix("Explanation: ") for line in message
                         if line.strip().startswith("Explanation: ")), "")
     if explanation:
@@ -299,10 +329,7 @@ def _raise_compile_error(error: BaseException, target_file: Path | None, probes=
             if source is not None:
                 location = f"{source.file}:{source.line}"
         location = location or str(target_file or "")
-        cause = next((line.strip() for line in message
-                      if line.strip() and not line.strip().startswith(("target:", "args[", "kwargs"))),
-                     type(error).__name__)
-        cause = cause.removeprefix("LoweringException: ")
+        cause = first.replace("LoweringException: ", "")
         raise CompileError(
             f"{location}: Inductor failed{node_text}: {cause[:400]} "
             "(the last good run in the store is unchanged)"
@@ -371,6 +398,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         f"line-level provenance unavailable on torch {torch.__version__}: kernel-level only "
         f"({'; '.join(probes.disabled)})"
     ])
+    warnings += recording.device_warnings
     warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
     return RunRecord(
         target=target,

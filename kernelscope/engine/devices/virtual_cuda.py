@@ -162,26 +162,38 @@ def decide_passes_as_cuda():
         yield
 
 
-def _as_cuda(device):
+def _as_cuda(value):
+    """A cpu device (as a torch.device or a string) becomes cuda:0; anything else stays."""
     import torch
 
-    if isinstance(device, torch.device) and device.type == "cpu":
+    if isinstance(value, torch.device) and value.type == "cpu":
         return torch.device("cuda", 0)
-    if device == "cpu":
+    if isinstance(value, str) and value == "cpu":
         return torch.device("cuda", 0)
-    return device
+    return value
 
 
 def _graph_on_cuda(gm):
-    """A copy of `gm` whose explicit device constants say cuda instead of cpu."""
+    """A copy of `gm` whose explicit device constants say cuda instead of cpu.
+
+    The graph was captured on the CPU, so every device it names (a `device=`
+    keyword, `device_put`, the device argument of `prims.inductor_seeds` that
+    dropout's RNG uses, ...) is the capture device and becomes the virtual GPU.
+    """
     import torch
+    from torch.fx.node import map_aggregate
+
+    def retarget(value):
+        return _as_cuda(value) if isinstance(value, torch.device) else value
 
     cuda_gm = copy.deepcopy(gm)
     for node in cuda_gm.graph.nodes:
-        if "device" in node.kwargs:
+        if node.op != "call_function":
+            continue
+        node.args = map_aggregate(node.args, retarget)
+        node.kwargs = map_aggregate(node.kwargs, retarget)
+        if "device" in node.kwargs:  # devices given as strings ("cpu")
             node.kwargs = {**node.kwargs, "device": _as_cuda(node.kwargs["device"])}
-        if node.target is torch.ops.prims.device_put.default:
-            node.args = (node.args[0], _as_cuda(node.args[1]), *node.args[2:])
     cuda_gm.recompile()
     return cuda_gm
 

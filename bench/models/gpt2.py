@@ -1,0 +1,29 @@
+"""GPT-2 (Hugging Face transformers) from a small config with random weights.
+
+`make` is for inference (eval mode); `make_train` keeps dropout on (train mode),
+for `kernelscope compile bench/models/gpt2.py:make_train --train`.
+Nothing is downloaded: the model is built from its config.
+"""
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch
+import transformers
+
+BATCH, SEQ, VOCAB = 2, 32, 1000
+
+
+def _model():
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=VOCAB,
+                                     n_positions=128, use_cache=False)
+    return transformers.GPT2LMHeadModel(config)
+
+
+def make():
+    return _model().eval(), (torch.randint(0, VOCAB, (BATCH, SEQ)),)
+
+
+def make_train():
+    return _model().train(), (torch.randint(0, VOCAB, (BATCH, SEQ)),)

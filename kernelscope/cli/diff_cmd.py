@@ -1,0 +1,68 @@
+"""`kernelscope diff A B`: compare two recordings, with CI gates."""
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+
+from kernelscope.cli.common import new_parser
+from kernelscope.diff import GATES, compare_runs, evaluate_gates, load_side, parse_gates
+from kernelscope.diff.gates import exit_code
+from kernelscope.diff.report import FORMATS, render
+from kernelscope.errors import UserError
+
+EXIT_CODES = """exit status:
+  0  no gate tripped (the runs may still differ; the report says how)
+  1  a gate named by --fail-on tripped; the report lists which and why
+  2  bad arguments, or a side that is not a readable dump
+  5  a store problem: no store, no such run"""
+
+
+def add_parser(subparsers) -> None:
+    parser = new_parser(
+        subparsers,
+        "diff",
+        help="compare two runs or dumps; --fail-on gates for CI",
+        description=textwrap.fill(
+            "Compare run A (the baseline) with run B. Each is a file written by `kernelscope dump` "
+            "(or `kernelscope compile --dump FILE`), '-' for stdin, or a run of --store: an id (3), `latest` "
+            "or `latest~N` (N runs before the latest). Kernels are paired by the source lines and ops they "
+            "compute, not by name, so a renamed fused kernel shows as a change of fusion; source lines are "
+            "aligned on their code, so inserted lines do not shift the comparison.", width=79) + "\n\n"
+        "gates (--fail-on, comma-separated or repeated; `all` for every gate):\n"
+        + "\n".join(f"  {name:<14} {gate.help}" for name, gate in GATES.items())
+        + "\n\n" + EXIT_CODES,
+        examples=["kernelscope diff latest~1 latest",
+                  "kernelscope diff baseline.json new.json --fail-on kernel-count,graph-break,fallback",
+                  "kernelscope diff baseline.json latest --format md -o diff.md",
+                  "kernelscope diff 3 4 --format json | jq .source_lines"],
+    )
+    parser.add_argument("before", metavar="A", help="baseline: dump file, '-', or run (3, latest, latest~1)")
+    parser.add_argument("after", metavar="B", help="new: dump file, '-', or run")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text (default), json (for tools) or md (a pull-request comment)")
+    parser.add_argument("--fail-on", action="append", metavar="GATES",
+                        help="exit 1 when one of these gates trips, e.g. kernel-count,graph-break,fallback")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    gate_names = parse_gates(args.fail_on)
+    if args.before == "-" and args.after == "-":
+        raise UserError("only one side of the diff can be read from stdin ('-')")
+    before = load_side(args.before, args.store)
+    after = load_side(args.after, args.store)
+    diff = compare_runs(before, after)
+    results = evaluate_gates(diff, gate_names)
+    code = exit_code(results)
+    text = render(diff, results, code, args.format)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise UserError(f"cannot write {args.output}: {error.strerror} — pick another -o FILE") from error
+    return code

@@ -1,0 +1,243 @@
+"""One side of a diff: a dump (file or a run of the store) read into plain views.
+
+A side is whatever `kernelscope dump` writes: a JSON file (schema 1.0 or 2.0),
+`-` for stdin, or a run of the store named `3`, `latest` or `latest~N` (N runs
+before the latest). Only the facts a diff compares are kept.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelscope.errors import StoreError, UserError
+from kernelscope.record import SHARED_LINE_REASON_PREFIX
+
+RUN_REFERENCE = re.compile(r"^(?:(\d+)|latest(?:~(\d+))?)$")
+READABLE_SCHEMAS = ("1.0", "2.0")
+
+# Extern calls into these namespaces are ATen ops Inductor had no lowering for and ran
+# eagerly (a FallbackKernel: `torch.ops.aten.median.default(...)` in the wrapper).
+# `extern_kernels.*` (mm, addmm, bmm, convolution, ...) are library kernels Inductor
+# chose on purpose and are not fallbacks.
+FALLBACK_PREFIXES = ("torch.ops.", "aten.")
+
+SourceKey = tuple[str, int]  # (file, line)
+
+
+class DiffInputError(UserError):
+    """A side of the diff cannot be read (missing file, not JSON, not a dump)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class KernelView:
+    graph: str  # `[0/0] inference`
+    phase: str  # "forward" (forward and inference graphs) or "backward"
+    name: str
+    kind: str  # triton | template | extern
+    targets: tuple[str, ...]  # sorted op targets of its post-grad nodes (with repeats)
+    sources: frozenset[SourceKey]  # user lines of its post-grad nodes
+    line_count: int  # lines of its kernel file (0 for extern calls)
+    lines_by_source: tuple[tuple[SourceKey, int], ...]  # kernel body lines computed for each source line
+
+    @property
+    def is_generated(self) -> bool:
+        return self.kind != "extern"
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.kind == "extern" and self.name.startswith(FALLBACK_PREFIXES)
+
+    @property
+    def stem(self) -> str:
+        """The name without the numbering that shifts when other kernels come or go:
+        `triton_poi_fused_gelu_3` -> `triton_poi_fused_gelu`, `extern_kernels.mm#1` -> `extern_kernels.mm`."""
+        if self.kind == "extern":
+            return self.name.split("#", 1)[0]
+        return re.sub(r"_\d+$", "", self.name)
+
+
+@dataclass(frozen=True)
+class GraphView:
+    compile_id: str
+    kind: str
+    kernels: int  # generated (Triton / template) kernels
+    extern_calls: int
+    fallbacks: int
+    kernel_lines: int  # lines of its kernel files
+    wrapper_lines: int  # lines of its wrapper file
+
+    @property
+    def label(self) -> str:
+        return f"[{self.compile_id}] {self.kind}"
+
+
+@dataclass(frozen=True)
+class BreakView:
+    file: str | None
+    line: int | None
+    reason: str
+    compile_id: str
+
+
+@dataclass
+class RunView:
+    label: str  # how the report names this side: a file name or `run 3`
+    target: str
+    device: str
+    mode: str
+    torch_version: str
+    graphs: list[GraphView]
+    kernels: list[KernelView]
+    graph_breaks: list[BreakView]
+    recompiles: list[str]  # reasons
+    coverage: dict
+    source_code: dict[SourceKey, str] = field(default_factory=dict)  # code of every recorded user line
+    ops_by_source: dict[tuple[str, SourceKey], Counter] = field(default_factory=dict)  # (phase, line) -> targets
+
+
+def load_side(spec: str, store_dir: str | Path) -> RunView:
+    """Read one side given on the command line (see the module docstring)."""
+    if spec == "-":
+        return _checked_view(_parse_dump(sys.stdin.read(), "<stdin>"), "<stdin>")
+    path = Path(spec)
+    if path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise DiffInputError(f"cannot read {spec}: {getattr(error, 'strerror', None) or error}") from error
+        return _checked_view(_parse_dump(text, spec), spec)
+    reference = RUN_REFERENCE.match(spec)
+    if reference is None:
+        raise DiffInputError(
+            f"{spec}: no such file, and not a run of the store (a run id such as 3, `latest` or `latest~1`) "
+            "— pass a file written by `kernelscope dump -o FILE`, or see `kernelscope runs`"
+        )
+    from kernelscope.store import Store
+    from kernelscope.store.dump import dump_run
+
+    with Store(store_dir, create=False) as store:
+        run_id = _resolve_reference(store, spec, reference)
+        return run_view(dump_run(store.conn, run_id, store_root=store.root), f"run {run_id}")
+
+
+def _resolve_reference(store, spec: str, reference: re.Match) -> int:
+    if reference.group(1) is not None:
+        return int(reference.group(1))
+    back = int(reference.group(2) or 0)
+    runs = store.runs()  # newest first
+    if back >= len(runs):
+        have = f"only {len(runs)} run{'s' if len(runs) != 1 else ''}" if runs else "no runs"
+        raise StoreError(f"{spec}: the store {store.root} has {have} — `kernelscope runs` lists them")
+    return runs[back].id
+
+
+def _parse_dump(text: str, name: str) -> dict:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DiffInputError(f"{name}: not JSON (line {error.lineno} column {error.colno}: {error.msg}) "
+                             "— pass a file written by `kernelscope dump`") from error
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version not in READABLE_SCHEMAS:
+        raise DiffInputError(
+            f"{name}: not a kernelscope dump this version reads (schema_version {version!r}; "
+            f"readable: {', '.join(READABLE_SCHEMAS)}) — `kernelscope compile --json` prints a summary, "
+            "write the dump with `kernelscope compile --dump FILE` or `kernelscope dump -o FILE`"
+        )
+    return data
+
+
+def _checked_view(data: dict, name: str) -> RunView:
+    """The views of a dump read from a file. The JSON Schema is checked only when the
+    dump cannot be read: a full check costs seconds on a large dump (see the README)."""
+    try:
+        return run_view(data, name)
+    except (KeyError, TypeError, AttributeError, ValueError) as error:
+        from kernelscope.store.dump import schema_problems
+
+        problems = schema_problems(data)
+        if not problems:
+            raise
+        more = f" (and {len(problems) - 1} more; `kernelscope validate {name}` lists them)" if len(problems) > 1 else ""
+        raise DiffInputError(f"{name}: invalid dump at {problems[0].path}: {problems[0].message}{more}") from error
+
+
+def run_view(data: dict, label: str) -> RunView:
+    """The views of a dump (schema 1.0 or 2.0)."""
+    run = data["run"]
+    graphs: list[GraphView] = []
+    kernels: list[KernelView] = []
+    source_code: dict[SourceKey, str] = {}
+    ops_by_source: dict[tuple[str, SourceKey], Counter] = {}
+    for graph in run["graphs"]:
+        phase = "backward" if graph["kind"] == "backward" else "forward"
+        graph_label = f"[{graph['compile_id']}] {graph['kind']}"
+        node_sources: dict[str, SourceKey] = {}
+        targets: dict[str, str] = {}
+        for node in graph["post_grad_nodes"]:
+            targets[node["name"]] = node["target"]
+            source = node["source"]
+            if source is None:
+                continue
+            key = (source["file"], source["line"])
+            node_sources[node["name"]] = key
+            if source["code"]:
+                source_code.setdefault(key, source["code"])
+            if node["op"] == "call_function":
+                ops_by_source.setdefault((phase, key), Counter())[node["target"]] += 1
+        graph_kernels = [_kernel_view(kernel, graph_label, phase, node_sources, targets) for kernel in graph["kernels"]]
+        kernels += graph_kernels
+        graphs.append(GraphView(
+            compile_id=graph["compile_id"],
+            kind=graph["kind"],
+            kernels=sum(1 for kernel in graph_kernels if kernel.is_generated),
+            extern_calls=sum(1 for kernel in graph_kernels if not kernel.is_generated),
+            fallbacks=sum(1 for kernel in graph_kernels if kernel.is_fallback),
+            kernel_lines=sum(kernel.line_count for kernel in graph_kernels),
+            wrapper_lines=(graph["wrapper_file"] or {}).get("lines", 0),
+        ))
+    breaks = [
+        BreakView(file=(brk["source"] or {}).get("file"), line=(brk["source"] or {}).get("line"),
+                  reason=brk["reason"], compile_id=brk["compile_id"])
+        for brk in run["graph_breaks"]
+    ]
+    return RunView(
+        label=label,
+        target=run["target"],
+        device=run["device"],
+        mode=run["mode"],
+        torch_version=run["torch_version"],
+        graphs=graphs,
+        kernels=kernels,
+        graph_breaks=breaks,
+        recompiles=[recompile["reason"] for recompile in run["recompiles"]],
+        coverage=run["coverage"],
+        source_code=source_code,
+        ops_by_source=ops_by_source,
+    )
+
+
+def _kernel_view(kernel: dict, graph_label: str, phase: str, node_sources: dict[str, SourceKey],
+                 targets: dict[str, str]) -> KernelView:
+    lines_by_source: Counter = Counter()
+    for origin in kernel["lines"]:
+        if origin["reason"].startswith(SHARED_LINE_REASON_PREFIX):
+            continue  # index set-up and masks serve the whole kernel, not one line
+        for key in {node_sources[name] for name in origin["nodes"] if name in node_sources}:
+            lines_by_source[key] += 1
+    return KernelView(
+        graph=graph_label,
+        phase=phase,
+        name=kernel["name"],
+        kind=kernel["kind"],
+        targets=tuple(sorted(targets.get(name, "?") for name in kernel["nodes"])),
+        sources=frozenset(node_sources[name] for name in kernel["nodes"] if name in node_sources),
+        line_count=(kernel["file"] or {}).get("lines", 0),
+        lines_by_source=tuple(sorted(lines_by_source.items())),
+    )
