@@ -24,6 +24,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = ["mlp", "attention", "conv_bn", "graph_break", "function"]
+# The model zoo (bench/models/): `make` for inference, `make_train` (train mode, dropout on) for training.
+ZOO = ["gpt2", "bert", "llama", "transformer_encoder"]
 
 _CHILD = r"""
 import json, sys
@@ -47,7 +49,10 @@ print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.t
 
 
 def record(example: str, device: str, train: bool) -> dict:
-    spec = str(REPO / "examples" / f"{example}.py") + ":make"
+    if example in ZOO:
+        spec = str(REPO / "bench" / "models" / f"{example}.py") + (":make_train" if train else ":make")
+    else:
+        spec = str(REPO / "examples" / f"{example}.py") + ":make"
     code = _CHILD.format(repo=str(REPO), spec=spec, device=device, train=train)
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
@@ -94,9 +99,13 @@ def compare(real: dict, virtual: dict) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--examples", nargs="*", default=EXAMPLES)
+    parser.add_argument("--examples", nargs="*", default=EXAMPLES,
+                        help=f"examples/ names, or model zoo names ({', '.join(ZOO)})")
+    parser.add_argument("--zoo", action="store_true", help="add the model zoo to the examples")
     parser.add_argument("--jobs", type=int, default=4, help="recordings run in parallel")
     args = parser.parse_args()
+    if args.zoo:
+        args.examples = [*args.examples, *ZOO]
     jobs = [(example, train, device) for example in args.examples for train in (False, True)
             for device in ("cuda", "virtual-cuda")]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:

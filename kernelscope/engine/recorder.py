@@ -146,11 +146,12 @@ def device_target(device: str, execute: bool = False):
 
     Used by recordings and by the benchmark's plain-compile baseline alike.
     """
-    from kernelscope.engine.devices import codegen_only, cpu_triton, virtual_cuda
+    from kernelscope.engine.devices import codegen_only, cpu_triton, cuda_attention, virtual_cuda
 
     with contextlib.ExitStack() as stack:
         if device == "virtual-cuda":
             stack.enter_context(virtual_cuda.decide_passes_as_cuda())
+            stack.enter_context(cuda_attention.attention_as_on_cuda())
             stack.enter_context(_inner_compile_replaced(virtual_cuda.make_inner_compile))
         elif device == "cpu-triton":
             stack.enter_context(cpu_triton.cpu_triton_backend(execute))

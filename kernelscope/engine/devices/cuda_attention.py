@@ -1,0 +1,220 @@
+"""scaled_dot_product_attention as a CUDA GPU would run it, for virtual-cuda.
+
+`F.scaled_dot_product_attention` is a composite op: it asks the device which fused
+backend to use and decomposes into that backend's op while AOTAutograd traces.
+virtual-cuda traces CPU tensors, so the CPU build would choose CPU flash attention
+(`_scaled_dot_product_flash_attention_for_cpu`), an op no GPU compile contains.
+While a virtual-cuda recording runs, this module
+
+1. decides the backend as an sm_90 GPU does (`cuda_backend`, a rule taken from the
+   choices an H100 made with torch 2.11, recorded by bench/sdpa_choices.py and
+   checked by tests/test_sdpa_choice.py);
+2. decomposes the op the way ATen's CUDA composite does for that backend (boolean
+   masks to additive float masks; the efficient kernel's mask alignment and
+   broadcast), so the captured graph holds `_scaled_dot_product_efficient_attention`
+   or `_scaled_dot_product_cudnn_attention` as on the GPU;
+3. gives those CUDA-only ops and their backward ops CPU stand-ins computed with
+   plain attention, so the graph can still run eagerly on the CPU (virtual-cuda
+   never runs the CUDA code). The stand-ins' values follow the math, except that
+   attention dropout is not applied.
+
+Everything is registered on entry and removed on exit (torch.library).
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+
+EFFICIENT = "efficient"
+CUDNN = "cudnn"
+MATH = "math"
+_MEM_EFFICIENT_ALIGNMENT = 8
+
+
+def cuda_backend(dtype_name: str, head_dim: int, head_dim_v: int, enable_gqa: bool) -> str:
+    """The backend sm_90 picks (H100, torch 2.11, cuDNN 9.19 — bench/results/sdpa_choices_*.json).
+
+    Seen there over masks (none, causal, float, bool, broadcast), head sizes 32-256,
+    with and without grad and dropout, both layouts: half precision always gets cuDNN;
+    fp32 gets the memory-efficient kernel unless grouped-query attention is asked of
+    SDPA itself (then math). Head sizes outside what was measured (not a multiple
+    of 8, or over 256) are taken to fall back to math.
+    """
+    if head_dim != head_dim_v or head_dim % 8 or head_dim > 256:
+        return MATH
+    if dtype_name in ("float16", "bfloat16"):
+        return CUDNN
+    if dtype_name == "float32" and not enable_gqa:
+        return EFFICIENT
+    return MATH
+
+
+@contextlib.contextmanager
+def attention_as_on_cuda():
+    """While inside, SDPA on CPU tensors decomposes as on a CUDA GPU (see the module docstring)."""
+    import torch
+
+    library = torch.library.Library("aten", "IMPL")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+            library.impl("scaled_dot_product_attention", _sdpa_as_on_cuda, "CompositeImplicitAutograd")
+            for name, stand_in in _CPU_STAND_INS.items():
+                library.impl(name, stand_in, "CPU")
+        yield
+    finally:
+        library._destroy()
+
+
+# -- the composite, as ATen's CUDA path runs it ----------------------------------------
+
+
+def _sdpa_as_on_cuda(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                     enable_gqa=False):
+    import torch
+
+    aten = torch.ops.aten
+    backend = cuda_backend(str(query.dtype).removeprefix("torch."), query.size(-1), value.size(-1), enable_gqa)
+    if query.dim() != 4 or backend == MATH:
+        return aten._scaled_dot_product_attention_math(
+            query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa)[0]
+    attn_mask = _boolean_mask_to_additive(attn_mask, query.dtype)
+    compute_log_sumexp = torch.is_grad_enabled() and (
+        query.requires_grad or key.requires_grad or value.requires_grad)
+    if backend == CUDNN:
+        return aten._scaled_dot_product_cudnn_attention(
+            query, key, value, attn_mask, compute_log_sumexp, dropout_p, is_causal, False, scale=scale)[0]
+    if attn_mask is not None:
+        attn_mask = _preprocess_efficient_mask(attn_mask, query, key)
+    return aten._scaled_dot_product_efficient_attention(
+        query, key, value, attn_mask, compute_log_sumexp, dropout_p, is_causal, scale=scale)[0]
+
+
+def _boolean_mask_to_additive(attn_mask, dtype):
+    """ATen's convert_boolean_attn_mask: where(mask, 0, -inf), with the same ops."""
+    import torch
+
+    if attn_mask is None or attn_mask.dtype != torch.bool:
+        return attn_mask
+    aten = torch.ops.aten
+    minus_infinity = aten.scalar_tensor.default(-math.inf, dtype=dtype, device=attn_mask.device)
+    zero = aten.scalar_tensor.default(0.0, dtype=dtype, layout=torch.strided, device=attn_mask.device)
+    return aten.where.self(attn_mask, zero, minus_infinity)
+
+
+def _preprocess_efficient_mask(mask, query, key):
+    """ATen's preprocess_mask: pad rows to the memory-efficient kernel's alignment (keeping
+    the logical size) unless already aligned, then broadcast the mask to (B, H, L, S)."""
+    import torch
+
+    aten = torch.ops.aten
+    aligned = mask.stride(-1) == 1 and all(
+        mask.stride(dim) % _MEM_EFFICIENT_ALIGNMENT == 0 for dim in range(mask.dim() - 1))
+    if not aligned:
+        last = mask.size(-1)
+        pad = _MEM_EFFICIENT_ALIGNMENT - last % _MEM_EFFICIENT_ALIGNMENT
+        mask = aten.slice.Tensor(aten.constant_pad_nd.default(mask, [0, pad]), -1, 0, last)
+    return aten.expand.default(mask, [query.size(0), query.size(1), query.size(2), key.size(2)])
+
+
+# -- CPU stand-ins for the CUDA-only ops -------------------------------------------------
+
+
+def _probabilities(query, key, bias, is_causal, scale):
+    """softmax(scale * q k^T + bias, causal-masked) in fp32, with each row's log-sum-exp."""
+    import torch
+
+    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    scores = (query.float() @ key.float().transpose(-2, -1)) * scale
+    if bias is not None:
+        scores = scores + bias.float()
+    if is_causal:
+        length, source = scores.shape[-2:]
+        keep = torch.ones(length, source, dtype=torch.bool).tril()
+        scores = scores.masked_fill(~keep, -math.inf)
+    return torch.softmax(scores, dim=-1), torch.logsumexp(scores, dim=-1), scale
+
+
+def _attention(query, key, value, bias, is_causal, scale):
+    """Plain attention; returns the output and the log-sum-exp of each query row."""
+    probabilities, log_sum_exp, _ = _probabilities(query, key, bias, is_causal, scale)
+    return (probabilities @ value.float()).to(query.dtype), log_sum_exp
+
+
+def _gradients(grad_out, query, key, value, bias, is_causal, scale, want_bias):
+    """Gradients of plain attention, written out: a backward kernel runs below autograd,
+    so autograd cannot be asked for them here."""
+    probabilities, _, scale = _probabilities(query, key, bias, is_causal, scale)
+    grad_out = grad_out.float()
+    grad_value = probabilities.transpose(-2, -1) @ grad_out
+    grad_probabilities = grad_out @ value.float().transpose(-2, -1)
+    grad_scores = probabilities * (grad_probabilities - (grad_probabilities * probabilities).sum(-1, keepdim=True))
+    grad_query = (grad_scores @ key.float()) * scale
+    grad_key = (grad_scores.transpose(-2, -1) @ query.float()) * scale
+    grads = [grad_query.to(query.dtype), grad_key.to(key.dtype), grad_value.to(value.dtype)]
+    if want_bias:
+        grads.append(grad_scores.sum_to_size(bias.shape).to(bias.dtype))
+    return grads
+
+
+def _in_layout(values, like_shape_order):
+    """`values` copied into a tensor laid out as the GPU kernel (and its meta function) lays
+    out its result: the captured graph may `view` it assuming exactly those strides."""
+    import torch
+
+    result = torch.empty_permuted(values.shape, like_shape_order, dtype=values.dtype)
+    return result.copy_(values)
+
+
+def _order_of(tensor) -> tuple[int, ...]:
+    """Dimension order from outermost to innermost, as torch.empty_permuted takes it."""
+    return tuple(sorted(range(tensor.dim()), key=lambda dim: tensor.stride(dim), reverse=True))
+
+
+def _philox_state():
+    import torch
+
+    return torch.zeros((), dtype=torch.long), torch.zeros((), dtype=torch.long)
+
+
+def _efficient_forward(query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0, is_causal=False,
+                       *, scale=None):
+    import torch
+
+    output, log_sum_exp = _attention(query, key, value, attn_bias, is_causal, scale)
+    output = _in_layout(output, (0, 2, 1, 3))  # (batch, seq, heads, dim) in memory
+    padded = math.ceil(query.size(2) / 32) * 32 if compute_log_sumexp else 0
+    lse = torch.zeros(query.size(0), query.size(1), padded, dtype=torch.float)
+    if compute_log_sumexp:
+        lse[..., : query.size(2)] = log_sum_exp
+    return (output, lse, *_philox_state())
+
+
+def _efficient_backward(grad_out, query, key, value, attn_bias, out, logsumexp, philox_seed, philox_offset,
+                        dropout_p, grad_input_mask, is_causal=False, *, scale=None):
+    want_bias = attn_bias is not None and bool(grad_input_mask[3])
+    grads = _gradients(grad_out, query, key, value, attn_bias, is_causal, scale, want_bias)
+    grad_q, grad_k, grad_v = (_in_layout(grad, (0, 2, 1, 3)) for grad in grads[:3])
+    return grad_q, grad_k, grad_v, grads[3] if want_bias else None
+
+
+def _cudnn_forward(query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0, is_causal=False,
+                   return_debug_mask=False, *, scale=None):
+    output, log_sum_exp = _attention(query, key, value, attn_bias, is_causal, scale)
+    output = _in_layout(output, _order_of(query))
+    return (output, log_sum_exp.unsqueeze(-1), None, None, query.size(2), key.size(2), *_philox_state(), None)
+
+
+def _cudnn_backward(grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias,
+                    cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, *, scale=None):
+    grads = _gradients(grad_out, query, key, value, attn_bias, is_causal, scale, want_bias=False)
+    return tuple(_in_layout(grad, _order_of(like)) for grad, like in zip(grads, (query, key, value)))
+
+
+_CPU_STAND_INS = {
+    "_scaled_dot_product_efficient_attention": _efficient_forward,
+    "_scaled_dot_product_efficient_attention_backward": _efficient_backward,
+    "_scaled_dot_product_cudnn_attention": _cudnn_forward,
+    "_scaled_dot_product_cudnn_attention_backward": _cudnn_backward,
+}

@@ -1,0 +1,371 @@
+"""The engine worker: `python -m kernelscope.engine.worker [--preload-device DEVICE]`.
+
+A long-lived subprocess in the user's interpreter that keeps torch imported, so
+a recompile after an edit costs what Inductor needs for the graph and not a
+fresh `import torch`. Front ends (watch mode, the language server, the TUI)
+never import torch; they drive this process with `kernelscope.watch.worker_client`.
+
+Protocol: JSON-RPC 2.0, one JSON message per line (UTF-8, `\\n`-terminated).
+Requests arrive on stdin, responses and notifications leave on stdout. At start
+the worker moves its protocol streams to private file descriptors and points fd 1
+at stderr and fd 0 at /dev/null, so whatever the user's code prints (Python or
+C) goes to stderr and cannot corrupt the protocol. One request at a time.
+
+Methods
+- `initialize {}` -> `{protocol, pid, python, torch, import_seconds, preload_error}`
+- `record {target, store, workspace?, keep?, options?: {device, train, dynamic, execute}}`
+  -> `{run_id, target, device, mode, graphs, kernels, warnings, files, pruned, timings}`
+  where `files` are the real paths of the workspace files the target imported
+  (read after the factory ran; the target file first), `pruned` the run ids
+  retention removed, and `timings` seconds per phase:
+  `import` (torch if not yet imported, the user's modules, the factory),
+  `capture`, `lower`, `codegen`, `store`, `total`.
+- `shutdown {}` -> `null`, then the worker exits. End of stdin also ends it.
+
+While `record` runs the worker sends notifications `phase {phase, detail}`.
+
+Errors: `{code, message, data}`. For a failed recording `code` is the exit code
+the CLI would use (2 usage, 3 target, 4 compile, 5 store) and `data` is
+`{kind, file, line, column, message, files}`: `kind` is one of `syntax`,
+`target`, `compile`, `store`, `usage`, `internal`; `file`/`line` locate the
+problem in the user's code when known (absolute path; null otherwise);
+`message` is one line without the location; `files` the workspace files
+imported before the failure (keep watching them). Protocol problems use the
+JSON-RPC codes (-32700 parse error, -32600 invalid request, -32601 unknown
+method, -32602 invalid params, -32603 internal error). The worker survives
+every failed request; a crash or kill ends the process and the client restarts it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import linecache
+import os
+import re
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import TextIO
+
+from kernelscope.errors import CompileError, StoreError, TargetError, UserError
+
+PROTOCOL_VERSION = 1
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
+    -32700, -32600, -32601, -32602, -32603,
+)
+
+# "path/to/file.py:12: message" or "path/to/file.py: message", as UserErrors are written.
+_LOCATED_MESSAGE = re.compile(r"^(?P<file>[^\s:][^:]*?\.py)(?::(?P<line>\d+))?: (?P<message>.*)$", re.DOTALL)
+
+
+class RequestFailed(Exception):
+    """Answered as a JSON-RPC error object."""
+
+    def __init__(self, code: int, message: str, data: dict | None = None):
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+class Channel:
+    """The protocol's two streams, on file descriptors the user's code does not use."""
+
+    def __init__(self, incoming: TextIO, outgoing: TextIO):
+        self.incoming, self.outgoing = incoming, outgoing
+
+    @classmethod
+    def take_over_stdio(cls) -> Channel:
+        incoming = os.fdopen(os.dup(0), "r", encoding="utf-8", newline="\n")
+        outgoing = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+        sys.stdout.flush()
+        os.dup2(2, 1)  # the user's prints (Python and C) now go to stderr
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)  # input() in user code sees end of file, not our requests
+        os.close(devnull)
+        sys.stdout.reconfigure(line_buffering=True)
+        return cls(incoming, outgoing)
+
+    def read(self) -> str | None:
+        line = self.incoming.readline()
+        return line if line else None
+
+    def send(self, message: dict) -> None:
+        self.outgoing.write(json.dumps(message, separators=(",", ":")) + "\n")
+        self.outgoing.flush()
+
+    def notify(self, method: str, params: dict) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+class Worker:
+    def __init__(self, channel: Channel):
+        self.channel = channel
+        self.import_seconds = 0.0
+        self.preload_error: str | None = None
+        self._imports = None  # WorkspaceImports of the last record request
+        self._running = True
+
+    # -- serving ---------------------------------------------------------------
+
+    def serve(self) -> int:
+        while self._running:
+            line = self.channel.read()
+            if line is None:
+                break
+            if line.strip():
+                self._answer(line)
+        return 0
+
+    def _answer(self, line: str) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError as error:
+            self._send_error(None, PARSE_ERROR, f"not JSON: {error}")
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" \
+                or not isinstance(message.get("method"), str):
+            self._send_error(message.get("id") if isinstance(message, dict) else None,
+                             INVALID_REQUEST, "expected a JSON-RPC 2.0 request object")
+            return
+        request_id, method = message.get("id"), message["method"]
+        params = message.get("params") or {}
+        handler = {"initialize": self.initialize, "record": self.record, "shutdown": self.shutdown}.get(method)
+        try:
+            if handler is None:
+                raise RequestFailed(METHOD_NOT_FOUND, f"unknown method {method!r}")
+            if not isinstance(params, dict):
+                raise RequestFailed(INVALID_PARAMS, "params must be an object")
+            result = handler(params)
+        except RequestFailed as failure:
+            self._send_error(request_id, failure.code, failure.message, failure.data)
+            return
+        except BaseException as error:  # noqa: BLE001 - the worker outlives any request
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            self._send_error(request_id, INTERNAL_ERROR, f"{type(error).__name__}: {error}",
+                             {"kind": "internal", "traceback": traceback.format_exc()})
+            return
+        if request_id is not None:
+            self.channel.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def _send_error(self, request_id, code: int, message: str, data: dict | None = None) -> None:
+        error = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self.channel.send({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+    # -- methods -------------------------------------------------------------------
+
+    def preload(self, device: str, execute: bool) -> None:
+        """Import torch and Inductor before the first request (and report a failure then)."""
+        from kernelscope.engine.recorder import RecordOptions, import_torch
+
+        try:
+            self.import_seconds = import_torch(RecordOptions(device=device, execute=execute))
+        except UserError as error:
+            self.preload_error = str(error)
+
+    def initialize(self, params: dict) -> dict:
+        torch = sys.modules.get("torch")
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "python": sys.executable,
+            "torch": getattr(torch, "__version__", None),
+            "import_seconds": round(self.import_seconds, 4),
+            "preload_error": self.preload_error,
+        }
+
+    def shutdown(self, params: dict) -> None:
+        self._running = False
+        return None
+
+    def record(self, params: dict) -> dict:
+        from kernelscope.engine import targets
+
+        target, store = params.get("target"), params.get("store")
+        if not isinstance(target, str) or not isinstance(store, str):
+            raise RequestFailed(INVALID_PARAMS, "record needs 'target' (PATH.py:FACTORY) and 'store' (a directory)")
+        workspace = Path(params.get("workspace") or os.getcwd()).resolve()
+        keep = params.get("keep")
+        if keep is not None and (not isinstance(keep, int) or keep < 1):
+            raise RequestFailed(INVALID_PARAMS, f"'keep' must be a whole number from 1, got {keep!r}")
+        target_file = Path(target.rpartition(":")[0] or target).resolve()
+        imports = targets.WorkspaceImports([workspace, target_file.parent], excluded=[Path(store)])
+        self._switch_imports(imports)
+        imports.forget()
+        _forget_dynamo_imports()
+        linecache.clearcache()  # stack traces of the new graph must show the edited source
+        started = time.perf_counter()
+        try:
+            run = self._record(target, params.get("options") or {}, workspace)
+        except BaseException as error:  # noqa: BLE001 - reported with the user's file:line
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            raise self._failure(error, imports, target_file) from error
+        recorded = time.perf_counter()
+        files = _with_target_first(imports.files(), target_file)
+        phases = {phase: run.timings.get(phase, 0.0) for phase in ("import", "capture", "lower", "codegen")}
+        # What the recorder does not time itself (loading the user's modules, calling the factory).
+        phases["import"] += max(recorded - started - sum(phases.values()), 0.0)
+        run.timings = {**run.timings, **{k: round(v, 4) for k, v in phases.items()}, "store": 0.0}
+        run_id, pruned = self._store(run, store, keep)
+        stored = time.perf_counter()
+        timings = {**run.timings, "store": round(stored - recorded, 4), "total": round(stored - started, 4)}
+        return {
+            "run_id": run_id,
+            "target": run.target,
+            "device": run.device,
+            "mode": run.mode,
+            "graphs": len(run.graphs),
+            "kernels": sum(1 for graph in run.graphs for kernel in graph.kernels if kernel.kind != "extern"),
+            "warnings": run.warnings,
+            "files": files,
+            "pruned": pruned,
+            "timings": timings,
+        }
+
+    def _switch_imports(self, imports) -> None:
+        if self._imports is not None:
+            self._imports.uninstall()
+        imports.install()
+        self._imports = imports
+
+    def _record(self, target: str, options: dict, workspace: Path):
+        from kernelscope.engine.recorder import RecordOptions, record_factory
+
+        unknown = set(options) - {"device", "train", "dynamic", "execute"}
+        if unknown:
+            raise RequestFailed(INVALID_PARAMS, f"unknown record options: {', '.join(sorted(unknown))}")
+        record_options = RecordOptions(
+            device=options.get("device", "auto"),
+            train=bool(options.get("train", False)),
+            dynamic=bool(options.get("dynamic", False)),
+            execute=bool(options.get("execute", False)),
+            workspace=workspace,
+            on_phase=lambda phase, detail: self.channel.notify("phase", {"phase": phase, "detail": detail}),
+        )
+        try:
+            return record_factory(target, record_options)
+        except SystemExit as exit_:
+            raise TargetError(f"{target}: the model called sys.exit({exit_.code!r})") from exit_
+
+    def _store(self, run, store: str, keep: int | None) -> tuple[int, list[int]]:
+        from kernelscope.store import Store
+        from kernelscope.store.retention import prune_runs
+
+        with Store(store, create=True) as opened:
+            run_id = opened.write_run(run)
+            pruned = prune_runs(opened.conn, opened.root, run.target, keep) if keep else []
+        return run_id, pruned
+
+    def _failure(self, error: BaseException, imports, target_file: Path) -> RequestFailed:
+        if isinstance(error, RequestFailed):
+            return error
+        data = describe_failure(error, imports)
+        files = imports.files()
+        if data["file"] and imports.owns(data["file"]) and os.path.isfile(data["file"]):
+            files.append(os.path.realpath(data["file"]))  # e.g. a module that failed to import
+        data["files"] = _with_target_first(sorted(set(files)), target_file)
+        code = error.exit_code if isinstance(error, UserError) else INTERNAL_ERROR
+        where = f"{data['file']}:{data['line']}: " if data["file"] and data["line"] else \
+            f"{data['file']}: " if data["file"] else ""
+        return RequestFailed(code, where + data["message"], data)
+
+
+def _forget_dynamo_imports() -> None:
+    """Dynamo caches `importlib.import_module(name)` for the life of the process
+    (`torch._dynamo.symbolic_convert._import_module`, torch 2.11-2.13); after the
+    user's modules are re-imported it would hand back the old module objects and
+    guards on them fail. Absent on other versions: nothing to clear then."""
+    convert = sys.modules.get("torch._dynamo.symbolic_convert")
+    cached_import = getattr(convert, "_import_module", None)
+    if callable(getattr(cached_import, "cache_clear", None)):
+        cached_import.cache_clear()
+
+
+def describe_failure(error: BaseException, imports) -> dict:
+    """{kind, file, line, column, message} of a failed recording, located in the user's code."""
+    syntax = _find_in_chain(error, SyntaxError)
+    if syntax is not None and syntax.filename:
+        message = str(error) if isinstance(error, UserError) else f"syntax error: {syntax.msg}"
+        return _located("syntax", message, syntax.filename, syntax.lineno, syntax.offset)
+    kind = "internal"
+    for error_type, name in ((TargetError, "target"), (CompileError, "compile"),
+                             (StoreError, "store"), (UserError, "usage")):
+        if isinstance(error, error_type):
+            kind = name
+            break
+    text = " ".join(str(error).split()) or type(error).__name__
+    if kind != "internal":
+        match = _LOCATED_MESSAGE.match(text)
+        if match:
+            line = int(match["line"]) if match["line"] else None
+            return _located(kind, match["message"], match["file"], line, None)
+    file, line = _deepest_user_frame(error, imports)
+    message = text if kind != "internal" else f"{type(error).__name__}: {text}"
+    located = _located(kind, message, file, line, None)
+    if kind == "internal":
+        located["traceback"] = "".join(traceback.format_exception(error))
+    return located
+
+
+def _located(kind: str, message: str, file: str | None, line: int | None, column: int | None) -> dict:
+    if file and line and message.startswith(f"{file}:{line}: "):
+        message = message[len(f"{file}:{line}: "):]
+    return {
+        "kind": kind,
+        "file": os.path.abspath(file) if file and not file.startswith("<") else file,
+        "line": line,
+        "column": column,
+        "message": message,
+    }
+
+
+def _find_in_chain(error: BaseException, wanted: type) -> BaseException | None:
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, wanted):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _deepest_user_frame(error: BaseException, imports) -> tuple[str | None, int | None]:
+    found = (None, None)
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        for frame in traceback.extract_tb(error.__traceback__):
+            if imports.owns(frame.filename):
+                found = (frame.filename, frame.lineno)
+        error = error.__cause__ or error.__context__
+    return found
+
+
+def _with_target_first(files: list[str], target_file: Path) -> list[str]:
+    target = os.path.realpath(target_file)
+    return [target] + [file for file in files if file != target]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kernelscope.engine.worker",
+        description="kernelscope's engine worker: JSON-RPC over stdio (see the module docstring).",
+    )
+    parser.add_argument("--preload-device", metavar="DEVICE",
+                        help="import torch for this device target before serving (auto, cuda, virtual-cuda, cpu-triton)")
+    parser.add_argument("--execute", action="store_true",
+                        help="with --preload-device cpu-triton: prepare Triton's interpreter")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # compiles stay in-process
+    worker = Worker(Channel.take_over_stdio())
+    if args.preload_device:
+        worker.preload(args.preload_device, args.execute)
+    return worker.serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
