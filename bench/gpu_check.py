@@ -24,8 +24,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = ["mlp", "attention", "conv_bn", "graph_break", "function"]
-# The model zoo (bench/models/): `make` for inference, `make_train` (train mode, dropout on) for training.
-ZOO = ["gpt2", "bert", "llama", "transformer_encoder"]
+# The model zoo (bench/models/): name -> (file, inference factory, training factory).
+ZOO = {
+    "gpt2": ("gpt2", "make", "make_train"),
+    "bert": ("bert", "make", "make_train"),
+    "llama": ("llama", "make", "make_train"),
+    "llama_bf16": ("llama", "make_bf16", "make_bf16_train"),
+    "transformer_encoder": ("transformer_encoder", "make", "make_train"),
+}
 
 _CHILD = r"""
 import json, sys
@@ -50,7 +56,8 @@ print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.t
 
 def record(example: str, device: str, train: bool) -> dict:
     if example in ZOO:
-        spec = str(REPO / "bench" / "models" / f"{example}.py") + (":make_train" if train else ":make")
+        file, inference, training = ZOO[example]
+        spec = f"{REPO / 'bench' / 'models' / file}.py:{training if train else inference}"
     else:
         spec = str(REPO / "examples" / f"{example}.py") + ":make"
     code = _CHILD.format(repo=str(REPO), spec=spec, device=device, train=train)

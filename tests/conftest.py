@@ -10,9 +10,12 @@ import pytest
 
 # Compiles stay in-process (the probes see them) and skip a worker pool's start-up.
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+# The model zoo builds transformers models from configs; nothing may be downloaded.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
+ZOO = REPO / "bench" / "models"
 
 
 def example_line(example: str, needle: str) -> int:
@@ -28,12 +31,19 @@ class RecordingCache:
         self._runs = {}
 
     def get(self, example: str, device: str = "virtual-cuda", train: bool = False, dynamic: bool = False):
-        key = (example, device, train, dynamic)
+        return self.get_spec(f"{EXAMPLES / example}.py:make", device, train, dynamic)
+
+    def get_zoo(self, model: str, factory: str = "make", train: bool = False, dynamic: bool = False):
+        """A model of bench/models/ (Hugging Face transformers or torch.nn), recorded once."""
+        return self.get_spec(f"{ZOO / model}.py:{factory}", "virtual-cuda", train, dynamic)
+
+    def get_spec(self, spec: str, device: str = "virtual-cuda", train: bool = False, dynamic: bool = False):
+        key = (spec, device, train, dynamic)
         if key not in self._runs:
             from kernelscope.engine.recorder import RecordOptions, record_factory
 
             options = RecordOptions(device=device, train=train, dynamic=dynamic, workspace=REPO)
-            self._runs[key] = record_factory(f"{EXAMPLES / example}.py:make", options)
+            self._runs[key] = record_factory(spec, options)
         return self._runs[key]
 
 

@@ -27,3 +27,12 @@ def make():
 
 def make_train():
     return _model().train(), (torch.randint(0, VOCAB, (BATCH, SEQ)),)
+
+
+def make_bf16():
+    """Inference in bfloat16, as LLaMA models usually run (attention then takes cuDNN on sm_90)."""
+    return _model().to(torch.bfloat16).eval(), (torch.randint(0, VOCAB, (BATCH, SEQ)),)
+
+
+def make_bf16_train():
+    return _model().to(torch.bfloat16).train(), (torch.randint(0, VOCAB, (BATCH, SEQ)),)

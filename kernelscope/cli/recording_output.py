@@ -2,6 +2,7 @@
 the run into the store and printing its summary (or JSON)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -43,7 +44,10 @@ def record_and_store(args, record) -> int:
     """record(on_phase) -> RunRecord; then store it and report. Returns the exit code."""
     started = time.perf_counter()
     with phase_display(enabled=not args.json) as on_phase:
-        run = record(on_phase)
+        # With --json, stdout carries the JSON alone: the model's prints go to stderr.
+        user_output = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+        with user_output:
+            run = record(on_phase)
         on_phase("store", args.store)
         store_started = time.perf_counter()
         with Store(args.store, create=True) as store:

@@ -12,20 +12,18 @@ from pathlib import Path
 from kernelscope.cli.common import add_store_argument
 from kernelscope.errors import UserError
 from kernelscope.store.retention import DEFAULT_KEEP
-from kernelscope.watch import (
+from kernelscope.watch.debounce import DEFAULT_QUIET_SECONDS
+from kernelscope.watch.events import (
     BuildFailed,
     BuildFinished,
     BuildStarted,
     WatchEvent,
     WatchingFiles,
-    WatchOptions,
-    WatchSession,
     WatchStopped,
     WorkerOutput,
     WorkerReady,
     WorkerRestarted,
 )
-from kernelscope.watch.session import DEFAULT_QUIET_SECONDS
 
 PHASE_ORDER = ("import", "capture", "lower", "codegen", "store")
 
@@ -75,6 +73,8 @@ def _positive_int(text: str) -> int:
 
 
 def run(args) -> int:
+    from kernelscope.watch.session import WatchOptions, WatchSession  # needs watchdog
+
     if args.quiet_period < 0:
         raise UserError(f"--quiet-period cannot be negative, got {args.quiet_period}")
     options = WatchOptions(

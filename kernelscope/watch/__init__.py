@@ -18,7 +18,16 @@ from kernelscope.watch.events import (
     WorkerReady,
     WorkerRestarted,
 )
-from kernelscope.watch.session import WatchOptions, WatchSession
+
+
+def __getattr__(name: str):
+    # The session needs watchdog; load it only when asked for, so importing the
+    # events (the CLI's --help, the LSP server's handlers) stays light.
+    if name in ("WatchOptions", "WatchSession"):
+        from kernelscope.watch import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module 'kernelscope.watch' has no attribute {name!r}")
 
 __all__ = [
     "BuildFailed",

@@ -12,6 +12,8 @@ makes every rule testable with synthetic times.
 """
 from __future__ import annotations
 
+DEFAULT_QUIET_SECONDS = 0.3  # how long saves must stop before a build starts
+
 
 class Debouncer:
     def __init__(self, quiet_seconds: float):

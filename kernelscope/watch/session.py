@@ -25,7 +25,7 @@ from pathlib import Path
 from kernelscope.errors import TargetError
 from kernelscope.store.paths import DEFAULT_STORE_DIR
 from kernelscope.store.retention import DEFAULT_KEEP
-from kernelscope.watch.debounce import Debouncer
+from kernelscope.watch.debounce import DEFAULT_QUIET_SECONDS, Debouncer
 from kernelscope.watch.events import (
     BuildFailed,
     BuildFinished,
@@ -43,7 +43,6 @@ from kernelscope.watch.worker_client import WorkerClient, WorkerCrashed, WorkerR
 
 log = logging.getLogger(__name__)
 
-DEFAULT_QUIET_SECONDS = 0.3
 
 
 @dataclass

@@ -23,6 +23,15 @@ def _codegen_only_loader(key, path, linemap=None, attrs=None):
     return module
 
 
+def copy_graph_module(gm):
+    """A deep copy of `gm`, made outside any active fake mode (its constants are real
+    tensors; copying them while Inductor's fake mode is on would fake them)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        return copy.deepcopy(gm)
+
+
 def make_inner_compile(original_inner_compile, retarget=None, context=contextlib.nullcontext):
     """An inner compile for `compile_fx(..., inner_compile=...)`.
 
@@ -36,7 +45,7 @@ def make_inner_compile(original_inner_compile, retarget=None, context=contextlib
 
         # Inductor's passes mutate the graph they get: codegen a copy, run the original.
         codegen_gm, codegen_inputs = (
-            retarget(gm, example_inputs) if retarget else (copy.deepcopy(gm), list(example_inputs))
+            retarget(gm, example_inputs) if retarget else (copy_graph_module(gm), list(example_inputs))
         )
         with context(), mock.patch.object(
             PyCodeCache, "load_by_key_path", staticmethod(_codegen_only_loader)

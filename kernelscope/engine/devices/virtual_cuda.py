@@ -137,29 +137,47 @@ def decide_passes_as_cuda():
     fusion (matmul-softmax-matmul -> scaled_dot_product_attention) refuses fp32
     CUDA inputs unless TF32 matmuls are enabled, but accepts fp32 CPU inputs.
     Without this, virtual-cuda showed a CPU flash-attention call where a real
-    GPU compile has bmm + a softmax kernel (seen on an H100, torch 2.11).
+    GPU compile has bmm + a softmax kernel (seen on an H100, torch 2.11). Another,
+    bmm -> mm for batch 1, fires only for GPU tensors (LLaMA's rotary embedding).
     """
     import torch
 
+    with contextlib.ExitStack() as stack:
+        fuse_attention = _module_or_none("torch._inductor.fx_passes.fuse_attention")
+        original_sfdp_check = getattr(fuse_attention, "_sfdp_params_check", None)
+        if original_sfdp_check is not None:
+
+            def sfdp_params_check(match):
+                query = match.kwargs["query"].meta["val"]
+                if query.device.type == "cpu" and query.dtype == torch.float32 \
+                        and not _cuda_fp32_matmul_uses_tf32():
+                    return False
+                return original_sfdp_check(match)
+
+            stack.enter_context(mock.patch.object(fuse_attention, "_sfdp_params_check", sfdp_params_check))
+
+        # Joint-graph patterns that only fire on a GPU (e.g. bmm with batch 1 -> mm)
+        # ask `check_device(a, b, "cuda")`: the CPU tensors stand for the GPU here.
+        joint_graph = _module_or_none("torch._inductor.fx_passes.joint_graph")
+        original_check_device = getattr(joint_graph, "check_device", None)
+        if original_check_device is not None:
+
+            def check_device(a, b, device="cuda"):
+                if device == "cuda" and a.device.type == b.device.type == "cpu":
+                    return True
+                return original_check_device(a, b, device)
+
+            stack.enter_context(mock.patch.object(joint_graph, "check_device", check_device))
+        yield
+
+
+def _module_or_none(name: str):
+    import importlib
+
     try:
-        from torch._inductor.fx_passes import fuse_attention
+        return importlib.import_module(name)
     except ImportError:
-        yield
-        return
-    original_check = getattr(fuse_attention, "_sfdp_params_check", None)
-    if original_check is None:
-        yield
-        return
-
-    def sfdp_params_check(match):
-        query = match.kwargs["query"].meta["val"]
-        if query.device.type == "cpu" and query.dtype == torch.float32 \
-                and not _cuda_fp32_matmul_uses_tf32():
-            return False
-        return original_check(match)
-
-    with mock.patch.object(fuse_attention, "_sfdp_params_check", sfdp_params_check):
-        yield
+        return None
 
 
 def _as_cuda(value):
@@ -186,7 +204,7 @@ def _graph_on_cuda(gm):
     def retarget(value):
         return _as_cuda(value) if isinstance(value, torch.device) else value
 
-    cuda_gm = copy.deepcopy(gm)
+    cuda_gm = codegen_only.copy_graph_module(gm)
     for node in cuda_gm.graph.nodes:
         if node.op != "call_function":
             continue
