@@ -38,14 +38,14 @@ import torch._inductor.config as inductor_config
 from torch._inductor.utils import fresh_cache
 sys.path.insert(0, {repo!r})
 from kernelscope.engine import targets
-from kernelscope.engine.recorder import device_target
+from kernelscope.engine.recorder import device_target, scalar_loss
 imported = time.perf_counter()
 model, inputs = targets.load_factory(targets.parse_factory_spec({spec!r}))
 with fresh_cache(), inductor_config.patch(force_disable_caches=True, compile_threads=1), \
         device_target({device!r}):
     compiled = torch.compile(model)
     if {train!r}:
-        sum(t.sum() for t in [compiled(*inputs)]).backward()
+        scalar_loss(compiled(*inputs)).backward()  # the loss `kernelscope compile --train` uses
     else:
         with torch.no_grad():
             compiled(*inputs)
@@ -90,21 +90,27 @@ def _with_peak(code_or_module: list[str]) -> list[str]:
     return [sys.executable, "-c", wrapper, *code_or_module]
 
 
-def measure_plain(example: str, train: bool, device: str) -> dict:
-    spec = str(REPO / "examples" / f"{example}.py") + ":make"
+def example_spec(example: str) -> str:
+    return f"examples/{example}.py:make"
+
+
+def measure_plain(spec: str, train: bool, device: str) -> dict:
+    """A plain torch.compile of `spec` (PATH.py:FACTORY, relative to the repository)."""
+    spec = str(REPO / spec)
     code = _PLAIN_CHILD.format(repo=str(REPO), spec=spec, device=device, train=train)
     wall, peak, stdout = _run_child(_with_peak(["-c", code]))
     inner = json.loads(next(line for line in stdout.splitlines() if line.startswith("BENCH_JSON"))[10:])
     return {"wall": wall, "compile": inner["compile"], "peak_mb": peak}
 
 
-def measure_recorded(example: str, train: bool, device: str, store: Path) -> dict:
-    argv = ["-m", "kernelscope", "compile", f"examples/{example}.py:make", "--store", str(store),
+def measure_recorded(spec: str, train: bool, device: str, store: Path) -> dict:
+    """`kernelscope compile SPEC --json`; also returns its summary (coverage, graphs)."""
+    argv = ["-m", "kernelscope", "compile", spec, "--store", str(store),
             "--target", device, "--json"] + (["--train"] if train else [])
     wall, peak, stdout = _run_child(_with_peak(argv))
     summary = json.loads(stdout)
     timings = summary["timings"]
-    return {"wall": wall, "compile": timings["total"] - timings["import"], "peak_mb": peak}
+    return {"wall": wall, "compile": timings["total"] - timings["import"], "peak_mb": peak, "summary": summary}
 
 
 def main() -> int:
@@ -123,8 +129,9 @@ def main() -> int:
             train = mode == "train"
             plain, recorded = [], []
             for index in range(args.repeat):
-                plain.append(measure_plain(example, train, args.target))
-                recorded.append(measure_recorded(example, train, args.target, Path(scratch) / f"{example}{index}"))
+                plain.append(measure_plain(example_spec(example), train, args.target))
+                recorded.append(measure_recorded(example_spec(example), train, args.target,
+                                                 Path(scratch) / f"{example}{index}"))
                 print(f"  {case} #{index + 1}: plain {plain[-1]['wall']:.2f}s  recorded {recorded[-1]['wall']:.2f}s",
                       file=sys.stderr, flush=True)
             raw[case] = {"plain": plain, "recorded": recorded}

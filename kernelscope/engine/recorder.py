@@ -125,13 +125,7 @@ class Recording:
                 }
             )
         )
-        if self.device == "virtual-cuda":
-            from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
-
-            problem = ensure_cuda_device_guard()
-            if problem:
-                self.device_warnings.append(f"virtual-cuda may fail on some models: {problem}")
-        stack.enter_context(device_target(self.device, self.options.execute))
+        self.device_warnings = stack.enter_context(device_target(self.device, self.options.execute))
         stack.enter_context(self.trace)
         stack.enter_context(self.probes)
         return self
@@ -142,14 +136,20 @@ class Recording:
 
 @contextlib.contextmanager
 def device_target(device: str, execute: bool = False):
-    """Make torch.compile generate code for `device` while inside (see devices/).
+    """Make torch.compile generate code for `device` while inside (see devices/); yields
+    the warnings a run should carry about the target.
 
     Used by recordings and by the benchmark's plain-compile baseline alike.
     """
     from kernelscope.engine.devices import codegen_only, cpu_triton, cuda_attention, virtual_cuda
+    from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
 
+    warnings_for_run: list[str] = []
     with contextlib.ExitStack() as stack:
         if device == "virtual-cuda":
+            problem = ensure_cuda_device_guard()
+            if problem:
+                warnings_for_run.append(f"virtual-cuda may fail on some models: {problem}")
             stack.enter_context(virtual_cuda.decide_passes_as_cuda())
             stack.enter_context(cuda_attention.attention_as_on_cuda())
             stack.enter_context(_inner_compile_replaced(virtual_cuda.make_inner_compile))
@@ -157,7 +157,7 @@ def device_target(device: str, execute: bool = False):
             stack.enter_context(cpu_triton.cpu_triton_backend(execute))
             if not execute:
                 stack.enter_context(_inner_compile_replaced(codegen_only.make_inner_compile))
-        yield
+        yield warnings_for_run
 
 
 @contextlib.contextmanager
@@ -211,7 +211,8 @@ def _inner_compile_replaced(make_inner_compile):
 # -- running the user's code --------------------------------------------------------
 
 
-def _loss(outputs):
+def scalar_loss(outputs):
+    """The loss `--train` differentiates: the sum of every output that requires grad."""
     import torch
 
     tensors = [t for t in _flatten(outputs) if isinstance(t, torch.Tensor) and t.requires_grad]
@@ -282,7 +283,7 @@ def _run_factory_model(model, inputs, options: RecordOptions, device: str) -> fl
     if options.train:
         outputs = compiled(*inputs)
         options.on_phase("capture", "backward")
-        _loss(outputs).backward()
+        scalar_loss(outputs).backward()
     else:
         with torch.no_grad():
             outputs = compiled(*inputs)
