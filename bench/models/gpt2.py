@@ -18,7 +18,8 @@ BATCH, SEQ, VOCAB = 2, 32, 1000
 def _model(attention: str = "sdpa"):
     torch.manual_seed(0)
     config = transformers.GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=VOCAB,
-                                     n_positions=128, use_cache=False)
+                                     n_positions=128, use_cache=False,
+                                     bos_token_id=VOCAB - 1, eos_token_id=VOCAB - 1)
     return transformers.GPT2LMHeadModel._from_config(config, attn_implementation=attention)
 
 

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from kernelscope.cli.common import new_parser
+from kernelscope.cli.recording_output import run_overview
 from kernelscope.errors import UserError
 from kernelscope.store import Store
 
@@ -84,12 +85,7 @@ def _summary(run_id: int, imported, store_seconds: float) -> dict:
         "device": run.device,
         "mode": run.mode,
         "torch": run.torch_version,
-        "graphs": [{"compile_id": g.compile_id, "kind": g.kind,
-                    "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
-                    "extern_calls": sum(1 for k in g.kernels if k.kind == "extern")} for g in run.graphs],
-        "graph_breaks": [{"reason": b.reason, "file": b.source.file if b.source else None,
-                          "line": b.source.line if b.source else None} for b in run.graph_breaks],
-        "recompiles": [{"compile_id": r.compile_id, "reason": r.reason} for r in run.recompiles],
+        **run_overview(run),
         "log_stats": stats,
         "timings": {**run.timings, "store": round(store_seconds, 4)},
         "warnings": run.warnings,

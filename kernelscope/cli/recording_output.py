@@ -24,8 +24,8 @@ COVERAGE_ORDER = [
 ]
 
 
-def add_recording_arguments(parser) -> None:
-    add_store_argument(parser)
+def add_target_arguments(parser) -> None:
+    """--target and --execute, shared by compile, run and watch."""
     parser.add_argument(
         "--target", dest="target_device", default="auto",
         choices=["auto", "cuda", "virtual-cuda", "cpu-triton"],
@@ -34,6 +34,23 @@ def add_recording_arguments(parser) -> None:
     parser.add_argument("--execute", action="store_true",
                         help="cpu-triton: run the kernels in Triton's interpreter and report the "
                              "max error against eager")
+
+
+def run_overview(run) -> dict:
+    """The graphs, graph breaks and recompiles of a RunRecord, for summaries."""
+    return {
+        "graphs": [{"compile_id": g.compile_id, "kind": g.kind,
+                    "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
+                    "extern_calls": sum(1 for k in g.kernels if k.kind == "extern")} for g in run.graphs],
+        "graph_breaks": [{"reason": b.reason, "file": b.source.file if b.source else None,
+                          "line": b.source.line if b.source else None} for b in run.graph_breaks],
+        "recompiles": [{"compile_id": r.compile_id, "reason": r.reason} for r in run.recompiles],
+    }
+
+
+def add_recording_arguments(parser) -> None:
+    add_store_argument(parser)
+    add_target_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the run summary as JSON")
     parser.add_argument("--dump", metavar="FILE",
                         help="also write the run's deterministic dump (as `kernelscope dump`) to FILE, "
@@ -67,12 +84,7 @@ def record_and_store(args, record) -> int:
         "mode": run.mode,
         "provenance": run.provenance,
         "torch": run.torch_version,
-        "graphs": [{"compile_id": g.compile_id, "kind": g.kind,
-                    "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
-                    "extern_calls": sum(1 for k in g.kernels if k.kind == "extern")} for g in run.graphs],
-        "graph_breaks": [{"reason": b.reason, "file": b.source.file if b.source else None,
-                          "line": b.source.line if b.source else None} for b in run.graph_breaks],
-        "recompiles": [{"compile_id": r.compile_id, "reason": r.reason} for r in run.recompiles],
+        **run_overview(run),
         "coverage": details.summary.coverage,
         "timings": timings,
         "peak_memory_mb": run.peak_memory_mb,

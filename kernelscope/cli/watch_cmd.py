@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from kernelscope.cli.common import add_store_argument
+from kernelscope.cli.recording_output import add_target_arguments
 from kernelscope.errors import UserError
 from kernelscope.store.retention import DEFAULT_KEEP
 from kernelscope.watch.debounce import DEFAULT_QUIET_SECONDS
@@ -44,13 +45,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("target", metavar="PATH.py:FACTORY")
     add_store_argument(parser)
-    parser.add_argument(
-        "--target", dest="target_device", default="auto",
-        choices=["auto", "cuda", "virtual-cuda", "cpu-triton"],
-        help="device target: auto = cuda with a GPU, else virtual-cuda (default: auto)",
-    )
-    parser.add_argument("--execute", action="store_true",
-                        help="cpu-triton: run the kernels in Triton's interpreter")
+    add_target_arguments(parser)
     parser.add_argument("--json", action="store_true",
                         help="print each event as one JSON object per line (for tools)")
     parser.add_argument("--train", action="store_true",

@@ -191,7 +191,8 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
         probe = capture.kernels.get(block.name, KernelLineCapture())
         nodes = list(probe.nodes) or list(inductor_by_kernel.get(block.name, []))
         lines = _kernel_lines(block.source, probe, nodes)
-        kernels[block.name] = Kernel(block.name, "triton", block.source, nodes, lines)
+        kind = "template" if block.name.startswith("triton_tem_") else "triton"  # max-autotune GEMM templates
+        kernels[block.name] = Kernel(block.name, kind, block.source, nodes, lines)
         for row in lines:
             wrapper_line = block.first_line + row.line - 1
             record.wrapper_lines.append(

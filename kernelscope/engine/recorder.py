@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from kernelscope.errors import CompileError, TargetError, UserError
-from kernelscope.record import GraphBreak, Recompile, RunRecord, SourceLocation
+from kernelscope.record import Recompile, RunRecord
 
 DEVICES = ("auto", "cuda", "virtual-cuda", "cpu-triton")
 MIN_TORCH = (2, 11)
@@ -141,7 +141,13 @@ def device_target(device: str, execute: bool = False):
 
     Used by recordings and by the benchmark's plain-compile baseline alike.
     """
-    from kernelscope.engine.devices import codegen_only, cpu_triton, cuda_attention, virtual_cuda
+    from kernelscope.engine.devices import (
+        codegen_only,
+        cpu_triton,
+        cuda_attention,
+        cuda_decompositions,
+        virtual_cuda,
+    )
     from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
 
     warnings_for_run: list[str] = []
@@ -152,6 +158,7 @@ def device_target(device: str, execute: bool = False):
                 warnings_for_run.append(f"virtual-cuda may fail on some models: {problem}")
             stack.enter_context(virtual_cuda.decide_passes_as_cuda())
             stack.enter_context(cuda_attention.attention_as_on_cuda())
+            stack.enter_context(cuda_decompositions.decompositions_as_on_cuda())
             stack.enter_context(_inner_compile_replaced(virtual_cuda.make_inner_compile))
         elif device == "cpu-triton":
             stack.enter_context(cpu_triton.cpu_triton_backend(execute))
@@ -346,21 +353,6 @@ def _raise_compile_error(error: BaseException, target_file: Path | None, probes=
 # -- building the run ----------------------------------------------------------------
 
 
-def _graph_break(record) -> GraphBreak:
-    text = record.payload or ""
-    location = None
-    match = re.search(r"Graph break in user code at (.+):(\d+)", text)
-    if match:
-        location = SourceLocation(match.group(1), int(match.group(2)))
-    reason_match = re.search(r"Graph Break Reason: (.+)", text)
-    reason = reason_match.group(1).strip() if reason_match else text.strip().splitlines()[0] if text.strip() else ""
-    explanation = re.search(r"Explanation: (.+)", text)
-    if explanation:
-        reason = f"{reason} - {explanation.group(1).strip()}"
-    cid = record.compile_id
-    return GraphBreak(reason, location, f"{cid[0]}/{cid[1]}" if cid else "")
-
-
 def _recompiles(trace) -> list[Recompile]:
     found = []
     for record in trace.of_kind("compilation_metrics"):
@@ -377,6 +369,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     import triton
 
     from kernelscope.engine import fx_nodes, links
+    from kernelscope.engine.trace_capture import parse_graph_break
 
     probes, trace = recording.probes, recording.trace
     skip = fx_nodes.skip_prefixes()
@@ -413,7 +406,8 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         created=time.time(),
         workspace=str(options.workspace.resolve()),
         graphs=graphs,
-        graph_breaks=[_graph_break(r) for r in trace.of_kind("artifact:dynamo_graph_break_reason")],
+        graph_breaks=[parse_graph_break(r.payload, r.compile_id)
+                      for r in trace.of_kind("artifact:dynamo_graph_break_reason")],
         recompiles=_recompiles(trace),
         warnings=warnings,
         config={"execute": options.execute},

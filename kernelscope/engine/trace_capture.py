@@ -8,7 +8,10 @@ written to disk and nothing has to be parsed back.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
+
+from kernelscope.record import GraphBreak, SourceLocation
 
 TRACE_LOGGER = "torch.__trace"
 
@@ -77,3 +80,20 @@ class TraceCapture:
 
     def of_kind(self, kind: str) -> list[TraceRecord]:
         return [record for record in self.records if record.kind == kind]
+
+
+def parse_graph_break(payload: str | None, compile_id: tuple | None) -> GraphBreak:
+    """A `dynamo_graph_break_reason` artifact's text as a GraphBreak: the reason (with
+    Dynamo's explanation) and the user line it names. Shared with the TORCH_TRACE importer."""
+    text = payload or ""
+    location = None
+    match = re.search(r"Graph break in user code at (.+):(\d+)", text)
+    if match:
+        location = SourceLocation(match.group(1), int(match.group(2)))
+    reason_match = re.search(r"Graph Break Reason: (.+)", text)
+    stripped = text.strip()
+    reason = reason_match.group(1).strip() if reason_match else (stripped.splitlines()[0] if stripped else "")
+    explanation = re.search(r"Explanation: (.+)", text)
+    if explanation:
+        reason = f"{reason} - {explanation.group(1).strip()}"
+    return GraphBreak(reason, location, f"{compile_id[0]}/{compile_id[1]}" if compile_id else "")

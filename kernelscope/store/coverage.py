@@ -2,7 +2,7 @@
 
 Every figure is a `{"covered", "total", "share"}` dict (`share` is None when
 `total` is 0), so a reader sees the counts behind each percentage:
-- kernel_lines: body lines of Triton kernels (kind "triton") with at least one node;
+- kernel_lines: body lines of Triton kernels (kinds "triton" and "template") with at least one node;
 - kernel_lines_specific: of those, lines tied to the one node that produced them
   (not the "shared:" index set-up and masks, which link to every node of the kernel);
 - wrapper_lines: wrapper lines with nodes over the lines that should have them
@@ -44,7 +44,7 @@ def compute_coverage(record: RunRecord) -> dict:
             forward_total += len(calls)
 
         for kernel in graph.kernels:
-            if kernel.kind != "triton":
+            if kernel.kind not in ("triton", "template"):
                 continue
             kernel_lines_total += len(kernel.lines)
             kernel_lines_covered += sum(1 for origin in kernel.lines if origin.nodes)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kernelscope.record import FxNode, GraphBreak, GraphRecord, Recompile, RunRecord, SourceLocation
+from kernelscope.engine.trace_capture import parse_graph_break
+from kernelscope.record import GraphBreak, GraphRecord, Recompile, RunRecord, SourceLocation
 from kernelscope.trace_import import graph_text, output_code
 from kernelscope.trace_import.collect import RankLog
 
@@ -83,7 +84,8 @@ def build_run(log: RankLog, options: RunOptions) -> RunRecord:
         created=options.created,
         workspace=options.workspace,
         graphs=graphs,
-        graph_breaks=[_map_break(_graph_break(entry), options.path_map) for entry in log.graph_breaks],
+        graph_breaks=[_map_break(parse_graph_break(entry.text, entry.compile_id), options.path_map)
+                      for entry in log.graph_breaks],
         recompiles=[Recompile(compile_id, reason) for compile_id, reason in log.recompiles],
         warnings=warnings,
         config={"imported_from": options.log_path, "rank": options.rank, "source": "TORCH_TRACE"},
@@ -182,22 +184,6 @@ def _sources_from_kernel_stack_traces(graph: GraphRecord, traces: dict) -> None:
             node = by_name.get(name)
             if node is not None and node.source is None and node.op == "call_function":
                 node.source, node.source_via = location, f"kernel stack trace of {kernel.name}"
-
-
-def _graph_break(entry) -> GraphBreak:
-    text = entry.text
-    location = None
-    match = re.search(r"Graph break in user code at (.+):(\d+)", text)
-    if match:
-        location = SourceLocation(match.group(1), int(match.group(2)))
-    reason_match = re.search(r"Graph Break Reason: (.+)", text)
-    stripped = text.strip()
-    reason = reason_match.group(1).strip() if reason_match else (stripped.splitlines()[0] if stripped else "")
-    explanation = re.search(r"Explanation: (.+)", text)
-    if explanation:
-        reason = f"{reason} - {explanation.group(1).strip()}"
-    cid = entry.compile_id
-    return GraphBreak(reason, location, f"{cid[0]}/{cid[1]}" if cid else "")
 
 
 # -- paths from another machine ------------------------------------------------------

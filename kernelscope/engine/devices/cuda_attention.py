@@ -79,7 +79,7 @@ def _sdpa_as_on_cuda(query, key, value, attn_mask=None, dropout_p=0.0, is_causal
     if query.dim() != 4 or backend == MATH:
         return aten._scaled_dot_product_attention_math(
             query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa)[0]
-    attn_mask = _boolean_mask_to_additive(attn_mask, query.dtype)
+    attn_mask = _boolean_mask_to_additive(attn_mask, query.dtype, backend)
     compute_log_sumexp = torch.is_grad_enabled() and (
         query.requires_grad or key.requires_grad or value.requires_grad)
     if backend == CUDNN:
@@ -91,14 +91,19 @@ def _sdpa_as_on_cuda(query, key, value, attn_mask=None, dropout_p=0.0, is_causal
         query, key, value, attn_mask, compute_log_sumexp, dropout_p, is_causal, scale=scale)[0]
 
 
-def _boolean_mask_to_additive(attn_mask, dtype):
-    """ATen's convert_boolean_attn_mask: where(mask, 0, -inf), with the same ops."""
+# What a masked-out position becomes: -inf, except that the cuDNN path uses float16's
+# lowest value (seen on an H100: -65504 rounded to bfloat16, -65536, in the kernel).
+_MASKED_OUT = {EFFICIENT: -math.inf, CUDNN: -65504.0}
+
+
+def _boolean_mask_to_additive(attn_mask, dtype, backend):
+    """ATen's convert_boolean_attn_mask(_cudnn): where(mask, 0, masked-out value), with the same ops."""
     import torch
 
     if attn_mask is None or attn_mask.dtype != torch.bool:
         return attn_mask
     aten = torch.ops.aten
-    minus_infinity = aten.scalar_tensor.default(-math.inf, dtype=dtype, device=attn_mask.device)
+    minus_infinity = aten.scalar_tensor.default(_MASKED_OUT[backend], dtype=dtype, device=attn_mask.device)
     zero = aten.scalar_tensor.default(0.0, dtype=dtype, layout=torch.strided, device=attn_mask.device)
     return aten.where.self(attn_mask, zero, minus_infinity)
 

@@ -11,7 +11,6 @@ CPU so the program goes on.
 from __future__ import annotations
 
 import contextlib
-import copy
 import types
 from unittest import mock
 
