@@ -19,7 +19,7 @@ GELU_LINE = example_line("mlp", "F.gelu")
 @pytest.fixture(scope="module")
 def mlp_store(tmp_path_factory, run_cli_module):
     store = tmp_path_factory.mktemp("store") / ".kernelscope"
-    done = run_cli_module(["compile", "examples/mlp.py:make", "--store", str(store), "--json"])
+    done = run_cli_module(["compile", "examples/mlp.py:make", "--target", "virtual-cuda", "--store", str(store), "--json"])
     assert done.returncode == 0, done.stderr
     return store, json.loads(done.stdout)
 

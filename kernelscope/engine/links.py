@@ -101,26 +101,32 @@ def _post_grad_nodes(capture, pre_grad, forward_by_seq_nr, skip_prefixes):
 
 def _borrow_sources_from_neighbours(gm, nodes: list[FxNode]) -> None:
     """A node made by a pass (e.g. softmax's online prologue, a scale computed from
-    symbolic sizes) may lack a stack trace; its users or inputs (the ops it was made
-    from or for) still have one. Repeated until nothing changes, so a chain of such
-    nodes borrows along the chain."""
+    symbolic sizes) may lack a stack trace; the ops it was made for (its users), or
+    else the ops it was made from (its inputs), still have one. Users are asked first
+    and until nothing changes, so a chain of such nodes takes the line of the op that
+    consumes it; only nodes no user leads to borrow from their inputs."""
     by_name = {node.name: node for node in nodes}
-    changed = True
-    while changed:
-        changed = False
-        for fx_node in gm.graph.nodes:
-            record = by_name[fx_node.name]
-            if record.source is not None or record.op != "call_function":
-                continue
-            for neighbour in [*fx_node.users, *fx_node.all_input_nodes]:
-                other = by_name.get(neighbour.name)
-                if other is not None and other.source is not None and other.op == "call_function":
-                    record.source = other.source
-                    record.source_via = f"made by a pass from {other.name}"
-                    if not record.from_pre_grad:
-                        record.from_pre_grad = list(other.from_pre_grad)
-                    changed = True
-                    break
+
+    def borrow(neighbours_of) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for fx_node in gm.graph.nodes:
+                record = by_name[fx_node.name]
+                if record.source is not None or record.op != "call_function":
+                    continue
+                for neighbour in neighbours_of(fx_node):
+                    other = by_name.get(neighbour.name)
+                    if other is not None and other.source is not None and other.op == "call_function":
+                        record.source = other.source
+                        record.source_via = f"made by a pass from {other.name}"
+                        if not record.from_pre_grad:
+                            record.from_pre_grad = list(other.from_pre_grad)
+                        changed = True
+                        break
+
+    borrow(lambda fx_node: fx_node.users)
+    borrow(lambda fx_node: fx_node.all_input_nodes)
 
 
 # -- kernels and wrapper lines ----------------------------------------------------
