@@ -208,8 +208,10 @@ def test_store_and_cli_read_side_never_import_torch():
     code = (
         "import importlib, sys\n"
         "import kernelscope.store, kernelscope.cli\n"
-        f"for name in {READ_COMMANDS!r}:\n"
+        f"for name in {READ_COMMANDS!r} + ['diff', 'import', 'watch']:\n"
         "    importlib.import_module(f'kernelscope.cli.{name}_cmd')\n"
+        "import kernelscope.diff, kernelscope.trace_import, kernelscope.watch.session\n"
+        "import kernelscope.watch.worker_client\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton', 'jsonschema')))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,

@@ -17,7 +17,9 @@ from kernelscope.errors import UserError
 SUBCOMMANDS = ["compile", "run", "runs", "show", "query", "dump", "validate", "watch", "diff", "import"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or with `only` one subcommand (its module alone is imported,
+    so `kernelscope query` does not pay for loading `diff`, `watch` or `import`)."""
     parser = argparse.ArgumentParser(
         prog="kernelscope",
         description="Line-level provenance for torch.compile: from a model's source "
@@ -30,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kernelscope {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    for name in [only] if only else SUBCOMMANDS:
         module = importlib.import_module(f"kernelscope.cli.{name}_cmd")
         module.add_parser(subparsers)
     return parser
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, passthrough = argv[:cut], argv[cut + 1:]
-    parser = build_parser()
+    parser = build_parser(only=argv[0] if argv and argv[0] in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
     args.passthrough = passthrough
     if not getattr(args, "func", None):

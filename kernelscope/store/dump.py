@@ -28,7 +28,6 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from kernelscope import __version__
@@ -329,6 +328,8 @@ class InvalidDumpError(UserError):
 @lru_cache(maxsize=None)
 def load_schema(version: str = SCHEMA_VERSION) -> dict:
     """The JSON Schema of dump format `version` (the current one by default)."""
+    from importlib import resources  # only validation needs the schema files
+
     resource = resources.files("kernelscope").joinpath(*SCHEMA_RESOURCES[version])
     return json.loads(resource.read_text(encoding="utf-8"))
 
