@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from kernelscope.cli.common import new_parser
-from kernelscope.cli.recording_output import run_overview
+from kernelscope.cli.recording_output import render_overview, run_overview
 from kernelscope.errors import UserError
 from kernelscope.store import Store
 
@@ -95,22 +95,11 @@ def _summary(run_id: int, imported, store_seconds: float) -> dict:
 def render(result: dict) -> str:
     out = []
     for summary in result["runs"]:
-        kernels = sum(g["kernels"] for g in summary["graphs"])
-        externs = sum(g["extern_calls"] for g in summary["graphs"])
         rank = "no rank" if summary["rank"] is None else f"rank {summary['rank']}"
         stats = summary["log_stats"]
-        out += [
-            f"imported run {summary['run']} from {summary['target']} ({rank}, {summary['device']}, "
-            f"{summary['mode']}, torch {summary['torch']}) into {result['store']}",
-            f"  {len(summary['graphs'])} graph(s): " + ", ".join(
-                f"[{g['compile_id']}] {g['kind']}" for g in summary["graphs"]),
-            f"  {kernels} Triton kernel(s), {externs} extern call(s)",
-        ]
-        for brk in summary["graph_breaks"]:
-            where = f"{brk['file']}:{brk['line']}" if brk["file"] else "unknown location"
-            out.append(f"  graph break at {where}: {brk['reason'][:120]}")
-        for recompile in summary["recompiles"]:
-            out.append(f"  recompile [{recompile['compile_id']}]: {recompile['reason'][:120]}")
+        out.append(f"imported run {summary['run']} from {summary['target']} ({rank}, {summary['device']}, "
+                   f"{summary['mode']}, torch {summary['torch']}) into {result['store']}")
+        out += render_overview(summary)
         out.append(f"  log: {stats['lines']} lines, {stats['records']} records, "
                    f"{stats['malformed_lines']} malformed, {stats['bad_payloads']} bad payload(s)")
         phases = " · ".join(f"{k} {v:.2f}s" for k, v in summary["timings"].items())

@@ -107,13 +107,12 @@ def write_dump(store: Store, run_id: int, path: str) -> None:
                         f"write it with `kernelscope dump --run {run_id} -o FILE`") from error
 
 
-def render_summary(summary: dict) -> str:
+def render_overview(summary: dict) -> list[str]:
+    """The lines for a summary's `run_overview` part: graphs, kernels, breaks, recompiles."""
     kernels = sum(g["kernels"] for g in summary["graphs"])
     externs = sum(g["extern_calls"] for g in summary["graphs"])
     graphs = ", ".join(f"[{g['compile_id']}] {g['kind']}" for g in summary["graphs"])
     out = [
-        f"recorded run {summary['run']} of {summary['target']} "
-        f"({summary['device']}, {summary['mode']}, torch {summary['torch']}) into {summary['store']}",
         f"  {len(summary['graphs'])} graph(s): {graphs}",
         f"  {kernels} Triton kernel(s), {externs} extern call(s)",
     ]
@@ -122,6 +121,15 @@ def render_summary(summary: dict) -> str:
         out.append(f"  graph break at {where}: {brk['reason'][:120]}")
     for recompile in summary["recompiles"]:
         out.append(f"  recompile [{recompile['compile_id']}]: {recompile['reason'][:120]}")
+    return out
+
+
+def render_summary(summary: dict) -> str:
+    out = [
+        f"recorded run {summary['run']} of {summary['target']} "
+        f"({summary['device']}, {summary['mode']}, torch {summary['torch']}) into {summary['store']}",
+        *render_overview(summary),
+    ]
     out.append("  coverage:")
     for key, label in COVERAGE_ORDER:
         if key in summary["coverage"]:
