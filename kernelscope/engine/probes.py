@@ -92,16 +92,8 @@ class WrapperRegion:
         ir_node = getattr(snode, "node", None)
         origin_node = getattr(ir_node, "origin_node", None)
         self.computes = [origin_node.name] if origin_node is not None else list(self.origins)
-        ordered = sorted(origins, key=lambda o: _node_order(o))
-        last = ordered[-1] if ordered else None
+        last = max(origins) if origins else None  # FX nodes order by their place in the graph
         self.stack_trace = last.meta.get("stack_trace") if last is not None else None
-
-
-def _node_order(fx_node) -> int:
-    for index, node in enumerate(fx_node.graph.nodes):
-        if node is fx_node:
-            return index
-    return -1
 
 
 def current_compile_id() -> tuple[int, int, int] | None:
@@ -482,8 +474,10 @@ def _scheduler_node_origin(snode) -> str | None:
     data = getattr(ir_node, "data", None)
     fx_node = getattr(data, "_kernelscope_fx", None) or getattr(ir_node, "origin_node", None)
     if fx_node is None:
+        # The buffer is the value of the last op folded into it (origins are a set: take
+        # the latest in graph order, e.g. a scatter, not one of the ops feeding it).
         origins = list(ir_node.get_origins()) if hasattr(ir_node, "get_origins") else []
-        fx_node = origins[-1] if origins else None
+        fx_node = max(origins) if origins else None
     return fx_node.name if fx_node is not None else None
 
 
