@@ -143,7 +143,7 @@ def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str]) -> 
         stripped = line.strip()
         if number < body_start or not stripped:
             continue
-        target = _assignment_target(stripped)
+        target = wrapper_code.assignment_target(stripped)
         origin = capture.by_text.get(stripped) or (
             capture.by_text.get("=" + target) if target else None
         )
@@ -160,13 +160,6 @@ def _kernel_reason(stripped: str, probe_reason: str) -> str:
     if stripped.startswith("tl.store("):
         return "stores result of"
     return probe_reason
-
-
-def _assignment_target(stripped: str) -> str | None:
-    if " = " not in stripped:
-        return None
-    target = stripped.split(" = ", 1)[0].split(":", 1)[0].strip()
-    return target if target.isidentifier() else None
 
 
 def _inductor_nodes_by_handle(mapping: dict) -> dict[tuple[str, int], list[str]]:

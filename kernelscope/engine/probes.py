@@ -28,6 +28,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from kernelscope.engine import wrapper_code
 from kernelscope.engine.fx_nodes import target_name
 
 _local = threading.local()
@@ -336,7 +337,7 @@ class Probes:
         capture = self._kernel_capture.setdefault(id(kernel), KernelLineCapture())
         stripped = text.strip()
         capture.by_text.setdefault(stripped, origin)
-        target = _assignment_target(stripped)
+        target = wrapper_code.assignment_target(stripped)
         if target:
             capture.by_text.setdefault("=" + target, origin)
 
@@ -479,11 +480,3 @@ def _scheduler_node_origin(snode) -> str | None:
         origins = list(ir_node.get_origins()) if hasattr(ir_node, "get_origins") else []
         fx_node = max(origins) if origins else None
     return fx_node.name if fx_node is not None else None
-
-
-def _assignment_target(stripped_line: str) -> str | None:
-    if " = " not in stripped_line:
-        return None
-    lhs = stripped_line.split(" = ", 1)[0]
-    lhs = lhs.split(":", 1)[0].strip()
-    return lhs if lhs.isidentifier() else None

@@ -111,3 +111,14 @@ def kernel_body_start(source: str) -> int:
         if line.startswith("def "):
             return number + 1
     return 0
+
+
+def assignment_target(stripped_line: str) -> str | None:
+    """`tmp5` for `tmp5 = libdevice.erf(tmp4)` (or `tmp5: "f32" = ...`), else None.
+
+    The kernel-line probe keys what it saw by this target and links.py looks lines
+    up the same way, so both use this one function."""
+    if " = " not in stripped_line:
+        return None
+    target = stripped_line.split(" = ", 1)[0].split(":", 1)[0].strip()
+    return target if target.isidentifier() else None

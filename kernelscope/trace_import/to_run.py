@@ -13,9 +13,9 @@ record of which node produced which line inside a kernel.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from kernelscope.engine import fx_nodes
 from kernelscope.engine.trace_capture import parse_graph_break
 from kernelscope.record import GraphBreak, GraphRecord, Recompile, RunRecord, SourceLocation
 from kernelscope.trace_import import graph_text, output_code
@@ -25,9 +25,6 @@ KERNEL_LEVEL_WARNING = (
     "imported from a TORCH_TRACE log: kernel-level provenance only (kernel <-> post-grad "
     "nodes, and the wrapper lines that launch each kernel); lines inside kernels are not linked"
 )
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
-
-
 @dataclass
 class RunOptions:
     target: str
@@ -172,10 +169,9 @@ def _sources_from_kernel_stack_traces(graph: GraphRecord, traces: dict) -> None:
     by_kernel: dict[str, SourceLocation] = {}
     for key, frames in traces.items():
         if isinstance(frames, list) and frames and isinstance(frames[0], str):
-            match = _FRAME.search(frames[0])
-            if match:
-                by_kernel[str(key).rpartition(":")[0]] = SourceLocation(
-                    match.group(1), int(match.group(2)), match.group(3), match.group(4).strip())
+            location = fx_nodes.user_frame(frames[0], skip_prefixes=())
+            if location is not None:
+                by_kernel[str(key).rpartition(":")[0]] = location
     for kernel in graph.kernels:
         location = by_kernel.get(kernel.name.split("#")[0] if kernel.kind == "extern" else kernel.name)
         if location is None:
