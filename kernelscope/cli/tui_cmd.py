@@ -1,0 +1,56 @@
+"""`kernelscope tui [TARGET]` — the terminal explorer (Textual) over the store."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kernelscope.cli.common import new_parser, parse_run_id
+from kernelscope.cli.recording_output import add_target_arguments
+from kernelscope.errors import StoreError, UserError
+
+
+def add_parser(subparsers) -> None:
+    parser = new_parser(
+        subparsers,
+        "tui",
+        help="explore a run in the terminal: source | post-grad | kernel | wrapper, linked",
+        description="Open the terminal explorer: four linked panes (model source, post-grad graph, "
+        "kernel, wrapper); moving the cursor in one highlights the linked lines in the others. "
+        "With PATH.py:FACTORY it records the target first, in the engine worker (torch is never "
+        "imported by the explorer itself); without, it opens the latest run of the store. "
+        "--watch records again on every save and updates the panes in place. Press ? for the keys.",
+        examples=["kernelscope tui                               # the latest run of ./.kernelscope",
+                  "kernelscope tui examples/mlp.py:make          # record, then open",
+                  "kernelscope tui examples/mlp.py:make --watch --train",
+                  "kernelscope tui --run 3 --store /tmp/store"],
+    )
+    parser.add_argument("target", metavar="PATH.py:FACTORY", nargs="?",
+                        help="record this model factory first (as `kernelscope compile`)")
+    parser.add_argument("--run", type=parse_run_id, metavar="ID", help="open this run (default: the latest)")
+    parser.add_argument("--watch", action="store_true", help="record again on every save (needs a TARGET)")
+    parser.add_argument("--train", action="store_true",
+                        help="compile forward and backward of a scalar loss (sum of the outputs)")
+    parser.add_argument("--dynamic", action="store_true", help="mark the batch dimension dynamic")
+    add_target_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernelscope.tui.app import KernelscopeApp
+    from kernelscope.tui.compile_driver import CompileRequest
+
+    if args.watch and not args.target:
+        raise UserError("--watch needs a target to record, e.g. `kernelscope tui examples/mlp.py:make --watch`")
+    request = None
+    if args.target:
+        from kernelscope.watch.session import resolve_target
+
+        resolve_target(args.target, Path.cwd())  # a clear error before the screen opens
+        request = CompileRequest(target=args.target, store=Path(args.store), workspace=Path.cwd(), watch=args.watch,
+                                 device=args.target_device, train=args.train, dynamic=args.dynamic,
+                                 execute=args.execute)
+    elif not (Path(args.store) / "kernelscope.sqlite").exists():
+        raise StoreError(f"no kernelscope store at {args.store} — run `kernelscope tui PATH.py:FACTORY` "
+                        "(or `kernelscope compile`) first, or pass --store DIR")
+    KernelscopeApp(args.store, run_id=args.run, compile_request=request).run()
+    return 0

@@ -1,0 +1,519 @@
+"""The kernelscope explorer: four linked code panes, the kernel list, runs, breaks.
+
+Every store read and every compile runs in a thread worker that posts a
+message back; the UI thread only draws. One query per cursor move computes
+the linked lines of all panes; answers that arrive after the cursor moved on
+are dropped.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.message import Message
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+from kernelscope.errors import StoreError, UserError
+from kernelscope.store import Store
+from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, RunDetails, RunSummary
+from kernelscope.tui.breaks_list import BreaksScreen
+from kernelscope.tui.compile_driver import CompileDriver, CompileRequest
+from kernelscope.tui.gateway import Stale, StoreGateway
+from kernelscope.tui.help_screen import HelpScreen
+from kernelscope.tui.kernel_list import KernelList
+from kernelscope.tui.linking import PANES, LinkSet, link_set
+from kernelscope.tui.module_filter import ModuleFilterScreen
+from kernelscope.tui.panes.code_pane import CodePane
+from kernelscope.tui.panes.code_view import CodeView
+from kernelscope.tui.run_data import KernelRow, add_run_facts, display_path, kernel_rows, target_file
+from kernelscope.tui.run_picker import DiffScreen, RunPicker
+from kernelscope.tui.status_line import StatusLine
+from kernelscope.watch.events import (
+    BuildFailed,
+    BuildFinished,
+    BuildPhase,
+    BuildStarted,
+    WatchEvent,
+    WorkerReady,
+    WorkerRestarted,
+)
+
+PANE_KEYS = {SOURCE: "1", POST_GRAD: "2", KERNEL: "3", WRAPPER: "4"}
+FOLLOW_DOWN = {SOURCE: POST_GRAD, POST_GRAD: KERNEL, KERNEL: WRAPPER, WRAPPER: KERNEL}
+
+
+@dataclass
+class OpenFile:
+    """A file to show in a pane, read by a worker."""
+
+    path: str  # stored key
+    label: str  # what the pane title shows
+    text: str
+    markers: list[int] = field(default_factory=list)
+
+
+class KernelscopeApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "kernelscope"
+    BINDINGS = [
+        Binding("1", "focus_pane('source')", "source", show=False),
+        Binding("2", "focus_pane('post_grad')", "post-grad", show=False),
+        Binding("3", "focus_pane('kernel')", "kernel", show=False),
+        Binding("4", "focus_pane('wrapper')", "wrapper", show=False),
+        Binding("5", "focus_kernels", "kernels", show=False),
+        Binding("r", "runs", "runs"),
+        Binding("b", "breaks", "breaks"),
+        Binding("m", "modules", "module"),
+        Binding("x", "clear_module", "all modules", show=False),
+        Binding("question_mark", "help", "keys"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    # -- messages the workers post back -------------------------------------------------
+
+    class RunLoaded(Message):
+        def __init__(self, details: RunDetails, rows: list[KernelRow], source: OpenFile | None, cursor_line: int):
+            super().__init__()
+            self.details, self.rows, self.source, self.cursor_line = details, rows, source, cursor_line
+
+    class LinksReady(Message):
+        def __init__(self, generation: int, links: LinkSet, files: dict[str, OpenFile]):
+            super().__init__()
+            self.generation, self.links, self.files = generation, links, files
+
+    class FileOpened(Message):
+        """A file to show in `pane` with the cursor on `line` (kernel list, graph breaks)."""
+
+        def __init__(self, pane: str, file: OpenFile, line: int):
+            super().__init__()
+            self.pane, self.file, self.line = pane, file, line
+
+    class FactsLoaded(Message):
+        def __init__(self, run_id: int, dump: dict):
+            super().__init__()
+            self.run_id, self.dump = run_id, dump
+
+    class RunsListed(Message):
+        def __init__(self, runs: list[RunSummary]):
+            super().__init__()
+            self.runs = runs
+
+    class DiffReady(Message):
+        def __init__(self, title: str, report: str):
+            super().__init__()
+            self.title, self.report = title, report
+
+    class CompileEvent(Message):
+        def __init__(self, event: WatchEvent):
+            super().__init__()
+            self.event = event
+
+    # -- set-up ----------------------------------------------------------------------------
+
+    def __init__(self, store: str | Path, run_id: int | None = None, compile_request: CompileRequest | None = None):
+        super().__init__()
+        self.store_root = Path(store).absolute()
+        self.gateway = StoreGateway(self.store_root)
+        self.requested_run = run_id
+        self.compile_request = compile_request
+        self.details: RunDetails | None = None
+        self.module = ""
+        self.modules: list[str] = []
+        self.facts_loaded = False
+        self.link_generation = 0
+        self.last_links: LinkSet | None = None
+        self.last_query: tuple[str, int] | None = None  # (pane, line) of the links on screen
+        self._compile_driver: CompileDriver | None = None
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="status")
+        with Grid(id="panes"):
+            for role in PANES:
+                yield CodePane(role, PANE_KEYS[role])
+        yield Static("", id="chain")
+        yield KernelList(id="kernels")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for role in PANES:
+            self.view(role).clear()
+        self.status.set_run(f"store {display_path(str(self.store_root), str(Path.cwd()))}")
+        if self.compile_request is not None:
+            self.status.set_progress(f"compiling {self.compile_request.target} in the engine worker…")
+            self.compile_target()
+        if self.requested_run is not None or self.compile_request is None:
+            self.load_run(self.requested_run)
+        else:
+            self.load_run(None, quiet=True)  # the last run on screen while the first build runs
+        self.view(SOURCE).focus()
+
+    def on_unmount(self) -> None:
+        if self._compile_driver is not None:
+            self._compile_driver.stop()
+        self.gateway.close()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @property
+    def status(self) -> StatusLine:
+        return self.query_one(StatusLine)
+
+    def pane(self, role: str) -> CodePane:
+        return self.query_one(f"#pane-{role}", CodePane)
+
+    def view(self, role: str) -> CodeView:
+        return self.query_one(f"#view-{role}", CodeView)
+
+    @property
+    def run_id(self) -> int | None:
+        return self.details.summary.id if self.details else None
+
+    @property
+    def workspace(self) -> str:
+        return self.details.workspace if self.details else str(Path.cwd())
+
+    def shown_files(self) -> dict[str, str | None]:
+        return {role: self.view(role).path for role in PANES}
+
+    def show_file(self, role: str, file: OpenFile, cursor_line: int | None = None) -> None:
+        view = self.view(role)
+        view.load(file.path, file.text, cursor_line, lex_strings=role != WRAPPER)
+        view.set_markers(file.markers)
+        self.pane(role).show_file(file.label)
+
+    # -- workers: all store reads and compiles --------------------------------------------
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def load_run(self, run_id: int | None, keep: tuple[str, int] | None = None, quiet: bool = False) -> None:
+        try:
+            details = self.gateway.call(lambda store: store.show(run_id))
+        except StoreError:
+            if quiet:
+                return
+            raise
+        rows = kernel_rows(details)
+        source, line = self.gateway.call(_initial_source, details, keep)
+        self.post_message(self.RunLoaded(details, rows, source, line))
+
+    @work(thread=True, exclusive=True, group="links", exit_on_error=False)
+    def query_links(self, generation: int, origin: str, path: str, line: int, run_id: int, workspace: str,
+                    shown: dict[str, str | None], module: str) -> None:
+        def still_wanted() -> bool:
+            return generation == self.link_generation
+
+        try:
+            result = self.gateway.call(lambda store: store.query(path, line, run_id), still_wanted=still_wanted)
+        except Stale:
+            return
+        links = link_set(result, origin, shown, module)
+        files = {}
+        for role, pane in links.panes.items():
+            if pane.path and pane.path != shown.get(role):
+                files[role] = self.gateway.call(_open_file, pane.path, run_id, workspace if role == SOURCE else None)
+        self.post_message(self.LinksReady(generation, links, files))
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    def open_kernel(self, row: KernelRow, run_id: int, wrapper_path: str | None) -> None:
+        if row.file:
+            file, line = self.gateway.call(_open_kernel, row.file, run_id)
+            self.post_message(self.FileOpened(KERNEL, file, line))
+        elif wrapper_path:
+            file = self.gateway.call(_open_file, wrapper_path, run_id)
+            line = row.wrapper_lines[0] if row.wrapper_lines else _line_containing(file.text, row.name.split("#")[0])
+            self.post_message(self.FileOpened(WRAPPER, file, line))
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    def open_source(self, path: str, line: int, run_id: int, workspace: str) -> None:
+        file = self.gateway.call(_open_source, path, run_id, workspace)
+        self.post_message(self.FileOpened(SOURCE, file, line))
+
+    @work(thread=True, exclusive=True, group="facts", exit_on_error=False)
+    def load_facts(self, run_id: int) -> None:
+        dump = self.gateway.call(lambda store: store.dump(run_id))
+        self.post_message(self.FactsLoaded(run_id, dump))
+
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
+    def list_runs(self) -> None:
+        self.post_message(self.RunsListed(self.gateway.call(lambda store: store.runs())))
+
+    @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
+    def compare(self, before: int, after: int) -> None:
+        from kernelscope.diff import compare_runs, load_side
+        from kernelscope.diff.report import render
+
+        diff = compare_runs(load_side(str(before), self.store_root), load_side(str(after), self.store_root))
+        self.post_message(self.DiffReady(f"kernelscope diff {before} {after}", render(diff, [], 0, "text")))
+
+    @work(thread=True, exclusive=True, group="compile", exit_on_error=False)
+    def compile_target(self) -> None:
+        self._compile_driver = CompileDriver(self.compile_request, lambda event: self.post_message(self.CompileEvent(event)))
+        self._compile_driver.drive()
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        """The one place a failed worker becomes a visible error; the screen keeps the last good run."""
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        if isinstance(error, Stale):
+            return
+        if isinstance(error, (UserError, StoreError)):
+            self.status.set_error(str(error))
+        else:
+            self.status.set_error(f"{event.worker.name} failed: {type(error).__name__}: {error}")
+
+    # -- message handlers ------------------------------------------------------------------
+
+    @on(RunLoaded)
+    def _run_loaded(self, message: RunLoaded) -> None:
+        self.details = details = message.details
+        summary = details.summary
+        self.status.set_run(f"run {summary.id} · {display_path(target_file(summary.target), details.workspace)} · "
+                            f"{summary.device} · {summary.mode} · {summary.graph_count} graph(s) · "
+                            f"{summary.kernel_count} kernel(s)"
+                            + (f" · {len(details.graph_breaks)} graph break(s)" if details.graph_breaks else ""))
+        self.status.set_error("")
+        self.facts_loaded = False
+        self.modules = []
+        self.query_one(KernelList).set_rows(message.rows)
+        for role in (POST_GRAD, KERNEL, WRAPPER):
+            self.view(role).clear()
+            self.pane(role).show_file(None)
+        if message.source is None:
+            self.view(SOURCE).clear("(no model source line reached a compiled graph)")
+            self.pane(SOURCE).show_file(None)
+        else:
+            self.show_file(SOURCE, message.source, message.cursor_line)
+            self.request_links(SOURCE, message.cursor_line)
+        self.load_facts(summary.id)
+
+    def request_links(self, origin: str, line: int) -> None:
+        view = self.view(origin)
+        if view.path is None or self.run_id is None:
+            return
+        self.link_generation += 1
+        self.query_links(self.link_generation, origin, view.path, line, self.run_id, self.workspace,
+                         self.shown_files(), self.module)
+
+    @on(CodeView.CursorMoved)
+    def _cursor_moved(self, message: CodeView.CursorMoved) -> None:
+        self.request_links(message.view.role, message.line)
+
+    @on(LinksReady)
+    def _links_ready(self, message: LinksReady) -> None:
+        if message.generation != self.link_generation:
+            return  # the cursor moved on
+        links = message.links
+        for role, pane in links.panes.items():
+            if role == links.origin:
+                continue
+            view = self.view(role)
+            if role in message.files:
+                self.show_file(role, message.files[role], pane.focus_line)
+            view.set_linked(pane.lines, pane.focus_line)
+        self.last_links = links
+        self.last_query = (links.origin, self.view(links.origin).cursor_line)
+        self.query_one("#chain", Static).update(links.summary)
+
+    @on(CodeView.FollowRequested)
+    def _follow(self, message: CodeView.FollowRequested) -> None:
+        origin = message.view.role
+        links = self.last_links
+        if links is None or self.last_query != (origin, message.line):
+            self.notify("no links from this line yet", severity="warning")
+            return
+        target = SOURCE if message.direction == "up" else FOLLOW_DOWN[origin]
+        pane = links.panes.get(target)
+        if target == origin or pane is None or not pane.lines:
+            where = "the model source" if target == SOURCE else f"the {target.replace('_', '-')} pane"
+            self.notify(f"this line has no link to {where}", severity="warning")
+            return
+        view = self.view(target)
+        view.focus()
+        view.move_cursor(pane.focus_line or pane.lines[0], center=True)
+
+    @on(KernelList.KernelChosen)
+    def _kernel_chosen(self, message: KernelList.KernelChosen) -> None:
+        if self.details is None:
+            return
+        wrapper = next((graph.files.get("wrapper") for graph in self.details.graphs if graph.key == message.row.graph), None)
+        self.open_kernel(message.row, self.details.summary.id, wrapper)
+
+    @on(FileOpened)
+    def _file_opened(self, message: FileOpened) -> None:
+        self.show_file(message.pane, message.file, message.line)
+        view = self.view(message.pane)
+        view.focus()
+        view.move_cursor(message.line, center=True)
+
+    @on(FactsLoaded)
+    def _facts_loaded(self, message: FactsLoaded) -> None:
+        if message.run_id != self.run_id:
+            return
+        kernel_list = self.query_one(KernelList)
+        self.modules = add_run_facts(kernel_list.rows, message.dump)
+        self.facts_loaded = True
+        kernel_list.refresh_rows()
+
+    @on(RunsListed)
+    def _runs_listed(self, message: RunsListed) -> None:
+        self.push_screen(RunPicker(message.runs, self.run_id, self.workspace), self._run_picked)
+
+    def _run_picked(self, choice) -> None:
+        if choice is None:
+            return
+        if choice[0] == "switch":
+            self.load_run(choice[1], keep=self._source_position())
+        else:
+            self.status.set_progress(f"comparing runs {choice[1]} and {choice[2]}…")
+            self.compare(choice[1], choice[2])
+
+    @on(DiffReady)
+    def _diff_ready(self, message: DiffReady) -> None:
+        self.status.set_progress("")
+        self.push_screen(DiffScreen(message.title, message.report))
+
+    @on(CompileEvent)
+    def _compile_event(self, message: CompileEvent) -> None:
+        event = message.event
+        if isinstance(event, WorkerReady):
+            self.status.set_progress(f"engine worker ready (torch {event.torch or '?'}), compiling…")
+        elif isinstance(event, BuildStarted):
+            self.status.set_progress(f"build {event.build}: compiling…")
+        elif isinstance(event, BuildPhase):
+            self.status.set_progress(f"build {event.build}: {event.phase}…")
+        elif isinstance(event, BuildFinished):
+            self.status.set_progress(f"build {event.build}: run {event.run_id} in {event.seconds:.1f}s"
+                                     + (" · watching for saves" if self.compile_request.watch else ""))
+            self.load_run(event.run_id, keep=self._source_position())
+        elif isinstance(event, BuildFailed):
+            where = display_path(event.file, self.workspace) if event.file else ""
+            where += f":{event.line}" if where and event.line else ""
+            kept = f" (run {event.last_good_run} stays)" if event.last_good_run else ""
+            self.status.set_progress("")
+            self.status.set_error(f"build {event.build} failed: {where + ': ' if where else ''}{event.message}{kept}")
+        elif isinstance(event, WorkerRestarted):
+            self.status.set_error(f"engine worker restarted: {event.reason}")
+
+    def _source_position(self) -> tuple[str, int] | None:
+        view = self.view(SOURCE)
+        return (view.path, view.cursor_line) if view.path else None
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def action_focus_pane(self, role: str) -> None:
+        self.view(role).focus()
+
+    def action_focus_kernels(self) -> None:
+        self.query_one(KernelList).table.focus()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_runs(self) -> None:
+        self.list_runs()
+
+    def action_breaks(self) -> None:
+        if self.details is None:
+            return
+        self.push_screen(BreaksScreen(self.details.graph_breaks, self.details.recompiles), self._break_chosen)
+
+    def _break_chosen(self, where) -> None:
+        if where is not None and self.details is not None:
+            self.open_source(where[0], where[1], self.details.summary.id, self.details.workspace)
+
+    def action_modules(self) -> None:
+        self.push_screen(ModuleFilterScreen(self.modules, self.module, self.facts_loaded), self._module_chosen)
+
+    def _module_chosen(self, module) -> None:
+        if module is None:
+            return
+        self.module = module
+        self.query_one(KernelList).set_module(module)
+        self.status.set_progress(f"module {module}" if module else "")
+        focused = self.focused if isinstance(self.focused, CodeView) else self.view(SOURCE)
+        self.request_links(focused.role, focused.cursor_line)
+
+    def action_clear_module(self) -> None:
+        self._module_chosen("")
+
+
+# -- store-thread functions (called through the gateway) ----------------------------------
+
+
+def _open_file(store: Store, path: str, run_id: int, workspace: str | None = None) -> OpenFile:
+    """A file of the run; a source file (`workspace` given) also gets its linked lines as gutter markers."""
+    location = store.locate(path, run_id)
+    text = _read(location.absolute_path)
+    if workspace is None:
+        return OpenFile(path, _generated_label(path), text)
+    markers = [line.line for line in store.lines_for_file(path, run_id).lines]
+    return OpenFile(path, display_path(path, workspace), text, markers)
+
+
+def _open_kernel(store: Store, path: str, run_id: int) -> tuple[OpenFile, int]:
+    file = _open_file(store, path, run_id)
+    linked = store.lines_for_file(path, run_id).lines
+    computing = [line.line for line in linked if any(not reason.startswith("shared") for reason in line.reasons)]
+    return file, (computing or [line.line for line in linked] or [1])[0]
+
+
+def _open_source(store: Store, path: str, run_id: int, workspace: str) -> OpenFile:
+    """A user source file: through the store when the run recorded nodes in it, else from the workspace."""
+    try:
+        return _open_file(store, path, run_id, workspace)
+    except StoreError:
+        absolute = path if Path(path).is_absolute() else str(Path(workspace) / path)
+        return OpenFile(path, display_path(path, workspace), _read(absolute))
+
+
+def _initial_source(store: Store, details: RunDetails, keep: tuple[str, int] | None) -> tuple[OpenFile | None, int]:
+    """The source file to open with a run, and the cursor line: the kept position when the
+    run has that file, else the run's target file at its first linked line."""
+    run_id = details.summary.id
+    candidates = ([keep[0]] if keep else []) + [target_file(details.summary.target)]
+    candidates += [brk.file for brk in details.graph_breaks if brk.file]
+    for path in candidates:
+        try:
+            file = _open_file(store, path, run_id, details.workspace)
+        except (StoreError, UserError):
+            continue
+        if keep and path == keep[0]:
+            return file, keep[1]
+        return file, (file.markers or [1])[0]
+    for kernel in details.kernels:  # a target whose model lives in other files
+        if kernel.file:
+            for line in store.lines_for_file(kernel.file, run_id).lines:
+                for chain in store.query(kernel.file, line.line, run_id, "up").graphs:
+                    for source in chain.sources:
+                        file = _open_file(store, source.file, run_id, details.workspace)
+                        return file, source.line
+    return None, 1
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read()
+    except OSError as error:
+        raise StoreError(f"cannot read {path}: {error.strerror} — the file moved or the run was deleted") from error
+
+
+def _generated_label(path: str) -> str:
+    """`runs/3/graphs/0_0_0-forward/kernels/k.py` -> `run 3 · 0_0_0-forward/kernels/k.py`."""
+    parts = path.split("/")
+    if len(parts) > 3 and parts[0] == "runs" and parts[2] == "graphs":
+        return f"run {parts[1]} · " + "/".join(parts[3:])
+    return path
+
+
+def _line_containing(text: str, needle: str) -> int:
+    for number, line in enumerate(text.splitlines(), 1):
+        if needle in line and not line.lstrip().startswith("#"):
+            return number
+    return 1

@@ -1,0 +1,37 @@
+"""`?`: the keys, on one screen."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS = """\
+[b]kernelscope tui — keys[/b]
+
+[b]Panes[/b]  1 source · 2 post-grad graph · 3 kernel · 4 wrapper · tab / shift+tab cycle
+  ↑ ↓ j k  move the cursor: the linked lines light up in the other panes
+  PgUp PgDn  Home End (g G)  page, top, bottom        ← → h l  scroll sideways
+  n / N      next / previous linked line in this pane
+  enter      follow the link down: source → post-grad → kernel → wrapper launch → kernel
+  u, backspace  up to the model source line
+  mouse      click a line to move there, double-click to follow, wheel to scroll
+
+[b]Kernels[/b]  5 or k focus the list · / search · s change the sort (or click a header) · enter open
+  filter words: part of a name, kind:triton, kind:extern, fw, bw, inf, graph:0/1
+
+[b]Views[/b]
+  r  runs: enter switches, c marks two runs to compare (kernelscope diff)
+  b  graph breaks and recompiles, with their reasons: enter jumps to the source line
+  m  module-instance filter (one layer), x clears it
+  ?  this help        q  quit
+"""
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body", classes="dialog"):
+            yield Static(KEYS)

@@ -1,0 +1,165 @@
+"""Turn one store answer (`QueryResult`) into what each pane shows and highlights.
+
+This is the one place the TUI reads a query answer: which file each pane
+should show, which of its lines are linked to the cursor's line, which line
+to scroll into view, and a one-line summary of the chain. A module-instance
+filter keeps only the nodes of one layer (`NodeRef.module`, recorded by the
+whole-stack provenance work; "" when the store has none).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, GraphChain, KernelRef, NodeRef, QueryResult
+
+PANES = (SOURCE, POST_GRAD, KERNEL, WRAPPER)  # left to right, top to bottom
+PANE_TITLES = {SOURCE: "model source", POST_GRAD: "post-grad graph", KERNEL: "kernel", WRAPPER: "wrapper"}
+
+
+@dataclass
+class PaneLinks:
+    """What one pane should show: `path` (None: keep its file), linked lines, the line to bring into view."""
+
+    path: str | None = None
+    lines: list[int] = field(default_factory=list)
+    focus_line: int | None = None
+
+
+@dataclass
+class LinkSet:
+    origin: str  # the pane whose cursor asked
+    panes: dict[str, PaneLinks]
+    summary: str  # one line: graph, nodes, kernels, source lines
+    graphs: list[str] = field(default_factory=list)  # "[0/0] forward" of every graph the line reaches
+    kernels: list[str] = field(default_factory=list)  # kernel names in the chosen graph
+
+    @property
+    def empty(self) -> bool:
+        return not any(pane.lines for name, pane in self.panes.items() if name != self.origin)
+
+
+def in_module(node: NodeRef, module: str) -> bool:
+    """Whether the node belongs to module instance `module` (or one of its children); "" keeps all."""
+    if not module:
+        return True
+    node_module = getattr(node, "module", "") or ""
+    return node_module == module or node_module.startswith(module + ".")
+
+
+def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], module: str = "") -> LinkSet:
+    """The linked lines of `result` per pane.
+
+    `shown` maps each pane to the file it shows now: a graph already on screen
+    is preferred over the first one the line reaches (forward vs backward), and
+    a kernel already open over the first kernel of the chain.
+    """
+    chains = [_filtered(chain, module) for chain in result.graphs]
+    chains = [chain for chain in chains if chain.pre_nodes or chain.post_nodes or chain.kernels]
+    panes = {name: PaneLinks() for name in PANES}
+    graphs = [f"[{chain.graph.compile_id}] {chain.graph.kind}" for chain in chains]
+    if not chains:
+        where = f" in module {module}" if module else ""
+        return LinkSet(origin, panes, f"line {result.line}: no links{where}", graphs)
+
+    # Source lines do not depend on the graph: every chain's count.
+    source_path = shown.get(SOURCE) if origin != SOURCE else None
+    source_lines: dict[str, set[int]] = {}
+    for chain in chains:
+        for source in chain.sources:
+            source_lines.setdefault(source.file, set()).add(source.line)
+        for node in chain.post_nodes + chain.pre_nodes:
+            if node.source is not None:
+                source_lines.setdefault(node.source.file, set()).add(node.source.line)
+    if origin != SOURCE and source_lines:
+        if source_path not in source_lines:
+            source_path = sorted(source_lines)[0]
+        lines = sorted(source_lines[source_path])
+        panes[SOURCE] = PaneLinks(source_path, lines, lines[0])
+
+    chain = _pick_chain(chains, shown, origin, result)
+    post_file = next((node.graph_file for node in chain.post_nodes if node.graph_file), None)
+    if origin != POST_GRAD and post_file:
+        lines = sorted({node.graph_line for node in chain.post_nodes if node.graph_file == post_file and node.graph_line > 0})
+        panes[POST_GRAD] = PaneLinks(post_file, lines, lines[0] if lines else None)
+
+    kernel = _pick_kernel(chain.kernels, shown.get(KERNEL))
+    if origin != KERNEL and kernel is not None:
+        lines = sorted({line.line for line in kernel.lines if line.file == kernel.file})
+        panes[KERNEL] = PaneLinks(kernel.file, lines, lines[0] if lines else 1)
+
+    if origin != WRAPPER:
+        wrapper_lines = chain.wrapper_lines + [call for ref in chain.kernels for call in ref.calls]
+        files = [line.file for line in wrapper_lines if line.file]
+        if files:
+            wrapper_file = files[0]
+            lines = sorted({line.line for line in wrapper_lines if line.file == wrapper_file})
+            calls = sorted(call.line for call in (kernel.calls if kernel else []) if call.file == wrapper_file)
+            panes[WRAPPER] = PaneLinks(wrapper_file, lines, calls[0] if calls else lines[0])
+
+    return LinkSet(origin, panes, describe(chain, kernel, len(chains)), graphs,
+                   [ref.name for ref in chain.kernels])
+
+
+def describe(chain: GraphChain, kernel: KernelRef | None, graph_count: int) -> str:
+    """`[0/0] forward · post-grad erf, mul (+3) · kernel triton_… (+1) · module blocks.0.mlp`."""
+    parts = [f"[{chain.graph.compile_id}] {chain.graph.kind}"]
+    if graph_count > 1:
+        parts[0] += f" (1 of {graph_count} graphs)"
+    if chain.post_nodes:
+        parts.append("post-grad " + _some([node.name for node in chain.post_nodes]))
+    if chain.kernels:
+        names = [kernel.name] + [ref.name for ref in chain.kernels if ref is not kernel] if kernel else \
+            [ref.name for ref in chain.kernels]
+        parts.append(("kernel " if len(names) == 1 else "kernels ") + _some(names, 2))
+    modules = sorted({getattr(node, "module", "") for node in chain.post_nodes} - {""})
+    if modules:
+        parts.append("module " + _some(modules, 2))
+    return " · ".join(parts)
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    names = list(dict.fromkeys(names))
+    more = f" (+{len(names) - shown})" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def _pick_chain(chains: list[GraphChain], shown: dict[str, str | None], origin: str,
+                result: QueryResult) -> GraphChain:
+    if result.location.graph is not None:  # a generated file belongs to one graph
+        for chain in chains:
+            if chain.graph.id == result.location.graph.id:
+                return chain
+    current = shown.get(POST_GRAD) if origin != POST_GRAD else None
+    for chain in chains:
+        if current and any(node.graph_file == current for node in chain.post_nodes):
+            return chain
+    return chains[0]
+
+
+def _pick_kernel(kernels: list[KernelRef], current: str | None) -> KernelRef | None:
+    with_file = [kernel for kernel in kernels if kernel.file]
+    for kernel in with_file:
+        if kernel.file == current:
+            return kernel
+    return with_file[0] if with_file else None
+
+
+def _filtered(chain: GraphChain, module: str) -> GraphChain:
+    if not module:
+        return chain
+    post = [node for node in chain.post_nodes if in_module(node, module)]
+    pre = [node for node in chain.pre_nodes if in_module(node, module)]
+    kept = {node.name for node in post}
+    kernels = []
+    for kernel in chain.kernels:
+        if not kept.intersection(kernel.nodes):
+            continue
+        kernels.append(KernelRef(
+            name=kernel.name, kind=kernel.kind, file=kernel.file,
+            nodes=[name for name in kernel.nodes if name in kept], reason=kernel.reason,
+            lines=[line for line in kernel.lines if kept.intersection(line.nodes)], calls=kernel.calls,
+        ))
+    sources = [source for source in chain.sources if kept.intersection(source.nodes) or
+               any(node.source and (node.source.file, node.source.line) == (source.file, source.line) for node in pre)]
+    return GraphChain(graph=chain.graph, pre_nodes=pre, post_nodes=post, sources=sources, kernels=kernels,
+                      wrapper_lines=[line for line in chain.wrapper_lines if kept.intersection(line.nodes)])

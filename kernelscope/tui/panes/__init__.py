@@ -1,0 +1,1 @@
+"""The four linked code panes (model source | post-grad graph | kernel | wrapper)."""

@@ -1,0 +1,60 @@
+"""Python syntax highlighting one line at a time, on demand.
+
+Lexing a whole 100,000-line wrapper takes seconds; the view lexes only the
+lines it draws and caches them. Lines inside a triple-quoted string are
+found once per file (a cheap scan) so docstrings still look like strings;
+in wrappers the triple-quoted strings hold kernel source, which is lexed as
+code.
+"""
+from __future__ import annotations
+
+import re
+
+from pygments.lexers import PythonLexer
+from pygments.token import String
+from rich.segment import Segment
+from rich.style import Style
+from rich.syntax import PygmentsSyntaxTheme
+
+THEME = PygmentsSyntaxTheme("monokai")
+_LEXER = PythonLexer(stripnl=False, ensurenl=False)
+_QUOTES = re.compile(r"'''|\"\"\"")
+
+
+def string_lines(lines: list[str]) -> list[bool]:
+    """For each line, whether it starts inside a triple-quoted string."""
+    inside: str | None = None
+    starts_inside = []
+    for line in lines:
+        starts_inside.append(inside is not None)
+        if "'''" not in line and '"""' not in line:
+            continue
+        for match in _QUOTES.finditer(line):
+            quote = match.group()
+            if inside is None:
+                inside = quote
+            elif inside == quote:
+                inside = None
+    return starts_inside
+
+
+def highlight(line: str, in_string: bool = False) -> list[Segment]:
+    """The line as styled segments (tabs expanded)."""
+    line = line.expandtabs(4)
+    if in_string:
+        return [Segment(line, _style(String))]
+    segments = []
+    for token_type, value in _LEXER.get_tokens(line):
+        if value:
+            segments.append(Segment(value, _style(token_type)))
+    return segments
+
+
+_styles: dict = {}
+
+
+def _style(token_type) -> Style:
+    style = _styles.get(token_type)
+    if style is None:
+        style = _styles[token_type] = Style(color=THEME.get_style_for_token(token_type).color)
+    return style
