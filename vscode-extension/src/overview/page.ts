@@ -1,0 +1,169 @@
+/**
+ * The run overview page: header, coverage, the fusion picture, graphs, kernels,
+ * graph breaks and recompiles, as HTML strings built from the server's
+ * `kernelscope/runOverview` answer. Shared by the webview script (which renders
+ * it) and the unit tests; `overviewShellHtml` is the page the extension hands to
+ * the webview, with its content security policy.
+ */
+import type { RunOverview } from '../protocol';
+import { baseName } from '../uris';
+import { fusionSvg } from './fusion';
+import { escapeHtml } from './html';
+
+function openLink(uri: string | null | undefined, line: number | null | undefined, text: string, title?: string): string {
+  if (!uri) {
+    return escapeHtml(text);
+  }
+  const tip = title ? ` title="${escapeHtml(title)}"` : '';
+  return `<a href="#" class="open" data-uri="${escapeHtml(uri)}" data-line="${line ?? 0}"${tip}>${escapeHtml(text)}</a>`;
+}
+
+/** "fw", "bw" or "inf" from a graph label such as "0/0 forward". */
+export function passOf(graph: string): string {
+  if (/backward/.test(graph)) return 'bw';
+  if (/forward/.test(graph)) return 'fw';
+  if (/inference/.test(graph)) return 'inf';
+  return '';
+}
+
+/** One coverage value as text: fractions as percentages, {covered,total} pairs as "p% (c/t)". */
+export function coverageText(value: unknown): string {
+  if (value === null || value === undefined) {
+    return 'n/a';
+  }
+  if (typeof value === 'number') {
+    return value >= 0 && value <= 1 && !Number.isInteger(value) ? `${(value * 100).toFixed(1)}%` : String(value);
+  }
+  if (typeof value === 'object' && !Array.isArray(value)) {
+    const record = value as Record<string, unknown>;
+    const numerator = firstNumber(record, ['covered', 'attributed', 'numerator', 'count', 'hit', 'matched', 'agree', 'n']);
+    const denominator = firstNumber(record, ['total', 'denominator', 'of', 'all']);
+    if (numerator !== undefined && denominator !== undefined) {
+      return denominator === 0 ? 'n/a' : `${((numerator / denominator) * 100).toFixed(1)}% (${numerator}/${denominator})`;
+    }
+    return Object.entries(record)
+      .map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
+      .join(', ');
+  }
+  return String(value);
+}
+
+function firstNumber(record: Record<string, unknown>, keys: string[]): number | undefined {
+  for (const key of keys) {
+    if (typeof record[key] === 'number') {
+      return record[key] as number;
+    }
+  }
+  return undefined;
+}
+
+function humanize(key: string): string {
+  return key.replace(/_/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+}
+
+function section(title: string, id: string, body: string): string {
+  return `<section id="${id}"><h2>${escapeHtml(title)}</h2>${body}</section>`;
+}
+
+function table(headers: string[], rows: string[][], emptyText: string): string {
+  if (rows.length === 0) {
+    return `<p class="empty">${escapeHtml(emptyText)}</p>`;
+  }
+  const head = headers.map((h) => `<th>${escapeHtml(h)}</th>`).join('');
+  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('');
+  return `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
+/** The page body for one run. */
+export function overviewBodyHtml(overview: RunOverview): string {
+  const run = overview.run;
+  const header =
+    `<header><h1>Run ${escapeHtml(run.id)} <span class="target">${escapeHtml(run.target)}</span></h1>` +
+    `<p class="meta">${escapeHtml(run.device)} · ${escapeHtml(run.mode)} · torch ${escapeHtml(run.torch)} · ` +
+    `triton ${escapeHtml(run.triton)} · ${escapeHtml(run.created)} · ${overview.graphs.length} graph(s), ` +
+    `${overview.kernels.length} kernel(s), ${overview.graphBreaks.length} graph break(s)</p>` +
+    `<p class="actions"><button data-action="refresh">Refresh</button> <button data-action="pickRun">Pick run…</button></p></header>`;
+
+  const coverageRows = Object.entries(run.coverage ?? {}).map(([k, v]) => [escapeHtml(humanize(k)), escapeHtml(coverageText(v))]);
+  const coverage = section('Coverage', 'coverage', table(['measure', 'value'], coverageRows, 'No coverage recorded.'));
+
+  const fusion = section(
+    'Fusion',
+    'fusion',
+    `<p class="hint">Model lines (left) whose nodes were fused into each kernel (right). Click a line or a kernel to open it.</p>` +
+      `<div class="fusion-wrap">${fusionSvg(overview)}</div>`,
+  );
+
+  const graphRows = overview.graphs.map((g) => [
+    escapeHtml(g.compileId),
+    escapeHtml(g.kind),
+    String(g.preNodes),
+    String(g.postNodes),
+    String(g.kernels),
+    (['pre_grad', 'post_grad', 'wrapper'] as const)
+      .filter((k) => g.uris?.[k])
+      .map((k) => openLink(g.uris[k], 0, k))
+      .join(' · '),
+  ]);
+  const graphs = section(
+    'Graphs',
+    'graphs',
+    table(['compile id', 'kind', 'pre-grad nodes', 'post-grad nodes', 'kernels', 'files'], graphRows, 'No graphs.'),
+  );
+
+  const kernelRows = overview.kernels.map((k) => [
+    openLink(k.uri, 0, k.name, k.name),
+    `<span class="kind kind-${escapeHtml(k.kind)}">${escapeHtml(k.kind)}</span>`,
+    escapeHtml(k.graph),
+    passOf(k.graph),
+    k.lines === null || k.lines === undefined ? '' : String(k.lines),
+    k.sourceLines.map((s) => openLink(s.uri, s.line, `${baseName(s.uri)}:${s.line + 1}`)).join(', '),
+  ]);
+  const kernels = section(
+    'Kernels',
+    'kernels',
+    table(['kernel', 'kind', 'graph', 'fw/bw', 'lines', 'source lines'], kernelRows, 'No kernels.'),
+  );
+
+  const breakRows = overview.graphBreaks.map((b) => [
+    escapeHtml(b.reason),
+    b.uri ? openLink(b.uri, b.line, `${baseName(b.uri)}:${(b.line ?? 0) + 1}`) : '',
+  ]);
+  const breaks = section('Graph breaks', 'breaks', table(['reason', 'where'], breakRows, 'No graph breaks.'));
+  const recompileRows = overview.recompiles.map((r) => [escapeHtml(r.compileId), escapeHtml(r.reason)]);
+  const recompiles = section('Recompiles', 'recompiles', table(['compile id', 'reason'], recompileRows, 'No recompiles.'));
+
+  return header + coverage + fusion + graphs + kernels + breaks + recompiles;
+}
+
+export interface ShellOptions {
+  cspSource: string;
+  nonce: string;
+  scriptUri: string;
+  styleUri: string;
+}
+
+/** The webview's page: no network, scripts only with the nonce, styles only from the extension. */
+export function overviewShellHtml(options: ShellOptions): string {
+  const csp = [
+    "default-src 'none'",
+    `style-src ${options.cspSource}`,
+    `img-src ${options.cspSource} data:`,
+    `font-src ${options.cspSource}`,
+    `script-src 'nonce-${options.nonce}'`,
+  ].join('; ');
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${escapeHtml(options.styleUri)}">
+<title>kernelscope run</title>
+</head>
+<body>
+<div id="root"><p class="loading">Loading the run overview…</p></div>
+<script nonce="${options.nonce}" src="${escapeHtml(options.scriptUri)}"></script>
+</body>
+</html>`;
+}

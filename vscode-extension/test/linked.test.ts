@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { firstLinkedLine, mergeLines, planHighlights } from '../src/linked';
+import type { LinkedRangesAnswer, Range } from '../src/protocol';
+
+const r = (start: number, end = start): Range => ({ start: { line: start, character: 0 }, end: { line: end, character: 0 } });
+const MODEL = 'file:///ws/examples/mlp.py';
+const KERNEL = 'file:///ws/.kernelscope/runs/1/graphs/0_0_0-inference/kernels/triton_per_fused_gelu_0.py';
+const WRAPPER = 'file:///ws/.kernelscope/runs/1/graphs/0_0_0-inference/wrapper.py';
+
+const answer: LinkedRangesAnswer = {
+  origin: r(20),
+  links: [
+    { uri: KERNEL, ranges: [r(41), r(38), r(41)], role: 'kernel', label: 'computes erf' },
+    { uri: KERNEL, ranges: [r(41)], role: 'kernel', label: 'computes mul' },
+    { uri: WRAPPER, ranges: [r(233)], role: 'wrapper', label: 'launches kernel' },
+    { uri: MODEL, ranges: [r(5)], role: 'source', label: 'same file' },
+  ],
+};
+
+test('each visible editor gets its own lines; the requesting one only its origin', () => {
+  const plan = planHighlights(answer, MODEL, [MODEL, KERNEL]);
+  assert.deepEqual(plan.get(MODEL), { origin: [r(20)], linked: [] });
+  assert.deepEqual(plan.get(KERNEL)?.linked, [
+    { range: r(38), role: 'kernel', label: 'computes erf' },
+    { range: r(41), role: 'kernel', label: 'computes erf\ncomputes mul' },
+  ]);
+  assert.equal(plan.has(WRAPPER), false, 'editors that are not visible are not planned');
+});
+
+test('visible editors the answer does not name are cleared', () => {
+  const other = 'file:///ws/other.py';
+  const plan = planHighlights(answer, MODEL, [MODEL, other]);
+  assert.deepEqual(plan.get(other), { origin: [], linked: [] });
+});
+
+test('no answer clears every visible editor', () => {
+  const plan = planHighlights(null, MODEL, [MODEL, KERNEL]);
+  assert.deepEqual([...plan.values()], [{ origin: [], linked: [] }, { origin: [], linked: [] }]);
+});
+
+test("URIs match across VS Code's and the server's percent-encoding", () => {
+  const serverUri = 'file:///ws/my%20models/mlp.py';
+  const vscodeUri = 'file:///ws/my%20models/mlp.py'.replace('%20', '%20');
+  const rawUri = 'file:///ws/my models/mlp.py';
+  const plan = planHighlights({ origin: null, links: [{ uri: rawUri, ranges: [r(3)], role: 'source', label: '' }] }, KERNEL, [vscodeUri, KERNEL]);
+  assert.deepEqual(plan.get(serverUri)?.linked.map((l) => l.range.start.line), [3]);
+  const drive = planHighlights({ origin: null, links: [{ uri: 'file:///C:/m/a.py', ranges: [r(1)], role: 'source', label: '' }] }, KERNEL, ['file:///c%3A/m/a.py']);
+  assert.equal(drive.get('file:///c%3A/m/a.py')?.linked.length, 1);
+});
+
+test('the kernel editor asking highlights the model lines', () => {
+  const back: LinkedRangesAnswer = { origin: r(41), links: [{ uri: MODEL, ranges: [r(20)], role: 'source', label: 'h = F.gelu(h)' }] };
+  const plan = planHighlights(back, KERNEL, [MODEL, KERNEL]);
+  assert.deepEqual(plan.get(KERNEL)?.origin, [r(41)]);
+  assert.equal(firstLinkedLine(plan.get(MODEL)), 20);
+});
+
+test('mergeLines sorts and de-duplicates', () => {
+  assert.deepEqual(
+    mergeLines([
+      { range: r(9), role: 'kernel', label: 'a' },
+      { range: r(2, 4), role: 'kernel', label: '' },
+      { range: r(9), role: 'kernel', label: 'a' },
+    ]).map((l) => [l.range.start.line, l.label]),
+    [[2, ''], [9, 'a']],
+  );
+});

@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { fusionSvg, layoutFusion } from '../src/overview/fusion';
+import { escapeHtml, shorten } from '../src/overview/html';
+import { coverageText, overviewBodyHtml, overviewShellHtml, passOf } from '../src/overview/page';
+import type { RunOverview } from '../src/protocol';
+
+const M = 'file:///ws/examples/mlp.py';
+const K = (n: string) => `file:///ws/.kernelscope/runs/4/graphs/0_0_0-forward/kernels/${n}.py`;
+
+function sample(): RunOverview {
+  return {
+    run: { id: 4, target: 'examples/mlp.py:make', device: 'virtual-cuda', mode: 'train', torch: '2.13.0', triton: '3.7.1', created: '2026-11-23 09:00', coverage: { kernel_lines: { covered: 79, total: 79 }, wrapper: 0.5 } },
+    graphs: [
+      { key: '0/0 forward', compileId: '[0/0]', kind: 'forward', preNodes: 9, postNodes: 25, kernels: 2, uris: { pre_grad: 'file:///ws/pre.py', wrapper: 'file:///ws/wrapper.py' } },
+      { key: '0/0 backward', compileId: '[0/0]', kind: 'backward', preNodes: 0, postNodes: 30, kernels: 1, uris: {} },
+    ],
+    kernels: [
+      { id: 'k1', name: 'triton_per_fused_addmm_gelu_native_layer_norm_0', kind: 'triton', graph: '0/0 forward', uri: K('a'), lines: 55, sourceLines: [{ uri: M, line: 20 }, { uri: M, line: 21 }] },
+      { id: 'k2', name: 'triton_per_fused__softmax_1', kind: 'triton', graph: '0/0 forward', uri: K('b'), lines: 40, sourceLines: [{ uri: M, line: 24 }] },
+      { id: 'k3', name: 'extern_kernels.mm', kind: 'extern', graph: '0/0 backward', uri: null, lines: null, sourceLines: [{ uri: M, line: 19 }] },
+    ],
+    graphBreaks: [{ reason: 'print() <script>', uri: M, line: 10 }],
+    recompiles: [],
+    fusion: {
+      sources: [
+        { id: 's24', uri: M, line: 24, code: 'return torch.softmax(h, dim=-1)' },
+        { id: 's20', uri: M, line: 20, code: 'h = F.gelu(h)' },
+        { id: 's21', uri: M, line: 21, code: 'h = self.norm(h)' },
+        { id: 's19', uri: M, line: 19, code: 'h = self.fc1(x)' },
+      ],
+      kernels: [
+        { id: 'k2', name: 'triton_per_fused__softmax_1', uri: K('b') },
+        { id: 'k1', name: 'triton_per_fused_addmm_gelu_native_layer_norm_0', uri: K('a') },
+        { id: 'k3', name: 'extern_kernels.mm', uri: null },
+      ],
+      edges: [
+        { source: 's20', kernel: 'k1' }, { source: 's21', kernel: 'k1' }, { source: 's19', kernel: 'k1' },
+        { source: 's24', kernel: 'k2' }, { source: 's19', kernel: 'k3' }, { source: 'missing', kernel: 'k1' },
+      ],
+    },
+  };
+}
+
+test('layout: sources by line, kernels by the mean line of their sources, dangling edges dropped', () => {
+  const layout = layoutFusion(sample().fusion);
+  assert.deepEqual(layout.sources.map((s) => s.id), ['s19', 's20', 's21', 's24']);
+  assert.deepEqual(layout.kernels.map((k) => k.id), ['k3', 'k1', 'k2']);
+  assert.equal(layout.edges.length, 5);
+  assert.ok(layout.sources.every((s) => s.x + s.width < layout.kernels[0].x), 'sources left of kernels');
+  assert.ok(layout.height >= 4 * 22);
+  // Every edge starts at its source's right edge and ends at its kernel's left edge.
+  for (const edge of layout.edges) {
+    const from = layout.sources.find((s) => s.id === edge.source)!;
+    const to = layout.kernels.find((k) => k.id === edge.kernel)!;
+    assert.ok(edge.path.startsWith(`M${from.x + from.width},`));
+    assert.ok(edge.path.endsWith(`${to.x},${Math.round((to.y + to.height / 2) * 10) / 10}`));
+  }
+  // Lines are shown 1-based.
+  assert.match(layout.sources[0].label, /^mlp\.py:20 {2}h = self\.fc1\(x\)/);
+});
+
+test('svg: clickable nodes carry uri and line, externs are not clickable, one path per edge', () => {
+  const svg = fusionSvg(sample());
+  assert.equal((svg.match(/<path class="fedge"/g) ?? []).length, 5);
+  assert.match(svg, new RegExp(`<g class="fnode source kind-source clickable" data-id="s20" data-uri="${M}" data-line="20">`));
+  assert.match(svg, /<g class="fnode kernel kind-extern" data-id="k3">/);
+  assert.match(svg, /<g class="fnode kernel kind-triton clickable" data-id="k1" data-uri="[^"]+\/a\.py" data-line="0">/);
+  assert.doesNotMatch(svg, /style=/, 'no inline styles (the CSP forbids them)');
+});
+
+test('an empty fusion says so', () => {
+  assert.match(fusionSvg({ fusion: { sources: [], kernels: [], edges: [] }, kernels: [] }), /No fusion links/);
+});
+
+test('page: header, coverage, graphs, kernels with fw/bw and source lines, breaks, escaping', () => {
+  const html = overviewBodyHtml(sample());
+  assert.match(html, /<h1>Run 4 <span class="target">examples\/mlp\.py:make<\/span><\/h1>/);
+  assert.match(html, /kernel lines<\/td><td>100\.0% \(79\/79\)/);
+  assert.match(html, /wrapper<\/td><td>50\.0%/);
+  assert.match(html, /<td>\[0\/0\]<\/td><td>forward<\/td><td>9<\/td><td>25<\/td><td>2<\/td>/);
+  assert.match(html, /data-line="0">pre_grad<\/a> · <a[^>]+>wrapper<\/a>/);
+  assert.match(html, /triton_per_fused_addmm_gelu_native_layer_norm_0<\/a><\/td><td><span class="kind kind-triton">triton<\/span><\/td><td>0\/0 forward<\/td><td>fw<\/td><td>55<\/td>/);
+  assert.match(html, /data-line="20">mlp\.py:21<\/a>, <a [^>]+data-line="21">mlp\.py:22<\/a>/);
+  assert.match(html, /extern_kernels\.mm<\/td><td><span class="kind kind-extern">extern<\/span><\/td><td>0\/0 backward<\/td><td>bw<\/td><td><\/td>/);
+  assert.match(html, /print\(\) &lt;script&gt;/);
+  assert.match(html, /No recompiles\./);
+  assert.match(html, /<svg class="fusion"/);
+});
+
+test('shell: CSP without network or inline script, nonce on the script', () => {
+  const html = overviewShellHtml({ cspSource: 'https://x.vscode-cdn.net', nonce: 'abc123', scriptUri: 'https://x/webview.js', styleUri: 'https://x/o.css' });
+  assert.match(html, /default-src 'none'; style-src https:\/\/x\.vscode-cdn\.net; img-src https:\/\/x\.vscode-cdn\.net data:; font-src https:\/\/x\.vscode-cdn\.net; script-src 'nonce-abc123'/);
+  assert.match(html, /<script nonce="abc123" src="https:\/\/x\/webview\.js"><\/script>/);
+  assert.doesNotMatch(html, /unsafe-inline|unsafe-eval/);
+});
+
+test('helpers', () => {
+  assert.equal(passOf('1/0 backward'), 'bw');
+  assert.equal(passOf('0/0 inference'), 'inf');
+  assert.equal(coverageText(null), 'n/a');
+  assert.equal(coverageText({ attributed: 0, total: 0 }), 'n/a');
+  assert.equal(coverageText(12), '12');
+  assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+  assert.equal(shorten('abcdefghij', 6), 'abc…ij');
+  assert.equal(shorten('abc', 6), 'abc');
+});

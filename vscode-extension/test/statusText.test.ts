@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { statusPresentation } from '../src/statusText';
+
+const status = (state: 'idle' | 'compiling' | 'failed' | 'watching', runId: number | null, message = '') => ({ state, runId, message, target: 'examples/mlp.py:make' });
+
+test('idle shows the run', () => {
+  const p = statusPresentation('running', status('idle', 3));
+  assert.equal(p.text, '$(circuit-board) kernelscope: run 3');
+  assert.equal(p.isError, false);
+  assert.match(p.tooltip, /Showing run 3 examples\/mlp\.py:make/);
+});
+
+test('no run yet says what to do', () => {
+  assert.match(statusPresentation('running', status('idle', null)).tooltip, /kernelscope: Compile/);
+  assert.match(statusPresentation('running', undefined).text, /no run/);
+});
+
+test('compiling spins; failed is an error that keeps the last good run', () => {
+  assert.equal(statusPresentation('running', status('compiling', 2)).text, '$(sync~spin) kernelscope: compiling');
+  const failed = statusPresentation('running', status('failed', 2, 'examples/mlp.py:21: NameError'));
+  assert.equal(failed.isError, true);
+  assert.match(failed.tooltip, /mlp\.py:21: NameError/);
+  assert.match(failed.tooltip, /run 2/);
+});
+
+test('watching, and the client states before the server runs', () => {
+  assert.equal(statusPresentation('running', status('watching', 5)).text, '$(eye) kernelscope: run 5');
+  assert.equal(statusPresentation('not-installed', undefined).isError, true);
+  assert.match(statusPresentation('no-interpreter', undefined).tooltip, /kernelscope\.python/);
+  assert.match(statusPresentation('starting', status('idle', 1)).text, /loading~spin/);
+});
