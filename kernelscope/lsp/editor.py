@@ -1,0 +1,77 @@
+"""Store answers as LSP types: 1-based stored lines <-> 0-based editor positions,
+stored paths -> URIs and links, and the checks every position request makes."""
+from __future__ import annotations
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from kernelscope.lsp.provenance import Document, Provenance, generated_lines
+
+
+def checked_line(document: Document, position: types.Position) -> int:
+    """The 1-based line of the document a position is on; InvalidParams when outside it."""
+    count = len(document.lines)
+    if position.line >= max(count, 1):
+        raise JsonRpcInvalidParams(
+            f"line {position.line} is out of range for {document.location.path} "
+            f"({count} lines; positions are 0-based)")
+    return position.line + 1
+
+
+def recorded_line(document: Document, position: types.Position) -> int | None:
+    """The line of the run that the position is on (None: a line changed since the run)."""
+    return document.line_map.recorded_line(checked_line(document, position))
+
+
+def line_range(line: int, text: str = "") -> types.Range:
+    """The whole of 1-based `line` as a 0-based range."""
+    return types.Range(start=types.Position(line=line - 1, character=0),
+                       end=types.Position(line=line - 1, character=len(text)))
+
+
+def location(provenance: Provenance, stored_path: str, line: int, workspace: str | None = None,
+             line_map=None) -> types.Location | None:
+    """A stored file and 1-based line as an editor location (None when the line moved away)."""
+    if line_map is not None:
+        line = line_map.current_line(line)
+        if line is None:
+            return None
+    return types.Location(uri=provenance.uri_for(stored_path, workspace),
+                          range=line_range(line, _text_at(provenance, stored_path, line, workspace)))
+
+
+def link(provenance: Provenance, workspace: str | None = None):
+    """(stored path, 1-based line) -> a file URI with a `#L<line>` fragment, as VS Code opens it."""
+    def make(stored_path: str, line: int | None) -> str:
+        uri = provenance.uri_for(stored_path, workspace)
+        return f"{uri}#L{line}" if line else uri
+
+    return make
+
+
+def _text_at(provenance: Provenance, stored_path: str, line: int, workspace: str | None) -> str:
+    if not stored_path.startswith("runs/"):
+        return ""
+    lines = generated_lines(str(provenance.absolute_path(stored_path, workspace)))
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def param(params, *names, default=None):
+    """A field of a custom request's params, whether pygls gave a dict or an object."""
+    value = params
+    for name in names:
+        if value is None:
+            return default
+        value = value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+    return default if value is None else value
+
+
+def text_position(params) -> tuple[str, types.Position]:
+    """(uri, position) of a custom request's {textDocument: {uri}, position}."""
+    uri = param(params, "textDocument", "uri")
+    line = param(params, "position", "line")
+    character = param(params, "position", "character", default=0)
+    if not isinstance(uri, str) or not isinstance(line, int) or line < 0 or not isinstance(character, int):
+        raise JsonRpcInvalidParams("expected {textDocument: {uri}, position: {line, character}} "
+                                   "with a 0-based line")
+    return uri, types.Position(line=line, character=max(character, 0))

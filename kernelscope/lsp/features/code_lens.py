@@ -1,0 +1,41 @@
+"""Code lenses: over model lines ("2 kernels fw · 1 bw · fused with L27") and over
+kernel definitions ("from model.py:27, 31"). Labels only (no command): the
+hover and go-to-definition on the same line give the details."""
+from __future__ import annotations
+
+from lsprotocol import types
+
+from kernelscope.lsp import index, render
+from kernelscope.lsp.editor import line_range
+from kernelscope.lsp.features.navigation import kernel_def_line
+
+
+def setup(server) -> None:
+    @server.guarded_feature(types.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(server, params: types.CodeLensParams) -> list[types.CodeLens]:
+        return lenses(server, params.text_document.uri)
+
+
+def lenses(server, uri: str) -> list[types.CodeLens]:
+    document = server.document(uri)
+    if document is None:
+        return []
+    conn = server.provenance.store().conn
+    found = []
+    if document.is_source:
+        for line, summary in index.source_lines(conn, document.run_id, document.location.path).items():
+            current = document.line_map.current_line(line)
+            if current is None or current > len(document.lines):
+                continue
+            title = render.lens_title(summary)
+            if document.stale:
+                title += f" (run {document.run_id}, stale)"
+            found.append(types.CodeLens(range=line_range(current), command=types.Command(title=title, command="")))
+    elif document.location.kind == "kernel":
+        kernel = index.kernel_of_file(conn, document.run_id, document.location.path)
+        if kernel is not None:
+            sources = index.kernel_sources(conn, document.run_id, kernel.id)
+            line = kernel_def_line(server.provenance, document.location.path)
+            title = f"{render.kernel_lens_title(sources)} · {kernel.graph_kind} [{kernel.compile_id}]"
+            found.append(types.CodeLens(range=line_range(line), command=types.Command(title=title, command="")))
+    return found

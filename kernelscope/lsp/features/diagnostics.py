@@ -1,0 +1,196 @@
+"""Diagnostics at the user's lines: graph breaks (Dynamo's reason), recompiles (the
+guard that failed), ops that fell back to eager ATen, and compile errors (from the
+engine worker) — plus a quick fix where Dynamo's advice is a config setting.
+
+Published for open documents on open/save/change and after every new run.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+from lsprotocol import types
+
+from kernelscope.lsp import index
+from kernelscope.lsp.editor import line_range
+
+SOURCE = "kernelscope"
+CONFIG_IN_TEXT = re.compile(r"torch\._dynamo\.config\.(\w+)(\s*=\s*(True|False|\d+))?")
+# Dynamo's advice for some graph breaks names a config; the store keeps the reason and
+# explanation (not the hint), so the advice is recognised by Dynamo's own wording.
+KNOWN_FIXES = [
+    (re.compile(r"builtin operator `print`|logging function", re.I),
+     "torch._dynamo.config.reorderable_logging_functions.add(print)",
+     "let Dynamo reorder print() calls after the graph instead of breaking it"),
+    (re.compile(r"Tensor\.item|\.item\(\)|scalar output", re.I),
+     "torch._dynamo.config.capture_scalar_outputs = True",
+     "capture .item() in the graph"),
+    (re.compile(r"dynamic.output.shape|nonzero", re.I),
+     "torch._dynamo.config.capture_dynamic_output_shape_ops = True",
+     "capture ops whose output shape depends on data"),
+]
+
+
+def setup(server) -> None:
+    server.document_listeners.append(_on_document)
+    server.on_runs_changed(republish_all)
+
+    @server.guarded_feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                            types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    def code_action(server, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return quick_fixes(server, params)
+
+
+CHANGE_QUIET_SECONDS = 0.3  # typing: publish once the document has been quiet this long
+_pending: dict[str, object] = {}  # uri -> the scheduled publish (asyncio.TimerHandle)
+
+
+def _on_document(server, uri: str, event: str) -> None:
+    pending = _pending.pop(uri, None)
+    if pending is not None:
+        pending.cancel()
+    if event == "close":
+        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    elif event == "change" and server.loop is not None:
+        _pending[uri] = server.loop.call_later(CHANGE_QUIET_SECONDS, _publish_later, server, uri)
+    elif event in ("open", "save", "change"):
+        publish(server, uri)
+
+
+def _publish_later(server, uri: str) -> None:
+    _pending.pop(uri, None)
+    if uri in server.workspace.text_documents:
+        publish(server, uri)
+
+
+def republish_all(server) -> None:
+    for uri in server.open_uris():
+        publish(server, uri)
+
+
+def publish(server, uri: str) -> None:
+    server.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics_for(server, uri)))
+
+
+def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
+    path = server.path_of(uri)
+    found = list(server.compile_problems.get(str(path), [])) if path else []
+    document = server.document(uri)
+    if document is None or not document.is_source:
+        return found
+    store = server.provenance.store()
+    details = index.run_details(store, document.run_id)
+    key = document.location.path
+    stale = f" (run {document.run_id}, recorded before your last edit)" if document.stale else ""
+
+    def at(line: int | None) -> types.Range | None:
+        current = document.line_map.current_line(line) if line else None
+        if current is None or current > len(document.lines):
+            return None
+        return line_range(current, document.lines[current - 1])
+
+    for brk in details.graph_breaks:
+        where = at(brk.line) if brk.file == key else None
+        if where is None:
+            continue
+        fix = fix_for(brk.reason)
+        found.append(types.Diagnostic(
+            range=where, severity=types.DiagnosticSeverity.Warning, source=SOURCE, code="graph-break",
+            message=f"graph break [{brk.compile_id}]: {brk.reason}{stale}"
+                    + (f"\nfix: {fix[0]} ({fix[1]})" if fix else ""),
+            data={"fix": fix[0], "why": fix[1]} if fix else None,
+        ))
+    for recompile in details.recompiles:
+        frame = recompile.compile_id.split("/", 1)[0]
+        if not frame.isdigit():
+            continue
+        lines = [line for file, line in index.graph_source_lines(store.conn, document.run_id, int(frame))
+                 if file == key]
+        where = at(min(lines)) if lines else None
+        if where is None:
+            continue
+        found.append(types.Diagnostic(
+            range=where, severity=types.DiagnosticSeverity.Information, source=SOURCE, code="recompile",
+            message=f"recompiled [{recompile.compile_id}]: guard failed: {recompile.reason}{stale}",
+        ))
+    for kernel in index.kernels_of_run(store.conn, document.run_id).values():
+        if not kernel.is_fallback:
+            continue
+        for file, line in index.kernel_sources(store.conn, document.run_id, kernel.id):
+            where = at(line) if file == key else None
+            if where is not None:
+                found.append(types.Diagnostic(
+                    range=where, severity=types.DiagnosticSeverity.Information, source=SOURCE, code="fallback",
+                    message=f"runs eagerly: `{kernel.name.split('#', 1)[0]}` falls back to ATen "
+                            f"(no generated kernel) in {kernel.graph_kind} [{kernel.compile_id}]{stale}",
+                ))
+    return found
+
+
+def compile_problem(file: str | None, line: int | None, message: str, kind: str) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=line_range(line or 1), severity=types.DiagnosticSeverity.Error, source=SOURCE,
+        code=f"compile-{kind}", message=message,
+    )
+
+
+def fix_for(reason: str) -> tuple[str, str] | None:
+    """(a line of Python that avoids the break, why) for reasons Dynamo advises a config for."""
+    named = CONFIG_IN_TEXT.search(reason)
+    if named and named.group(2):
+        return named.group(0), "as Dynamo's hint suggests"
+    for pattern, fix, why in KNOWN_FIXES:
+        if pattern.search(reason):
+            return fix, why
+    return None
+
+
+def quick_fixes(server, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    actions = []
+    for diagnostic in params.context.diagnostics:
+        data = diagnostic.data if isinstance(diagnostic.data, dict) else None
+        if diagnostic.source != SOURCE or not data or not isinstance(data.get("fix"), str):
+            continue
+        edit = _insert_config(server, uri, data["fix"])
+        if edit is None:
+            continue
+        actions.append(types.CodeAction(
+            title=f"kernelscope: add `{data['fix']}` ({data.get('why', '')})",
+            kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic], edit=edit, is_preferred=True,
+        ))
+    return actions
+
+
+def _insert_config(server, uri: str, statement: str) -> types.WorkspaceEdit | None:
+    text = server.text_of(uri)
+    if text is None:
+        path = server.path_of(uri)
+        try:
+            text = path.read_text(encoding="utf-8") if path else None
+        except OSError:
+            return None
+    if text is None or statement in text:
+        return None
+    line, imports_torch = _after_imports(text)
+    insert = ("" if imports_torch else "import torch\n") + statement + "\n"
+    position = types.Position(line=line, character=0)
+    return types.WorkspaceEdit(changes={uri: [types.TextEdit(range=types.Range(start=position, end=position),
+                                                            new_text=insert)]})
+
+
+def _after_imports(text: str) -> tuple[int, bool]:
+    """(0-based line after the last top-level import, whether `import torch` is there)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return 0, False
+    last, imports_torch = 0, False
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            last = node.end_lineno or node.lineno
+            if isinstance(node, ast.Import) and any(alias.name == "torch" and alias.asname is None
+                                                    for alias in node.names):
+                imports_torch = True
+    return last, imports_torch

@@ -1,0 +1,51 @@
+"""Hover: what a model line became (down the chain), or where a generated line came from (up)."""
+from __future__ import annotations
+
+from lsprotocol import types
+
+from kernelscope.errors import StoreError, UserError
+from kernelscope.lsp import index, render
+from kernelscope.lsp.editor import checked_line, link, recorded_line
+
+
+def setup(server) -> None:
+    @server.guarded_feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(server, params: types.HoverParams) -> types.Hover | None:
+        text = hover_text(server, params.text_document.uri, params.position)
+        if text is None:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+
+
+def hover_text(server, uri: str, position: types.Position) -> str | None:
+    document = server.document(uri)
+    if document is None:
+        return None
+    store = server.provenance.store()
+    run = index.run_summary(store, document.run_id)
+    if not document.is_source:
+        line = checked_line(document, position)
+        try:
+            result = store.query(document.location.path, line, document.run_id, "up")
+        except UserError:
+            return None  # past the end of the generated file's recorded lines
+        if not result.origins and result.empty:
+            return None
+        return render.generated_hover(result, run, link(server.provenance))
+    current = checked_line(document, position)
+    line = recorded_line(document, position)
+    if line is None:
+        if not document.stale:
+            return None
+        return (f"**kernelscope** · {render.run_label(run, document.run_id)}\n\n⚠ **stale**: this line changed "
+                f"since run {document.run_id} was recorded, so it has no recorded provenance. "
+                "Compile again (kernelscope.compile) to see what it becomes.")
+    try:
+        result = store.query(document.location.path, line, document.run_id, "down")
+    except (StoreError, UserError):
+        return None
+    if result.empty:
+        return None
+    summary = index.source_lines(store.conn, document.run_id, document.location.path).get(line)
+    stale = render.StaleNote(document.location.path, document.run_id, line, current) if document.stale else None
+    return render.source_hover(result, summary, run, link(server.provenance), stale)

@@ -1,0 +1,44 @@
+"""Workspace symbols: the kernels and graphs of the shown run, by name."""
+from __future__ import annotations
+
+from lsprotocol import types
+
+from kernelscope.lsp import index, render
+from kernelscope.lsp.editor import location
+from kernelscope.lsp.features.navigation import kernel_def_line
+
+MAX_SYMBOLS = 500
+
+
+def setup(server) -> None:
+    @server.guarded_feature(types.WORKSPACE_SYMBOL)
+    def workspace_symbol(server, params: types.WorkspaceSymbolParams) -> list[types.SymbolInformation]:
+        return symbols(server, params.query)
+
+
+def symbols(server, query: str) -> list[types.SymbolInformation]:
+    store = server.provenance.store()
+    run_id = server.provenance.shown_run_id()
+    if store is None or run_id is None:
+        return []
+    wanted = query.lower()
+    provenance = server.provenance
+    found = []
+    details = index.run_details(store, run_id)
+    for graph in details.graphs:
+        name = f"graph [{graph.compile_id}] {graph.kind}"
+        path = graph.files.get("post_grad") or graph.files.get("wrapper")
+        if path and wanted in name.lower():
+            found.append(types.SymbolInformation(
+                name=name, kind=types.SymbolKind.Module, location=location(provenance, path, 1),
+                container_name=f"run {run_id}"))
+    for kernel in index.kernels_of_run(store.conn, run_id).values():
+        if len(found) >= MAX_SYMBOLS:
+            break
+        if not kernel.file or wanted not in kernel.name.lower():
+            continue
+        found.append(types.SymbolInformation(
+            name=kernel.name, kind=types.SymbolKind.Function,
+            location=location(provenance, kernel.file, kernel_def_line(provenance, kernel.file)),
+            container_name=render.kernel_detail(kernel)))
+    return found

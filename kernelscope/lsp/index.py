@@ -1,0 +1,262 @@
+"""Per-run summaries the Store API does not offer yet, read with plain SQL.
+
+Read-only queries on `Store.conn`, each through the store's indexes. What is here
+should move into `kernelscope.store` (see the LSP issue's report): the recorded
+code of a file's lines, and per source line the kernels it reaches grouped by
+graph with the lines fused with it, a kernel's source lines, and the fallbacks
+to eager. Runs never change once written, so results are cached by run id.
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+FALLBACK_PREFIXES = ("torch.ops.", "aten.")  # extern calls that run an ATen op eagerly (as `diff`)
+_CHUNK = 500
+
+
+@dataclass
+class KernelInfo:
+    id: int
+    name: str
+    kind: str  # triton | template | extern
+    file: str | None
+    graph_key: str
+    compile_id: str
+    graph_kind: str  # forward | backward | inference
+
+    @property
+    def graph_label(self) -> str:
+        return f"{self.compile_id} {self.graph_kind}"
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.kind == "extern" and self.name.startswith(FALLBACK_PREFIXES)
+
+
+@dataclass
+class SourceLineSummary:
+    """What one line of a source file became in a run."""
+
+    line: int
+    kernels: list[KernelInfo] = field(default_factory=list)
+    fused_with: list[int] = field(default_factory=list)  # other lines of the file sharing a generated kernel
+
+
+class _Cache:
+    def __init__(self, size: int = 128):
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self._size = size
+
+    def get(self, key, compute):
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = compute()
+        if value is None:
+            return None  # e.g. a run not written yet: ask again next time
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return value
+
+
+_cache = _Cache()
+
+
+def _db_key(conn: sqlite3.Connection) -> str:
+    return conn.execute("PRAGMA database_list").fetchone()[2]
+
+
+def recorded_code(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, str]:
+    """line -> its code as recorded, for every line of `path` the run's nodes point at."""
+    def compute():
+        code: dict[int, str] = {}
+        for row in conn.execute(
+            "SELECT source_line, source_code FROM nodes WHERE run_id = ? AND source_file = ?", (run_id, path)
+        ):
+            if row[0] is not None and (row[1] or row[0] not in code):
+                code[row[0]] = row[1] or ""
+        for row in conn.execute(
+            "SELECT source_line, source_code FROM graph_breaks WHERE run_id = ? AND source_file = ?", (run_id, path)
+        ):
+            if row[0] is not None and row[0] not in code:
+                code[row[0]] = row[1] or ""
+        for line, text in _frames(conn, "SELECT line, code FROM stack_frames WHERE run_id = ? AND file = ?",
+                                  (run_id, path)):
+            if text or line not in code:
+                code[line] = text or ""
+        return code
+
+    return _cache.get(("code", _db_key(conn), run_id, path), compute)
+
+
+def run_summary(store, run_id: int):
+    """The RunSummary of one run (cached: runs never change)."""
+    def compute():
+        return next((summary for summary in store.runs() if summary.id == run_id), None)
+
+    return _cache.get(("summary", _db_key(store.conn), run_id), compute)
+
+
+def run_details(store, run_id: int):
+    """`Store.show(run_id)`, cached."""
+    return _cache.get(("details", _db_key(store.conn), run_id), lambda: store.show(run_id))
+
+
+def file_links(store, run_id: int, path: str):
+    """`Store.lines_for_file` of a generated file, cached (generated files never change)."""
+    return _cache.get(("links", _db_key(store.conn), run_id, path), lambda: store.lines_for_file(path, run_id))
+
+
+def kernels_of_run(conn: sqlite3.Connection, run_id: int) -> dict[int, KernelInfo]:
+    def compute():
+        rows = conn.execute(
+            """SELECT k.id, k.name, k.kind, k.file, g.key, g.compile_id, g.kind AS graph_kind
+               FROM kernels k JOIN graphs g ON g.id = k.graph_id WHERE k.run_id = ? ORDER BY g.id, k.position""",
+            (run_id,),
+        )
+        return {row[0]: KernelInfo(*row) for row in rows}
+
+    return _cache.get(("kernels", _db_key(conn), run_id), compute)
+
+
+def source_lines(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, SourceLineSummary]:
+    """Every line of source file `path` that reached a kernel in the run (lenses, hints)."""
+    return _cache.get(("source", _db_key(conn), run_id, path), lambda: _source_lines(conn, run_id, path))
+
+
+def _source_lines(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, SourceLineSummary]:
+    kernels = kernels_of_run(conn, run_id)
+    rows = conn.execute("SELECT id, stage, source_line FROM nodes WHERE run_id = ? AND source_file = ?",
+                        (run_id, path)).fetchall()
+    line_of_node: dict[int, int] = {}
+    for node_id, stage, line in rows:
+        if line is not None:
+            line_of_node[node_id] = line
+    posts_of_line: dict[int, set[int]] = {}
+    pre_ids = [node_id for node_id, stage, line in rows if stage == "pre" and line is not None]
+    for node_id, stage, line in rows:
+        if stage == "post" and line is not None:
+            posts_of_line.setdefault(line, set()).add(node_id)
+    for post_id, pre_id in _select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links "
+                                            "WHERE pre_node_id IN ({})", pre_ids):
+        posts_of_line.setdefault(line_of_node[pre_id], set()).add(post_id)
+    direct_lines = set(posts_of_line)
+    # Outer frames (`x = block(x)`): every node whose call stack passes through the line.
+    outer: dict[int, set[int]] = {}
+    for node_id, stage, line in _frames(conn, """SELECT n.id, n.stage, f.line FROM stack_frames f
+                                               JOIN nodes n ON n.stack_id = f.stack_id
+                                               WHERE f.run_id = ? AND f.file = ? AND f.depth < (
+                                                   SELECT size - 1 FROM stacks WHERE id = f.stack_id)""",
+                                        (run_id, path)):
+        outer.setdefault(line, set()).add(node_id)
+    outer_nodes = {node_id for ids in outer.values() for node_id in ids}
+    post_of_pre: dict[int, set[int]] = {}
+    for post_id, pre_id in _select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links "
+                                            "WHERE pre_node_id IN ({})", outer_nodes):
+        post_of_pre.setdefault(pre_id, set()).add(post_id)
+    for line, ids in outer.items():
+        posts = posts_of_line.setdefault(line, set())
+        for node_id in ids:
+            posts.add(node_id)
+            posts |= post_of_pre.get(node_id, set())
+    all_posts = {post for posts in posts_of_line.values() for post in posts}
+    kernels_of_post: dict[int, set[int]] = {}
+    for kernel_id, node_id in _select_in(conn, "SELECT kernel_id, node_id FROM kernel_nodes WHERE node_id IN ({})",
+                                         all_posts):
+        kernels_of_post.setdefault(node_id, set()).add(kernel_id)
+    order = {kernel_id: position for position, kernel_id in enumerate(kernels)}  # graph, then kernel order
+    lines_of_kernel: dict[int, set[int]] = {}
+    summaries: dict[int, SourceLineSummary] = {}
+    for line, posts in sorted(posts_of_line.items()):
+        kernel_ids = sorted({k for post in posts for k in kernels_of_post.get(post, ())},
+                            key=lambda k: order.get(k, k))
+        if not kernel_ids:
+            continue
+        summaries[line] = SourceLineSummary(line, [kernels[k] for k in kernel_ids if k in kernels])
+        for kernel_id in kernel_ids:
+            if line in direct_lines and kernel_id in kernels and kernels[kernel_id].kind != "extern":
+                lines_of_kernel.setdefault(kernel_id, set()).add(line)
+    for line, summary in summaries.items():
+        if line not in direct_lines:
+            continue  # an outer line calls into many lines; "fused with" is about its own ops
+        fused = set()
+        for kernel in summary.kernels:
+            fused |= lines_of_kernel.get(kernel.id, set())
+        fused.discard(line)
+        summary.fused_with = sorted(fused)
+    return summaries
+
+
+def kernel_sources(conn: sqlite3.Connection, run_id: int, kernel_id: int) -> list[tuple[str, int]]:
+    """The (source file, line) pairs a kernel's nodes point at, in file/line order."""
+    def compute():
+        rows = conn.execute(
+            """SELECT DISTINCT n.source_file, n.source_line FROM kernel_nodes kn JOIN nodes n ON n.id = kn.node_id
+               WHERE kn.kernel_id = ? AND n.source_file IS NOT NULL""",
+            (kernel_id,),
+        ).fetchall()
+        return sorted((row[0], row[1]) for row in rows)
+
+    return _cache.get(("ksrc", _db_key(conn), run_id, kernel_id), compute)
+
+
+def kernel_of_file(conn: sqlite3.Connection, run_id: int, path: str) -> KernelInfo | None:
+    row = conn.execute("SELECT kernel_id FROM files WHERE path = ? AND run_id = ?", (path, run_id)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return kernels_of_run(conn, run_id).get(row[0])
+
+
+def all_kernel_sources(conn: sqlite3.Connection, run_id: int) -> dict[int, list[tuple[str, int]]]:
+    """kernel id -> its source lines, for every kernel of a run (run overview)."""
+    def compute():
+        result: dict[int, set[tuple[str, int]]] = {}
+        for kernel_id, file, line in conn.execute(
+            """SELECT kn.kernel_id, n.source_file, n.source_line FROM kernels k
+               JOIN kernel_nodes kn ON kn.kernel_id = k.id JOIN nodes n ON n.id = kn.node_id
+               WHERE k.run_id = ? AND n.source_file IS NOT NULL""",
+            (run_id,),
+        ):
+            result.setdefault(kernel_id, set()).add((file, line))
+        return {kernel_id: sorted(pairs) for kernel_id, pairs in result.items()}
+
+    return _cache.get(("allksrc", _db_key(conn), run_id), compute)
+
+
+def graph_source_lines(conn: sqlite3.Connection, run_id: int, frame_id: int) -> list[tuple[str, int]]:
+    """The source lines of the graphs of one Dynamo frame (where a recompile is shown)."""
+    rows = conn.execute(
+        """SELECT DISTINCT n.source_file, n.source_line FROM graphs g JOIN nodes n ON n.graph_id = g.id
+           WHERE g.run_id = ? AND g.frame_id = ? AND n.stage = 'pre' AND n.source_file IS NOT NULL""",
+        (run_id, frame_id),
+    ).fetchall()
+    return sorted((row[0], row[1]) for row in rows)
+
+
+def line_count(conn: sqlite3.Connection, run_id: int, path: str) -> int | None:
+    row = conn.execute("SELECT line_count FROM files WHERE path = ? AND run_id = ?", (path, run_id)).fetchone()
+    return None if row is None else row[0]
+
+
+def _frames(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
+    """Rows of the call-stack tables (store schema 2); none from an older store."""
+    try:
+        return [tuple(row) for row in conn.execute(sql, params)]
+    except sqlite3.OperationalError:
+        return []
+
+
+def _select_in(conn: sqlite3.Connection, sql: str, ids) -> list[tuple]:
+    ids = sorted(ids)
+    rows: list[tuple] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        rows += [tuple(row) for row in conn.execute(sql.format(", ".join("?" * len(chunk))), chunk)]
+    return rows

@@ -1,0 +1,153 @@
+"""The store as the features see it: documents (URIs) instead of stored keys,
+the run the editor shows, and where recorded lines are in the text as it is now.
+
+One `Store` per thread (SQLite connections belong to the thread that opened
+them). Runs never change once written, so what is derived from one run is
+cached by run id; a new run gets new entries.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from kernelscope.errors import StoreError, UserError
+from kernelscope.lsp import index
+from kernelscope.lsp.positions import IDENTITY, LineMap, build_line_map
+from kernelscope.store import Location, Store
+from kernelscope.store.results import SOURCE
+from pygls.uris import from_fs_path, to_fs_path
+
+
+@dataclass
+class Document:
+    """A file of the editor, located in a run."""
+
+    uri: str
+    location: Location
+    lines: list[str]  # the text as the editor has it now (source) or as generated
+    line_map: LineMap = field(default_factory=lambda: IDENTITY)
+
+    @property
+    def run_id(self) -> int:
+        return self.location.run_id
+
+    @property
+    def is_source(self) -> bool:
+        return self.location.kind == SOURCE
+
+    @property
+    def stale(self) -> bool:
+        return self.line_map.stale
+
+
+class Provenance:
+    def __init__(self, workspace: Path, store_dir: Path):
+        self.workspace = workspace
+        self.store_dir = store_dir
+        self.selected_run: int | None = None  # None: follow the latest run
+        self._local = threading.local()
+        self._generation = 0  # bumped when the store directory changes
+
+    # -- the store -------------------------------------------------------------------
+
+    def set_store_dir(self, store_dir: Path) -> None:
+        if store_dir != self.store_dir:
+            self.store_dir = store_dir
+            self._generation += 1
+            self.selected_run = None
+
+    def store(self) -> Store | None:
+        """This thread's Store, or None while no store exists (nothing compiled yet)."""
+        local = self._local
+        if getattr(local, "generation", None) != self._generation:
+            if getattr(local, "store", None) is not None:
+                local.store.close()
+            local.store, local.generation = None, self._generation
+        if local.store is None:
+            try:
+                local.store = Store(self.store_dir, create=False)
+            except StoreError:
+                return None
+        return local.store
+
+    def latest_run_id(self) -> int | None:
+        store = self.store()
+        return None if store is None else store.latest_run_id()
+
+    def shown_run_id(self) -> int | None:
+        """The selected run, else the latest."""
+        return self.selected_run if self.selected_run is not None else self.latest_run_id()
+
+    # -- URIs and paths ----------------------------------------------------------------------
+
+    def path_of_uri(self, uri: str) -> Path | None:
+        if not uri.startswith("file:"):
+            return None
+        path = to_fs_path(uri)
+        return Path(path) if path else None
+
+    def uri_for(self, stored_path: str, workspace: str | None = None) -> str:
+        """The URI of a stored path: generated files (`runs/...`) live under the store,
+        source files under the run's workspace (or are absolute)."""
+        return from_fs_path(str(self.absolute_path(stored_path, workspace)))
+
+    def absolute_path(self, stored_path: str, workspace: str | None = None) -> Path:
+        path = Path(stored_path)
+        if path.is_absolute():
+            return path
+        if stored_path.startswith("runs/"):
+            return self.store_dir / stored_path
+        return Path(workspace) / stored_path if workspace else self.workspace / stored_path
+
+    # -- documents ----------------------------------------------------------------------
+
+    def document(self, uri: str, text: str | None = None) -> Document | None:
+        """The file at `uri` in the shown run (source files: the selected run, else the
+        latest run that has them; generated files: the run they belong to), or None
+        when no run knows it. `text` is the editor's current text of a source file."""
+        store = self.store()
+        path = self.path_of_uri(uri)
+        if store is None or path is None:
+            return None
+        try:
+            key = store.key_for(path, cwd=self.workspace)
+            location = self._locate(store, key)
+        except (StoreError, UserError):
+            return None
+        if location.kind != SOURCE:
+            return Document(uri, location, generated_lines(location.absolute_path))
+        lines = text.splitlines() if text is not None else _read_lines(location.absolute_path)
+        recorded = index.recorded_code(store.conn, location.run_id, location.path)
+        return Document(uri, location, lines, build_line_map(recorded, lines))
+
+    def line_map(self, stored_path: str, run_id: int, text: str | None = None) -> LineMap:
+        """Where the lines run `run_id` recorded for a source file are in its current text."""
+        store = self.store()
+        if store is None:
+            return IDENTITY
+        lines = text.splitlines() if text is not None else _read_lines(str(self.absolute_path(stored_path)))
+        return build_line_map(index.recorded_code(store.conn, run_id, stored_path), lines)
+
+    def _locate(self, store: Store, key: str) -> Location:
+        if self.selected_run is not None and not key.startswith("runs/"):
+            try:
+                return store.locate(key, self.selected_run)
+            except StoreError:
+                pass  # the selected run does not have this file: show the latest that has
+        return store.locate(key)
+
+
+@lru_cache(maxsize=256)
+def generated_lines(path: str) -> list[str]:
+    """A generated file's lines (never changed once written, so cached by path)."""
+    return _read_lines(path)
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read().splitlines()
+    except OSError:
+        return []

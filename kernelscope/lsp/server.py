@@ -1,0 +1,227 @@
+"""Create the language server and register its features.
+
+Each module of `features/` registers its handlers with `setup(server)`. A feature
+whose handler fails logs the error and answers that request with an LSP error;
+the other features, and the server, go on. Requests whose parameters do not
+parse get an InvalidParams error response (pygls alone would drop them).
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+import logging
+import threading
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import to_fs_path
+
+from kernelscope import __version__
+from kernelscope.lsp.compiler import Compiler
+from kernelscope.lsp.options import OptionsError, ServerOptions
+from kernelscope.lsp.provenance import Document, Provenance
+
+log = logging.getLogger(__name__)
+
+FEATURES = [
+    "documents", "hover", "navigation", "code_lens", "inlay_hints", "diagnostics",
+    "commands", "generated_files", "symbols", "custom",
+]
+POLL_SECONDS = 0.5  # how often the store is checked for runs written by others (the CLI, a watch)
+
+
+class _Rejected:
+    """A request answered with an error while it was parsed; nothing to dispatch."""
+
+    jsonrpc = None
+
+
+class KernelscopeProtocol(LanguageServerProtocol):
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                self._send_response(data["id"], None, JsonRpcInvalidParams(
+                    f"invalid parameters for {data['method']}: {error.message or 'they do not match the protocol'}"
+                ).to_response_error())
+                return _Rejected()
+            raise
+
+    def handle_message(self, message):
+        if isinstance(message, _Rejected):
+            return
+        super().handle_message(message)
+
+
+class KernelscopeServer(LanguageServer):
+    def __init__(self):
+        super().__init__("kernelscope", __version__, protocol_cls=KernelscopeProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Full, max_workers=4)
+        self.options = ServerOptions()
+        self.root = Path.cwd()
+        self.provenance = Provenance(self.root, self.root / self.options.store)
+        self.compiler = Compiler(self.root, on_output=self._worker_output)
+        self.watch_session = None  # a kernelscope.watch.WatchSession while watching
+        self.compile_problems: dict[str, list[types.Diagnostic]] = {}  # file path -> diagnostics
+        self.state = {"state": "idle", "runId": None, "message": "", "target": None}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.failed_features: dict[str, str] = {}
+        self._seen_runs: tuple | None = None
+        self._monitor_stop = threading.Event()
+        self._on_runs_changed: list = []  # callbacks(server), registered by features
+        self.document_listeners: list = []  # callbacks(server, uri, event): open, change, save, close
+
+    # -- configuration ------------------------------------------------------------------
+
+    def configure(self, root: Path, raw_options) -> None:
+        self.root = root
+        self.options = ServerOptions.from_dict(raw_options, self.options)
+        self.provenance.workspace = root
+        self.provenance.set_store_dir(self.store_dir)
+        self.compiler.workspace = root
+
+    @property
+    def store_dir(self) -> Path:
+        store = Path(self.options.store)
+        return store if store.is_absolute() else self.root / store
+
+    # -- documents ----------------------------------------------------------------------
+
+    def text_of(self, uri: str) -> str | None:
+        """The editor's text of an open document; None when it is not open (read from disk)."""
+        document = self.workspace.text_documents.get(uri)
+        return None if document is None else document.source
+
+    def document(self, uri: str) -> Document | None:
+        return self.provenance.document(uri, self.text_of(uri))
+
+    def open_uris(self) -> list[str]:
+        return list(self.workspace.text_documents)
+
+    def path_of(self, uri: str) -> Path | None:
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        return Path(path) if path else None
+
+    # -- state and notifications ----------------------------------------------------------
+
+    def set_state(self, state: str, message: str, run_id: int | None = None, target: str | None = None) -> None:
+        self.state = {"state": state, "runId": run_id if run_id is not None else self.provenance.shown_run_id(),
+                      "message": message, "target": target if target is not None else self.state.get("target")}
+        self.protocol.notify("kernelscope/status", self.state)
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.window_show_message(types.ShowMessageParams(type=kind, message=f"kernelscope: {message}"))
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def _worker_output(self, line: str) -> None:
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.log, f"[engine worker] {line}")
+
+    def call_soon(self, callback, *args) -> None:
+        """Run `callback` on the event loop (from any thread)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(callback, *args)
+
+    # -- new runs ---------------------------------------------------------------------------
+
+    def on_runs_changed(self, callback) -> None:
+        self._on_runs_changed.append(callback)
+
+    def runs_changed(self) -> None:
+        """A run was written or deleted: refresh everything the editor shows."""
+        self._seen_runs = self._runs_fingerprint()
+        for callback in self._on_runs_changed:
+            try:
+                callback(self)
+            except Exception:  # noqa: BLE001 - one feature's refresh must not stop the others
+                log.exception("refresh after a new run failed in %s", getattr(callback, "__module__", callback))
+        capabilities = self.client_capabilities.workspace
+        if capabilities is not None:
+            if capabilities.code_lens is not None and capabilities.code_lens.refresh_support:
+                self.workspace_code_lens_refresh(None)
+            if capabilities.inlay_hint is not None and capabilities.inlay_hint.refresh_support:
+                self.workspace_inlay_hint_refresh(None)
+
+    def _runs_fingerprint(self) -> tuple | None:
+        store = self.provenance.store()
+        if store is None:
+            return None
+        row = store.conn.execute("SELECT MAX(id), COUNT(*) FROM runs").fetchone()
+        return (str(self.store_dir), row[0], row[1])
+
+    def start_monitor(self) -> None:
+        """Watch the store for runs others write (the CLI, another editor) in a thread."""
+        self._seen_runs = self._runs_fingerprint()
+        threading.Thread(target=self._monitor, name="kernelscope-lsp-runs", daemon=True).start()
+
+    def _monitor(self) -> None:
+        while not self._monitor_stop.wait(POLL_SECONDS):
+            try:
+                fingerprint = self._runs_fingerprint()
+            except Exception:  # noqa: BLE001 - a store being replaced; try again later
+                log.debug("store check failed", exc_info=True)
+                continue
+            if fingerprint != self._seen_runs:
+                self._seen_runs = fingerprint
+                self.call_soon(self.runs_changed)
+
+    def stop_background(self) -> None:
+        self._monitor_stop.set()
+        if self.watch_session is not None:
+            self.watch_session.stop()
+            self.watch_session = None
+        self.compiler.stop()
+
+    # -- registering features ------------------------------------------------------------
+
+    def guarded_feature(self, method: str, options=None):
+        """`@server.feature` whose failures become an LSP error naming the feature."""
+        def decorator(handler):
+            @functools.wraps(handler)
+            def wrapped(params):
+                return call_guarded(method, handler, self, params)
+
+            self.feature(method, options)(wrapped)
+            return handler
+
+        return decorator
+
+
+def call_guarded(name: str, handler, server: KernelscopeServer, params):
+    try:
+        return handler(server, params)
+    except JsonRpcException:
+        raise
+    except OptionsError as error:
+        raise JsonRpcInvalidParams(str(error)) from error
+    except Exception as error:  # noqa: BLE001 - answered as an error; the server goes on
+        log.exception("kernelscope %s failed", name)
+        raise JsonRpcInternalError(f"kernelscope {name} failed: {type(error).__name__}: {error}") from error
+
+
+def create_server() -> KernelscopeServer:
+    server = KernelscopeServer()
+    for name in FEATURES:
+        try:
+            importlib.import_module(f"kernelscope.lsp.features.{name}").setup(server)
+        except Exception as error:  # noqa: BLE001 - the other features still work
+            log.exception("kernelscope feature %s could not be set up", name)
+            server.failed_features[name] = f"{type(error).__name__}: {error}"
+    return server
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.WARNING, format="kernelscope lsp: %(levelname)s %(name)s: %(message)s")
+    server = create_server()
+    try:
+        server.start_io()
+    finally:
+        server.stop_background()
+    return 0
