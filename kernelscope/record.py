@@ -33,15 +33,31 @@ class SourceLocation:
     code: str = ""
 
 
+@dataclass(frozen=True)
+class PassStep:
+    """One step of a post-grad node's pass lineage (FX `from_node` provenance):
+    pass `pass_name` made this node (`action`: create, replace) from node `node`."""
+
+    pass_name: str
+    action: str  # "create", "replace" or "replace+create"
+    node: str  # the node it was made from ("" when the pass created it from nothing)
+
+
 @dataclass
 class FxNode:
     name: str
     op: str  # call_function, placeholder, output, ...
     target: str  # e.g. aten.addmm.default
-    source: SourceLocation | None = None  # innermost user frame
+    source: SourceLocation | None = None  # innermost user frame (the node's *direct* line)
     source_via: str = ""  # how `source` was found: "stack_trace", "forward seq_nr"
     graph_line: int = 0  # line of this node in the rendered graph file
     from_pre_grad: list[str] = field(default_factory=list)  # post-grad only
+    # Every user frame of the call stack, outermost first; the last is `source`
+    # (the stack of the node `source` was borrowed from, when it was borrowed).
+    stack: list[SourceLocation] = field(default_factory=list)
+    module_path: str = ""  # module instance, e.g. "blocks.0.attn.qkv" ("" outside any submodule)
+    module_class: str = ""  # e.g. "torch.nn.modules.linear.Linear"
+    lineage: list[PassStep] = field(default_factory=list)  # post-grad only, latest pass first
 
 
 @dataclass
@@ -95,9 +111,13 @@ class GraphRecord:
 
 @dataclass
 class GraphBreak:
-    reason: str
-    source: SourceLocation | None
+    reason: str  # what Dynamo could not trace, e.g. "Unsupported Tensor.item() call with ..."
+    source: SourceLocation | None  # the user line that broke the graph
     compile_id: str = ""
+    explanation: str = ""  # Dynamo's "Explanation:"
+    hints: list[str] = field(default_factory=list)  # Dynamo's "Hint:" lines (configs to set, ...)
+    url: str = ""  # Dynamo's page about this kind of graph break
+    stack: list[SourceLocation] = field(default_factory=list)  # user code traceback, outermost first
 
 
 @dataclass

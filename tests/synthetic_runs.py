@@ -18,6 +18,7 @@ from kernelscope.record import (
     GraphRecord,
     Kernel,
     LineOrigin,
+    PassStep,
     Recompile,
     RunRecord,
     SourceLocation,
@@ -316,6 +317,13 @@ def make_mlp_run(workspace: Path, created: float = 1_763_800_000.0) -> RunRecord
     source = workspace / MLP_PATH
     source.parent.mkdir(parents=True, exist_ok=True)
     source.write_text(MLP_SOURCE)
+    forward = forward_graph(workspace)
+    # Whole-stack provenance on one node: called from make()'s line, inside module fc1,
+    # and rewritten by a pass.
+    first_op = next(node for node in forward.post_grad_nodes if node.op == "call_function")
+    first_op.stack = [_user(workspace, MAKE_LINE), first_op.source]
+    first_op.module_path, first_op.module_class = "fc1", "torch.nn.modules.linear.Linear"
+    first_op.lineage = [PassStep("pattern_matcher", "replace", "view_3")]
     return RunRecord(
         target=f"{MLP_PATH}:make",
         device="virtual-cuda",
@@ -326,9 +334,12 @@ def make_mlp_run(workspace: Path, created: float = 1_763_800_000.0) -> RunRecord
         provenance="line",
         created=created,
         workspace=str(workspace),
-        graphs=[forward_graph(workspace), backward_graph(workspace)],
+        graphs=[forward, backward_graph(workspace)],
         graph_breaks=[GraphBreak(reason="torch.randn outside the compiled region", source=_user(workspace, MAKE_LINE),
-                                 compile_id="0/0")],
+                                 compile_id="0/0", explanation="Dynamo does not trace this call.",
+                                 hints=["Set `torch._dynamo.config.capture_scalar_outputs = True`."],
+                                 url="https://example.invalid/gb0124.html",
+                                 stack=[_user(workspace, MAKE_LINE)])],
         recompiles=[Recompile(compile_id="0/1", reason="tensor 'L['x']' size mismatch at index 0. expected 8, actual 16")],
         warnings=["FX graph cache bypassed for recorded graphs"],
         timings={"compile_s": 2.5, "capture_s": 0.25},

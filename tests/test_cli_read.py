@@ -134,7 +134,7 @@ def test_query_json(mlp_store, cli):
 def test_query_on_a_line_with_no_links_says_which_lines_have_them(mlp_store, cli):
     code, out, _ = cli("query", "examples/mlp.py:5")
     assert code == 0
-    assert out.splitlines()[-1] == "  nothing recorded at this line in run 1 (lines with links in this file: 12-14)"
+    assert out.splitlines()[-1] == "  nothing recorded at this line in run 1 (lines with links in this file: 12-14, 18)"
 
 
 @pytest.mark.parametrize("argv, code, message", [
@@ -173,7 +173,7 @@ def test_dump_to_stdout_and_file_then_validate(mlp_store, workspace, cli):
     assert code == 0 and json.loads(out) == mlp_store.dump(1)
     assert cli("dump", "--run", "1", "-o", "run.json") == (0, "", "")
     assert (workspace / "run.json").read_text() == out
-    assert cli("validate", "run.json") == (0, "run.json: valid kernelscope dump (schema 2.0)\n", "")
+    assert cli("validate", "run.json") == (0, "run.json: valid kernelscope dump (schema 3.0)\n", "")
 
 
 def test_validate_reports_problem_paths(mlp_store, workspace, cli):

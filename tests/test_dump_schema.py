@@ -49,8 +49,11 @@ def expected_run(record: RunRecord) -> dict:
                 "lines": len(text.splitlines())}
 
     def node(fx):
+        stack = fx.stack or ([fx.source] if fx.source is not None else [])
         return {"name": fx.name, "op": fx.op, "target": fx.target, "source": source(fx.source),
-                "source_via": fx.source_via, "graph_line": fx.graph_line, "from_pre_grad": fx.from_pre_grad}
+                "source_via": fx.source_via, "graph_line": fx.graph_line, "from_pre_grad": fx.from_pre_grad,
+                "stack": [source(frame) for frame in stack], "module_path": fx.module_path,
+                "module_class": fx.module_class, "lineage": [dataclasses.asdict(step) for step in fx.lineage]}
 
     def origin(line):
         return dataclasses.asdict(line)
@@ -78,7 +81,9 @@ def expected_run(record: RunRecord) -> dict:
         "target": record.target, "device": record.device, "mode": record.mode,
         "dynamic": record.dynamic, "torch_version": record.torch_version, "triton_version": record.triton_version,
         "provenance": record.provenance, "graphs": graphs,
-        "graph_breaks": [{"reason": b.reason, "source": source(b.source), "compile_id": b.compile_id}
+        "graph_breaks": [{"reason": b.reason, "source": source(b.source), "compile_id": b.compile_id,
+                          "explanation": b.explanation, "hints": b.hints, "url": b.url,
+                          "stack": [source(frame) for frame in b.stack]}
                          for b in record.graph_breaks],
         "recompiles": [dataclasses.asdict(r) for r in record.recompiles],
         "warnings": record.warnings, "execute_max_error": record.execute_max_error, "config": record.config,
@@ -87,7 +92,7 @@ def expected_run(record: RunRecord) -> dict:
 
 def test_dump_holds_exactly_what_the_record_held(mlp_store, workspace):
     data = mlp_store.dump(1)
-    assert data["schema_version"] == "2.0"
+    assert data["schema_version"] == "3.0"
     run = dict(data["run"])
     coverage = run.pop("coverage")
     assert coverage == mlp_store.runs()[0].coverage
@@ -234,9 +239,10 @@ def reversed_lists(record: RunRecord) -> RunRecord:
 def test_schema_is_draft_2020_12_with_id_and_closed_objects():
     schema = load_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == "urn:kernelscope:schema:dump-v2"
-    assert schema["properties"]["schema_version"] == {"const": "2.0", "description": schema["properties"]["schema_version"]["description"]}
+    assert schema["$id"] == "urn:kernelscope:schema:dump-v3"
+    assert schema["properties"]["schema_version"] == {"const": "3.0", "description": schema["properties"]["schema_version"]["description"]}
     assert load_schema("1.0")["$id"] == "urn:kernelscope:schema:dump-v1"  # still read: old dumps validate
+    assert load_schema("2.0")["$id"] == "urn:kernelscope:schema:dump-v2"
     open_by_design = {"timings", "config", "inductor_mapping"}  # free-form dicts from torch and the user
 
     def check(node, path):
@@ -283,7 +289,7 @@ def _broken(data, edit):
     (lambda d: d["run"]["graphs"][0]["kernels"][0].pop("name"), "$.run.graphs[0].kernels[0]", "'name' is a required property"),
     (lambda d: d["run"]["graphs"][1].update(kind="sideways"), "$.run.graphs[1].kind", "'sideways' is not one of"),
     (lambda d: d["run"].update(surprise=1), "$.run", "Additional properties are not allowed ('surprise' was unexpected)"),
-    (lambda d: d.update(schema_version="3.0"), "$.schema_version", "'2.0' was expected"),
+    (lambda d: d.update(schema_version="4.0"), "$.schema_version", "'3.0' was expected"),
     (lambda d: d["run"].update(created=1.0), "$.run", "Additional properties are not allowed ('created' was unexpected)"),
     (lambda d: d["run"]["graphs"][1]["wrapper_file"].update(portable_sha256="abc"), "$.run.graphs[1].wrapper_file", "is not valid under any of the given schemas"),
     (lambda d: d["run"]["graphs"][1]["wrapper_lines"][0].update(line=0), "$.run.graphs[1].wrapper_lines[0].line", "0 is less than the minimum of 1"),

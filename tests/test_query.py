@@ -6,6 +6,7 @@ import time
 import pytest
 from synthetic_runs import (  # noqa: F401  (fixtures)
     FC1_LINE,
+    MAKE_LINE,
     FC2_LINE,
     GELU_LINE,
     LIBRARY_FILE,
@@ -275,6 +276,7 @@ def test_lines_for_source_file(mlp_store):
          ["triton_poi_fused_gelu_0", "triton_poi_fused_gelu_gelu_backward_0"], ["stack_trace", "forward seq_nr"]),
         (FC2_LINE, ["0/0 forward", "0/0 backward"], ["extern_kernels.addmm", "extern_kernels.mm"],
          ["stack_trace", "forward seq_nr"]),
+        (MAKE_LINE, ["0/0 forward"], ["extern_kernels.addmm"], ["via call"]),  # an outer frame of fc1's op
     ]
     assert links.lines[1].nodes == ["h_1", "mul", "mul_1", "erf", "add", "mul_2", "mul_3", "erf_1", "add_1", "mul_5"]
 

@@ -131,7 +131,7 @@ def test_kernel_disagreeing_with_inductor_lowers_agreement(workspace):
 def test_database_is_wal_with_schema_version(mlp_store):
     assert rows(mlp_store, "PRAGMA journal_mode") == [("wal",)]
     assert rows(mlp_store, "PRAGMA foreign_keys") == [(1,)]
-    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("1",)]
+    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("2",)]
 
 
 def test_runs_listing_and_latest_per_target(workspace):
@@ -264,8 +264,20 @@ def test_sqlite_file_of_another_program_is_refused(tmp_path):
 def test_newer_store_schema_is_refused(mlp_store, workspace):
     mlp_store.conn.execute("UPDATE meta SET value = '99' WHERE key = 'store_schema_version'")
     mlp_store.close()
-    with pytest.raises(StoreError, match=r"store schema version '99', but this kernelscope reads version 1: upgrade"):
+    with pytest.raises(StoreError, match=r"store schema version '99', but this kernelscope reads version 2: upgrade"):
         Store(workspace / ".kernelscope")
+
+
+def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspace):
+    """A version-1 store never recorded call stacks or module instances: it cannot be
+    upgraded, so it is refused with the way out, and left as it was."""
+    mlp_store.conn.execute("UPDATE meta SET value = '1' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    before = (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes()
+    with pytest.raises(StoreError, match=r"written by an older kernelscope \(store schema version 1; this one "
+                                         r"reads version 2.*Re-record: move .*\.kernelscope away"):
+        Store(workspace / ".kernelscope")
+    assert (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes() == before
 
 
 def test_json_columns_round_trip(mlp_store):

@@ -1,6 +1,6 @@
 """One side of a diff: a dump (file or a run of the store) read into plain views.
 
-A side is whatever `kernelscope dump` writes: a JSON file (schema 1.0 or 2.0),
+A side is whatever `kernelscope dump` writes: a JSON file (schema 1.0, 2.0 or 3.0),
 `-` for stdin, or a run of the store named `3`, `latest` or `latest~N` (N runs
 before the latest). Only the facts a diff compares are kept.
 """
@@ -17,7 +17,7 @@ from kernelscope.errors import StoreError, UserError
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 
 RUN_REFERENCE = re.compile(r"^(?:(\d+)|latest(?:~(\d+))?)$")
-READABLE_SCHEMAS = ("1.0", "2.0")
+READABLE_SCHEMAS = ("1.0", "2.0", "3.0")
 
 # Extern calls into these namespaces are ATen ops Inductor had no lowering for and ran
 # eagerly (a FallbackKernel: `torch.ops.aten.median.default(...)` in the wrapper).
@@ -169,7 +169,7 @@ def _checked_view(data: dict, name: str) -> RunView:
 
 
 def run_view(data: dict, label: str) -> RunView:
-    """The views of a dump (schema 1.0 or 2.0)."""
+    """The views of a dump (schema 1.0, 2.0 or 3.0)."""
     run = data["run"]
     graphs: list[GraphView] = []
     kernels: list[KernelView] = []

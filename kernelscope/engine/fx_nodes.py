@@ -1,11 +1,12 @@
-"""FX nodes as kernelscope records: where in user source a node came from, and
-where it sits in the printed graph file."""
+"""FX nodes as kernelscope records: where in user source a node came from (its
+whole user call stack and module instance), which passes made it, and where it
+sits in the printed graph file."""
 from __future__ import annotations
 
 import os
 import re
 
-from kernelscope.record import FxNode, SourceLocation
+from kernelscope.record import FxNode, PassStep, SourceLocation
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\s*$')
 _NODE_LINE = re.compile(r"^\s+(\w+)(?:: \"[^\"]*\")? = ")
@@ -18,14 +19,10 @@ def _torch_dir() -> str:
     return os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
 
-def user_frame(stack_trace: str | None, skip_prefixes: tuple[str, ...]) -> SourceLocation | None:
-    """The innermost frame of a Dynamo stack trace that is not torch's own code.
-
-    For a model built on a library (transformers) that frame is the library's
-    source line: that is the line that produced the op.
-    """
+def parse_frames(stack_trace: str | None) -> list[SourceLocation]:
+    """Every `File "...", line N, in fn` frame of a printed traceback, outermost first."""
     if not stack_trace:
-        return None
+        return []
     frames: list[SourceLocation] = []
     lines = stack_trace.splitlines()
     for index, line in enumerate(lines):
@@ -38,10 +35,72 @@ def user_frame(stack_trace: str | None, skip_prefixes: tuple[str, ...]) -> Sourc
                 file=match["file"], line=int(match["line"]), function=match["function"], code=code
             )
         )
-    for frame in reversed(frames):
-        if not frame.file.startswith(skip_prefixes):
-            return frame
+    return frames
+
+
+def user_frames(stack_trace: str | None, skip_prefixes: tuple[str, ...]) -> list[SourceLocation]:
+    """The frames of a Dynamo stack trace that are not torch's own code, outermost first.
+
+    Library frames (transformers' `modeling_*.py`) are user code here: they are the
+    lines that produced the op. A trace made only of torch frames keeps its innermost
+    one, so a node is never left without a line when Dynamo recorded one.
+    """
+    frames = parse_frames(stack_trace)
+    kept = [frame for frame in frames if not frame.file.startswith(skip_prefixes)]
+    if not kept and frames:
+        kept = frames[-1:]
+    return kept
+
+
+def user_frame(stack_trace: str | None, skip_prefixes: tuple[str, ...]) -> SourceLocation | None:
+    """The innermost user frame of a Dynamo stack trace (the node's direct line)."""
+    frames = user_frames(stack_trace, skip_prefixes)
     return frames[-1] if frames else None
+
+
+_MODULE_ROOT = re.compile(r"^L\['[^']*'\]\.?")
+_MODULE_INDEX = re.compile(r"\[(?:'([^']*)'|(\d+))\]")
+
+
+def module_instance(nn_module_stack: dict | None) -> tuple[str, str]:
+    """(instance path, class) of the innermost module in Dynamo's `nn_module_stack`:
+    `("blocks.0.attn.qkv", "torch.nn.modules.linear.Linear")`; ("", "") outside any submodule."""
+    if not nn_module_stack:
+        return "", ""
+    path, module_type = list(nn_module_stack.values())[-1][:2]
+    path = _MODULE_ROOT.sub("", str(path))
+    path = _MODULE_INDEX.sub(lambda match: "." + (match.group(1) or match.group(2)), path).strip(".")
+    if isinstance(module_type, str):
+        class_name = module_type
+    else:
+        class_name = f"{getattr(module_type, '__module__', '')}.{getattr(module_type, '__qualname__', module_type)}"
+    return path, class_name.strip(".")
+
+
+# Passes that only trace a graph into the next one (Dynamo -> AOTAutograd): the
+# pre-grad -> post-grad link already says that, so lineage leaves them out.
+_TRACING_PASSES = ("Interpreter_",)
+
+
+def pass_lineage(from_node) -> list[PassStep]:
+    """The passes that made a node, from FX `from_node` provenance (recorded when
+    Inductor's provenance tracking is on): latest pass first, each step once."""
+    steps: list[PassStep] = []
+    pending = list(reversed(from_node or ()))
+    seen: set[int] = set()
+    while pending:
+        source = pending.pop()
+        if id(source) in seen:
+            continue
+        seen.add(id(source))
+        pass_name = getattr(source, "pass_name", "") or ""
+        if pass_name and not pass_name.startswith(_TRACING_PASSES):
+            action = "+".join(str(getattr(a, "value", a)) for a in (getattr(source, "action", None) or ()))
+            step = PassStep(pass_name=pass_name, action=action, node=getattr(source, "name", "") or "")
+            if step not in steps:
+                steps.append(step)
+        pending.extend(reversed(getattr(source, "from_node", None) or ()))
+    return steps
 
 
 def node_lines(printed_graph: str) -> dict[str, int]:
@@ -72,9 +131,11 @@ def target_name(target) -> str:
     return f"{module}.{name}" if module and module != "builtins" else name
 
 
-def to_fx_node(name, op, target, stack_trace, graph_lines, skip_prefixes) -> FxNode:
-    source = user_frame(stack_trace, skip_prefixes)
+def to_fx_node(name, op, target, stack_trace, graph_lines, skip_prefixes, nn_module_stack=None) -> FxNode:
+    stack = user_frames(stack_trace, skip_prefixes)
+    source = stack[-1] if stack else None
     line = graph_lines.get(name) or (graph_lines["__signature__"] if op == "placeholder" else 0)
+    module_path, module_class = module_instance(nn_module_stack)
     return FxNode(
         name=name,
         op=op,
@@ -82,6 +143,9 @@ def to_fx_node(name, op, target, stack_trace, graph_lines, skip_prefixes) -> FxN
         source=source,
         source_via="stack_trace" if source else "",
         graph_line=line,
+        stack=stack,
+        module_path=module_path,
+        module_class=module_class,
     )
 
 

@@ -50,7 +50,8 @@ def build_graph(
 def _pre_grad_nodes(pre_grad: PreGradCapture, skip_prefixes) -> list[FxNode]:
     lines = fx_nodes.node_lines(pre_grad.text)
     return [
-        fx_nodes.to_fx_node(n["name"], n["op"], n["target"], n["stack_trace"], lines, skip_prefixes)
+        fx_nodes.to_fx_node(n["name"], n["op"], n["target"], n["stack_trace"], lines, skip_prefixes,
+                            n.get("nn_module_stack"))
         for n in pre_grad.gm
     ]
 
@@ -83,7 +84,10 @@ def _post_grad_nodes(capture, pre_grad, forward_by_seq_nr, skip_prefixes):
         record = fx_nodes.to_fx_node(
             node.name, node.op, fx_nodes.target_name(node.target),
             node.meta.get("stack_trace"), lines, skip_prefixes,
+            # AOTAutograd copies a backward op's forward module stack under its own key.
+            node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack"),
         )
+        record.lineage = fx_nodes.pass_lineage(node.meta.get("from_node"))
         if pre_grad is not None:
             record.from_pre_grad = _pre_grad_ancestors(node, pre_grad.graph_id)
         seq_nr = node.meta.get("seq_nr")
@@ -91,12 +95,32 @@ def _post_grad_nodes(capture, pre_grad, forward_by_seq_nr, skip_prefixes):
         if forward is not None and not record.from_pre_grad:
             record.from_pre_grad = list(forward.from_pre_grad)
         if record.source is None and forward is not None and forward.source is not None:
-            record.source, record.source_via = forward.source, f"gradient of forward node {forward.name}"
+            _borrow_source(record, forward, f"gradient of forward node {forward.name}")
+        elif forward is not None and not record.module_path:
+            record.module_path, record.module_class = forward.module_path, forward.module_class
         if not capture.is_backward and seq_nr is not None and record.op == "call_function":
             forward_by_seq_nr.setdefault(seq_nr, record)
         nodes.append(record)
     _borrow_sources_from_neighbours(gm, nodes)
+    if pre_grad is not None:
+        _modules_from_pre_grad(nodes, pre_grad)
     return text, nodes
+
+
+def _modules_from_pre_grad(nodes: list[FxNode], pre_grad: PreGradCapture) -> None:
+    """A post-grad node whose own metadata names no module instance (made by a pass,
+    or a backward op without a forward twin) takes the one of the pre-grad node it
+    came from, when the source line agrees."""
+    pre_nodes = {node["name"]: node for node in pre_grad.gm}
+    for record in nodes:
+        if record.module_path or record.op != "call_function":
+            continue
+        for name in record.from_pre_grad:
+            pre = pre_nodes.get(name)
+            path, module_class = fx_nodes.module_instance(pre.get("nn_module_stack") if pre else None)
+            if path:
+                record.module_path, record.module_class = path, module_class
+                break
 
 
 def _borrow_sources_from_neighbours(gm, nodes: list[FxNode]) -> None:
@@ -118,8 +142,7 @@ def _borrow_sources_from_neighbours(gm, nodes: list[FxNode]) -> None:
                 for neighbour in neighbours_of(fx_node):
                     other = by_name.get(neighbour.name)
                     if other is not None and other.source is not None and other.op == "call_function":
-                        record.source = other.source
-                        record.source_via = f"made by a pass from {other.name}"
+                        _borrow_source(record, other, f"made by a pass from {other.name}")
                         if not record.from_pre_grad:
                             record.from_pre_grad = list(other.from_pre_grad)
                         changed = True
@@ -127,6 +150,14 @@ def _borrow_sources_from_neighbours(gm, nodes: list[FxNode]) -> None:
 
     borrow(lambda fx_node: fx_node.users)
     borrow(lambda fx_node: fx_node.all_input_nodes)
+
+
+def _borrow_source(record: FxNode, other: FxNode, via: str) -> None:
+    """Give `record` the source line, call stack and module instance of `other`."""
+    record.source, record.source_via = other.source, via
+    record.stack = list(other.stack) or ([other.source] if other.source else [])
+    if not record.module_path:
+        record.module_path, record.module_class = other.module_path, other.module_class
 
 
 # -- kernels and wrapper lines ----------------------------------------------------

@@ -456,6 +456,7 @@ class _NodeView:
                 "op": node.op,
                 "target": target_name(node.target),
                 "stack_trace": node.meta.get("stack_trace"),
+                "nn_module_stack": dict(node.meta.get("nn_module_stack") or {}),
             }
             for node in graph.nodes
         ]

@@ -9,6 +9,7 @@ from pathlib import Path
 from kernelscope.errors import StoreError
 from kernelscope.store import paths
 from kernelscope.store.results import (
+    FrameRef,
     GraphBreakInfo,
     GraphSummary,
     KernelSummary,
@@ -79,7 +80,9 @@ def run_details(conn: sqlite3.Connection, run_id: int) -> RunDetails:
                                      file=kernel["file"], nodes=nodes, line_count=kernel["line_count"]))
     breaks = [
         GraphBreakInfo(reason=brk["reason"], compile_id=brk["compile_id"], file=brk["source_file"],
-                       line=brk["source_line"], function=brk["source_function"], code=brk["source_code"])
+                       line=brk["source_line"], function=brk["source_function"], code=brk["source_code"],
+                       explanation=brk["explanation"], hints=json.loads(brk["hints_json"]), url=brk["url"],
+                       stack=[FrameRef(*frame) for frame in json.loads(brk["stack_json"])])
         for brk in conn.execute("SELECT * FROM graph_breaks WHERE run_id = ? ORDER BY id", (run_id,))
     ]
     recompiles = [

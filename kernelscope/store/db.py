@@ -13,7 +13,7 @@ from pathlib import Path
 from kernelscope.errors import StoreError
 
 DB_FILE_NAME = "kernelscope.sqlite"
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
 
 TABLES = """
 CREATE TABLE meta (
@@ -84,7 +84,31 @@ CREATE TABLE nodes (
     source_function TEXT NOT NULL,
     source_code     TEXT NOT NULL,
     source_via      TEXT NOT NULL,
-    graph_line      INTEGER NOT NULL
+    graph_line      INTEGER NOT NULL,
+    stack_id        INTEGER REFERENCES stacks(id) ON DELETE CASCADE,  -- the whole user call stack
+    module_path     TEXT NOT NULL,  -- module instance, e.g. blocks.0.attn.qkv ('' outside submodules)
+    module_class    TEXT NOT NULL,
+    lineage_json    TEXT            -- post-grad only: the passes that made the node (PassStep list)
+);
+
+-- A user call stack, shared by every node of a run that has it (a loop over
+-- layers gives many nodes the same few stacks). depth 0 is the outermost frame;
+-- the innermost frame is the nodes' direct line (nodes.source_*).
+CREATE TABLE stacks (
+    id     INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    size   INTEGER NOT NULL
+);
+
+CREATE TABLE stack_frames (
+    stack_id INTEGER NOT NULL REFERENCES stacks(id) ON DELETE CASCADE,
+    depth    INTEGER NOT NULL,
+    run_id   INTEGER NOT NULL,
+    file     TEXT NOT NULL,  -- stored like nodes.source_file (workspace-relative where possible)
+    line     INTEGER NOT NULL,
+    function TEXT NOT NULL,
+    code     TEXT NOT NULL,
+    PRIMARY KEY (stack_id, depth)
 );
 
 -- post-grad node -> the pre-grad nodes it came from (FxNode.from_pre_grad);
@@ -150,7 +174,11 @@ CREATE TABLE graph_breaks (
     source_file     TEXT,
     source_line     INTEGER,
     source_function TEXT NOT NULL,
-    source_code     TEXT NOT NULL
+    source_code     TEXT NOT NULL,
+    explanation     TEXT NOT NULL,
+    hints_json      TEXT NOT NULL,
+    url             TEXT NOT NULL,
+    stack_json      TEXT NOT NULL  -- the user code traceback, outermost first
 );
 
 CREATE TABLE recompiles (
@@ -170,6 +198,9 @@ CREATE INDEX nodes_by_source       ON nodes (source_file, source_line);
 CREATE INDEX nodes_by_run_source   ON nodes (run_id, source_file, source_line);
 CREATE INDEX nodes_by_graph_name   ON nodes (graph_id, stage, name);
 CREATE INDEX nodes_by_graph_line   ON nodes (graph_id, stage, graph_line);
+CREATE INDEX nodes_by_stack        ON nodes (stack_id);
+CREATE INDEX frames_by_line        ON stack_frames (run_id, file, line);
+CREATE INDEX stacks_by_run         ON stacks (run_id);
 CREATE INDEX lines_by_file_line    ON generated_lines (file, line);
 CREATE INDEX lines_by_node         ON generated_lines (node_id);
 CREATE INDEX lines_by_graph        ON generated_lines (graph_id);
@@ -253,6 +284,15 @@ def _check_version(conn: sqlite3.Connection, db_path: Path, tables: set[str]) ->
             "move it away or pass --store DIR"
         )
     version = row[0]
+    if version.isdigit() and int(version) < STORE_SCHEMA_VERSION:
+        raise StoreError(
+            f"{db_path} was written by an older kernelscope (store schema version {version}; "
+            f"this one reads version {STORE_SCHEMA_VERSION}, which records every node's whole "
+            "call stack, module instance and pass lineage — an old run cannot be upgraded "
+            f"because it never recorded them). Re-record: move {db_path.parent} away (or "
+            "delete it) and run `kernelscope compile FILE.py:FACTORY` (or `kernelscope run` / "
+            "`kernelscope import`) again; or pass --store DIR to use a new store"
+        )
     if version != str(STORE_SCHEMA_VERSION):
         raise StoreError(
             f"{db_path} has store schema version {version!r}, but this kernelscope reads "

@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v2.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v3.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -35,8 +35,9 @@ from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.catalog import resolve_run_id
 
-SCHEMA_VERSION = "2.0"
-SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json")}
+SCHEMA_VERSION = "3.0"
+SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
+                    "3.0": ("schema", "dump-v3.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -59,6 +60,7 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     "FxNode": {"$def": "fx_node", "renamed": {}, "dropped": set(), "added": set()},
     "LineOrigin": {"$def": "line_origin", "renamed": {}, "dropped": set(), "added": set()},
     "SourceLocation": {"$def": "source_location", "renamed": {}, "dropped": set(), "added": set()},
+    "PassStep": {"$def": "pass_step", "renamed": {}, "dropped": set(), "added": set()},
     "GraphBreak": {"$def": "graph_break", "renamed": {}, "dropped": set(), "added": set()},
     "Recompile": {"$def": "recompile", "renamed": {}, "dropped": set(), "added": set()},
 }
@@ -88,7 +90,10 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
     context = _DumpContext(conn, root, run_id, run["workspace"], options)
     graphs = [context.graph(graph) for graph in conn.execute("SELECT * FROM graphs WHERE run_id = ?", (run_id,))]
     graph_breaks = [
-        {"reason": context.portable(row["reason"]), "compile_id": row["compile_id"], "source": context.source(row)}
+        {"reason": context.portable(row["reason"]), "compile_id": row["compile_id"], "source": context.source(row),
+         "explanation": context.portable(row["explanation"]),
+         "hints": [context.portable(hint) for hint in json.loads(row["hints_json"])], "url": row["url"],
+         "stack": [context.frame(*frame) for frame in json.loads(row["stack_json"])]}
         for row in conn.execute("SELECT * FROM graph_breaks WHERE run_id = ?", (run_id,))
     ]
     recompiles = [
@@ -156,6 +161,8 @@ class _DumpContext:
         self.run_dir = paths.run_dir(run_id)
         self.workspace = workspace
         self.options = options
+        self.run_id = run_id
+        self._stacks: dict[int, list[dict]] | None = None
 
     def portable(self, text: str) -> str:
         return text if self.options.absolute_paths else portable_text(text, self.workspace)
@@ -165,6 +172,21 @@ class _DumpContext:
             return None
         return {"file": self._source_path(row["source_file"]), "line": row["source_line"],
                 "function": row["source_function"], "code": row["source_code"]}
+
+    def frame(self, file: str, line: int, function: str, code: str) -> dict:
+        return {"file": self._source_path(file), "line": line, "function": function, "code": code}
+
+    def stacks(self) -> dict[int, list[dict]]:
+        """Every call stack of the run, by id, its frames outermost first."""
+        if self._stacks is None:
+            self._stacks = {}
+            for row in self.conn.execute(
+                "SELECT f.* FROM stack_frames f JOIN stacks s ON s.id = f.stack_id WHERE s.run_id = ? "
+                "ORDER BY f.stack_id, f.depth", (self.run_id,),
+            ):
+                self._stacks.setdefault(row["stack_id"], []).append(
+                    self.frame(row["file"], row["line"], row["function"], row["code"]))
+        return self._stacks
 
     def _source_path(self, stored: str) -> str:
         if not self.options.absolute_paths:
@@ -219,6 +241,11 @@ class _DumpContext:
                 "source_via": row["source_via"],
                 "graph_line": row["graph_line"],
                 "from_pre_grad": sorted(from_pre_grad.get(row["id"], [])),
+                "stack": self.stacks().get(row["stack_id"], []),
+                "module_path": row["module_path"],
+                "module_class": row["module_class"],
+                "lineage": [{"pass_name": pass_name, "action": action, "node": node}
+                            for pass_name, action, node in json.loads(row["lineage_json"] or "[]")],
             })
 
         lines = _line_origins(conn, graph_id, self.portable)

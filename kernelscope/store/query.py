@@ -13,6 +13,7 @@ lines below them.
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,12 +26,14 @@ from kernelscope.store.results import (
     SOURCE,
     WRAPPER,
     FileLinks,
+    FrameRef,
     GraphChain,
     GraphRef,
     KernelRef,
     LineLinks,
     LineRef,
     Location,
+    ModuleSummary,
     NodeRef,
     QueryResult,
     SourceRef,
@@ -69,8 +72,15 @@ def locate(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None = 
     )
 
 
-def query(conn: sqlite3.Connection, location: Location, line: int, direction: str = "both") -> QueryResult:
-    """The chain through `line` of the located file (see the module docstring)."""
+def query(conn: sqlite3.Connection, location: Location, line: int, direction: str = "both",
+          module: str | None = None, direct_only: bool = False) -> QueryResult:
+    """The chain through `line` of the located file (see the module docstring).
+
+    A source line reaches the nodes it is the direct line of, and (unless
+    `direct_only`) the nodes whose call stack passes through it ("via call": the
+    line `x = block(x)` reaches every op of the block). `module` keeps only the
+    nodes of that module instance and the instances inside it (prefix match on
+    the dotted path: `blocks.1` keeps `blocks.1.attn.qkv`, not `blocks.10`)."""
     if direction not in DIRECTIONS:
         raise UserError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
     lines = _file_lines(location)
@@ -80,12 +90,9 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
     result = QueryResult(location=location, line=line, text=text, direction=direction)
 
     if location.kind == SOURCE:
-        rows = conn.execute(
-            "SELECT * FROM nodes WHERE source_file = ? AND source_line = ? AND run_id = ? ORDER BY id",
-            (location.path, line, location.run_id),
-        ).fetchall()
-        pre = [(row, row["source_via"] or "source line") for row in rows if row["stage"] == "pre"]
-        post = [(row, row["source_via"] or "source line") for row in rows if row["stage"] == "post"]
+        rows = reader.nodes_at_source_line(location, line, direct_only)
+        pre = [(row, reader.reason_at_source(row)) for row in rows if row["stage"] == "pre"]
+        post = [(row, reader.reason_at_source(row)) for row in rows if row["stage"] == "post"]
         post += reader.post_nodes_from_pre([row for row, _ in pre])
     elif location.kind == PRE_GRAD:
         pre = [(row, "defined at this line") for row in reader.nodes_at_graph_line(location, "pre", line)]
@@ -109,6 +116,9 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
         post = [(row, "; ".join(dict.fromkeys(reasons[row["id"]]))) for row in reader.nodes_by_id(node_ids)]
         pre = reader.pre_nodes_of_post([row for row, _ in post])
 
+    if module is not None:
+        pre = [(row, reason) for row, reason in pre if _in_module(row["module_path"], module)]
+        post = [(row, reason) for row, reason in post if _in_module(row["module_path"], module)]
     chains = reader.chains(pre, post)
     if direction in ("up", "both"):
         for chain in chains.values():
@@ -118,6 +128,8 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
             reader.add_down(chains, [row for row, _ in post])
         elif location.kind == WRAPPER:
             reader.add_launched_kernels(chains, location, line)
+    for chain in chains.values():
+        chain.modules = _module_summaries(chain)
     result.graphs = [chains[graph_id] for graph_id in sorted(chains)]
     return result
 
@@ -138,15 +150,21 @@ def lines_for_file(conn: sqlite3.Connection, location: Location) -> FileLinks:
                 "SELECT * FROM nodes WHERE source_file = ? AND run_id = ? ORDER BY id",
                 (location.path, location.run_id),
             ).fetchall()
-            line_of = {row["id"]: row["source_line"] for row in rows}
+            line_of = {row["id"]: [row["source_line"]] for row in rows}
             reason_of = {row["id"]: row["source_via"] for row in rows}
+            for row, outer_line in reader.nodes_called_from_file(location):
+                if row["id"] not in line_of:
+                    rows.append(row)
+                    line_of[row["id"]] = []
+                if outer_line not in line_of[row["id"]]:
+                    line_of[row["id"]].append(outer_line)
         else:
             stage = "pre" if location.kind == PRE_GRAD else "post"
             rows = conn.execute(
                 "SELECT * FROM nodes WHERE graph_id = ? AND stage = ? AND graph_line > 0 ORDER BY id",
                 (location.graph.id, stage),
             ).fetchall()
-            line_of = {row["id"]: row["graph_line"] for row in rows}
+            line_of = {row["id"]: [row["graph_line"]] for row in rows}
             reason_of = {row["id"]: "defined at this line" for row in rows}
         pre_rows = [row for row in rows if row["stage"] == "pre"]
         post_of: dict[int, set[int]] = {row["id"]: {row["id"]} for row in rows if row["stage"] == "post"}
@@ -161,14 +179,16 @@ def lines_for_file(conn: sqlite3.Connection, location: Location) -> FileLinks:
                                     "ON k.id = kn.kernel_id WHERE kn.node_id IN ({})", all_post):
             kernels_of_post.setdefault(row["node_id"], set()).add(row["name"])
         for row in rows:
-            links = entry(line_of[row["id"]])
             graph = reader.graph(row["graph_id"])
-            _add_unique(links.graphs, f"{graph.compile_id} {graph.kind}")
-            _add_unique(links.nodes, row["name"])
-            _add_unique(links.reasons, reason_of[row["id"]])
-            for post_id in post_of[row["id"]]:
-                for name in sorted(kernels_of_post.get(post_id, ())):
-                    _add_unique(links.kernels, name)
+            for line in line_of[row["id"]]:
+                links = entry(line)
+                _add_unique(links.graphs, f"{graph.compile_id} {graph.kind}")
+                _add_unique(links.nodes, row["name"])
+                direct = location.kind != SOURCE or (row["source_file"], row["source_line"]) == (location.path, line)
+                _add_unique(links.reasons, reason_of[row["id"]] if direct else "via call")
+                for post_id in post_of[row["id"]]:
+                    for name in sorted(kernels_of_post.get(post_id, ())):
+                        _add_unique(links.kernels, name)
     else:
         graph = location.graph
         for row in conn.execute(
@@ -204,6 +224,8 @@ class _Reader:
         self.conn = conn
         self._graphs: dict[int, GraphRef] = {}
         self._graph_files: dict[tuple[int, str], str | None] = {}
+        self._stacks: dict[int, list[FrameRef]] = {}
+        self.via: dict[int, str] = {}  # node id -> "direct" | "call" (source-line queries)
 
     def graph(self, graph_id: int) -> GraphRef:
         if graph_id not in self._graphs:
@@ -217,6 +239,56 @@ class _Reader:
             ).fetchone()
             self._graph_files[(graph_id, kind)] = None if row is None else row["path"]
         return self._graph_files[(graph_id, kind)]
+
+    def nodes_at_source_line(self, location: Location, line: int, direct_only: bool) -> list[sqlite3.Row]:
+        """The nodes whose direct line this is, then (unless direct_only) those that
+        reach it through an outer frame of their call stack; `self.via` remembers which."""
+        rows = self.conn.execute(
+            "SELECT * FROM nodes WHERE source_file = ? AND source_line = ? AND run_id = ? ORDER BY id",
+            (location.path, line, location.run_id),
+        ).fetchall()
+        for row in rows:
+            self.via[row["id"]] = "direct"
+        if direct_only:
+            return rows
+        outer_stacks = [frame["stack_id"] for frame in self.conn.execute(
+            "SELECT f.stack_id FROM stack_frames f JOIN stacks s ON s.id = f.stack_id "
+            "WHERE f.run_id = ? AND f.file = ? AND f.line = ? AND f.depth < s.size - 1",
+            (location.run_id, location.path, line),
+        )]
+        called = [row for row in _select_in(self.conn, "SELECT * FROM nodes WHERE stack_id IN ({})", outer_stacks)
+                  if row["id"] not in self.via]
+        for row in called:
+            self.via[row["id"]] = "call"
+        return sorted(rows + called, key=lambda row: row["id"])
+
+    def nodes_called_from_file(self, location: Location) -> list[tuple[sqlite3.Row, int]]:
+        """(node, line) for every node that one of the file's lines calls into (an
+        outer frame of the node's stack): what code lenses show on `x = block(x)`."""
+        frames = self.conn.execute(
+            "SELECT f.stack_id, f.line FROM stack_frames f JOIN stacks s ON s.id = f.stack_id "
+            "WHERE f.run_id = ? AND f.file = ? AND f.depth < s.size - 1",
+            (location.run_id, location.path),
+        ).fetchall()
+        lines_of_stack: dict[int, list[int]] = {}
+        for frame in frames:
+            lines_of_stack.setdefault(frame["stack_id"], []).append(frame["line"])
+        rows = _select_in(self.conn, "SELECT * FROM nodes WHERE stack_id IN ({})", lines_of_stack)
+        return [(row, line) for row in sorted(rows, key=lambda row: row["id"]) for line in lines_of_stack[row["stack_id"]]]
+
+    def reason_at_source(self, row: sqlite3.Row) -> str:
+        if self.via.get(row["id"]) == "call":
+            return "via call"
+        return row["source_via"] or "source line"
+
+    def stacks(self, stack_ids: Iterable[int | None]) -> dict[int, list[FrameRef]]:
+        """The frames of these call stacks, outermost first (cached per query)."""
+        wanted = {stack_id for stack_id in stack_ids if stack_id is not None and stack_id not in self._stacks}
+        for frame in _select_in(self.conn, "SELECT * FROM stack_frames WHERE stack_id IN ({}) ORDER BY depth",
+                                wanted):
+            self._stacks.setdefault(frame["stack_id"], []).append(
+                FrameRef(file=frame["file"], line=frame["line"], function=frame["function"], code=frame["code"]))
+        return self._stacks
 
     def nodes_by_id(self, node_ids: Iterable[int]) -> list[sqlite3.Row]:
         rows = _select_in(self.conn, "SELECT * FROM nodes WHERE id IN ({})", set(node_ids))
@@ -236,6 +308,9 @@ class _Reader:
         reasons: dict[int, list[str]] = {}
         for link in links:
             reasons.setdefault(link["post_node_id"], []).append(f"from pre-grad {name_of[link['pre_node_id']]}")
+            pre_via = self.via.get(link["pre_node_id"])
+            if pre_via and self.via.get(link["post_node_id"]) != "direct":
+                self.via[link["post_node_id"]] = pre_via
         return [(row, "; ".join(reasons[row["id"]])) for row in self.nodes_by_id(reasons)]
 
     def pre_nodes_of_post(self, post_rows: list[sqlite3.Row]) -> list[tuple[sqlite3.Row, str]]:
@@ -253,6 +328,7 @@ class _Reader:
 
     def node_ref(self, row: sqlite3.Row, reason: str) -> NodeRef:
         kind = PRE_GRAD if row["stage"] == "pre" else POST_GRAD
+        lineage = json.loads(row["lineage_json"]) if row["lineage_json"] else []
         return NodeRef(
             stage=row["stage"],
             name=row["name"],
@@ -262,12 +338,18 @@ class _Reader:
             graph_line=row["graph_line"],
             source=_source_ref(row, [row["name"]]),
             reason=reason,
+            stack=list(self.stacks([row["stack_id"]]).get(row["stack_id"], [])),
+            module=row["module_path"],
+            module_class=row["module_class"],
+            via=self.via.get(row["id"], ""),
+            lineage=[_lineage_text(*step) for step in lineage],
         )
 
     def chains(self, pre: list, post: list) -> dict[int, GraphChain]:
         """Group (node row, reason) pairs by graph; a node reached twice keeps both reasons."""
         chains: dict[int, GraphChain] = {}
         refs: dict[int, NodeRef] = {}
+        self.stacks(row["stack_id"] for rows in (pre, post) for row, _ in rows)
         for rows, stage in ((pre, "pre"), (post, "post")):
             for row, reason in rows:
                 if row["id"] in refs:
@@ -398,6 +480,51 @@ def _line_refs(rows: list[sqlite3.Row], reader: _Reader) -> list[_GroupedLine]:
     for item in ordered:
         item.ref.nodes.sort()
     return ordered
+
+
+def _in_module(path: str, module: str) -> bool:
+    """Is module instance `path` the instance `module` or inside it (dotted prefix)?"""
+    module = module.strip(".")
+    return not module or path == module or path.startswith(module + ".")
+
+
+def _lineage_text(pass_name: str, action: str, node: str) -> str:
+    made = {"create": "created", "replace": "replaced", "replace+create": "replaced"}.get(action, action or "made")
+    return f"{pass_name} ({made})" + (f" from {node}" if node else "")
+
+
+def _module_summaries(chain: GraphChain) -> list[ModuleSummary]:
+    """Per module instance of the chain's post-grad nodes: its kernels, extern calls,
+    generated lines and direct source lines, in graph order."""
+    nodes = chain.post_nodes or chain.pre_nodes
+    module_of = {node.name: node.module for node in chain.post_nodes}
+    summaries: dict[str, ModuleSummary] = {}
+    for node in nodes:
+        summary = summaries.get(node.module)
+        if summary is None:
+            summary = summaries[node.module] = ModuleSummary(
+                module=node.module, module_class=node.module_class, via=node.via, post_nodes=0,
+                triton_kernels=[], extern_calls=[], generated_lines=0, source_lines=[])
+        elif node.via and node.via not in summary.via.split("+"):
+            summary.via = "+".join(sorted(filter(None, [*summary.via.split("+"), node.via])))
+        if node.stage == "post":
+            summary.post_nodes += 1
+        if node.source is not None:
+            _add_unique(summary.source_lines, f"{node.source.file}:{node.source.line}")
+    for kernel in chain.kernels:
+        for module in dict.fromkeys(module_of.get(name, "") for name in kernel.nodes):
+            summary = summaries.get(module)
+            if summary is None:
+                continue
+            _add_unique(summary.extern_calls if kernel.kind == "extern" else summary.triton_kernels, kernel.name)
+            summary.generated_lines += sum(
+                1 for line in kernel.lines + kernel.calls
+                if not line.nodes or any(module_of.get(name, "") == module for name in line.nodes))
+    for line in chain.wrapper_lines:
+        for module in dict.fromkeys(module_of.get(name, "") for name in line.nodes):
+            if module in summaries:
+                summaries[module].generated_lines += 1
+    return list(summaries.values())
 
 
 def _graph_ref(conn: sqlite3.Connection, graph_id: int) -> GraphRef:

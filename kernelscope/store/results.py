@@ -46,6 +46,16 @@ class SourceRef:
     reason: str  # how they point at it (FxNode.source_via, or "graph break")
 
 
+@dataclass(frozen=True)
+class FrameRef:
+    """One frame of a node's user call stack."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+
 @dataclass
 class NodeRef:
     stage: str  # pre | post
@@ -54,8 +64,29 @@ class NodeRef:
     target: str
     graph_file: str | None  # the pre_grad.py / post_grad.py file this node is in
     graph_line: int
-    source: SourceRef | None
+    source: SourceRef | None  # the node's direct line (innermost user frame)
     reason: str  # why this node is part of the answer, e.g. "stack_trace", "from pre-grad add"
+    stack: list[FrameRef] = field(default_factory=list)  # every user frame, outermost first
+    module: str = ""  # module instance path, e.g. "blocks.0.attn.qkv" ("" outside submodules)
+    module_class: str = ""
+    # How a queried *source* line reaches this node: "direct" (the node's own line) or
+    # "call" (an outer frame of its stack, e.g. `x = block(x)`); "" for other queries.
+    via: str = ""
+    lineage: list[str] = field(default_factory=list)  # post-grad: "pass_name (action) from node", latest first
+
+
+@dataclass
+class ModuleSummary:
+    """What one module instance of one graph contributes to an answer."""
+
+    module: str  # instance path ("" = outside any submodule)
+    module_class: str
+    via: str  # "direct", "call" or "direct+call"
+    post_nodes: int
+    triton_kernels: list[str]  # Triton and template kernels, by name
+    extern_calls: list[str]
+    generated_lines: int  # kernel and wrapper lines of its nodes
+    source_lines: list[str]  # direct lines of its nodes, "file:line"
 
 
 @dataclass
@@ -89,6 +120,7 @@ class GraphChain:
     sources: list[SourceRef] = field(default_factory=list)  # up: user source lines
     kernels: list[KernelRef] = field(default_factory=list)  # down
     wrapper_lines: list[LineRef] = field(default_factory=list)  # down
+    modules: list[ModuleSummary] = field(default_factory=list)  # per module instance, in graph order
 
 
 @dataclass
@@ -161,12 +193,16 @@ class KernelSummary:
 
 @dataclass
 class GraphBreakInfo:
-    reason: str
+    reason: str  # what Dynamo could not trace
     compile_id: str
     file: str | None
     line: int | None
     function: str
     code: str
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)  # e.g. the config that would avoid the break
+    url: str = ""
+    stack: list[FrameRef] = field(default_factory=list)  # user code traceback, outermost first
 
 
 @dataclass

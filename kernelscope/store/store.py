@@ -66,9 +66,12 @@ class Store:
         """What `path` is, in run `run_id` or else the latest run that has it."""
         return query.locate(self.conn, self.root, self.key_for(path), run_id)
 
-    def query(self, path: str | Path, line: int, run_id: int | None = None, direction: str = "both") -> QueryResult:
-        """The provenance chain through `path:line` (see kernelscope.store.query)."""
-        return query.query(self.conn, self.locate(path, run_id), line, direction)
+    def query(self, path: str | Path, line: int, run_id: int | None = None, direction: str = "both",
+              module: str | None = None, direct_only: bool = False) -> QueryResult:
+        """The provenance chain through `path:line` (see kernelscope.store.query): nodes
+        of this line and, unless `direct_only`, those it calls into; `module` keeps one
+        module instance (and those inside it)."""
+        return query.query(self.conn, self.locate(path, run_id), line, direction, module, direct_only)
 
     def lines_for_file(self, path: str | Path, run_id: int | None = None) -> FileLinks:
         return query.lines_for_file(self.conn, self.locate(path, run_id))

@@ -97,6 +97,7 @@ class _RunWriter:
         self.record = record
         self.staging = staging
         self.source_files: set[str] = set()
+        self.stack_ids: dict[tuple, int] = {}  # interned call stacks of this run
 
     def write(self) -> None:
         graph_ids = [self._insert_graph(graph) for graph in self.record.graphs]
@@ -147,15 +148,36 @@ class _RunWriter:
         by_name: dict[str, int] = {}
         for position, node in enumerate(nodes):
             source = self._source_columns(node.source)
+            stack = node.stack or ([node.source] if node.source is not None else [])
+            lineage = [[step.pass_name, step.action, step.node] for step in node.lineage]
             cursor = self.conn.execute(
                 """INSERT INTO nodes (run_id, graph_id, stage, position, name, op, target,
-                       source_file, source_line, source_function, source_code, source_via, graph_line)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                       source_file, source_line, source_function, source_code, source_via, graph_line,
+                       stack_id, module_path, module_class, lineage_json)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (self.run_id, graph_id, stage, position, node.name, node.op, node.target,
-                 *source, node.source_via, node.graph_line),
+                 *source, node.source_via, node.graph_line, self._stack_id(stack),
+                 node.module_path, node.module_class, _json(lineage) if lineage else None),
             )
             by_name[node.name] = cursor.lastrowid
         return by_name
+
+    def _stack_id(self, stack: list[SourceLocation]) -> int | None:
+        """The id of this call stack in the run, inserting it the first time it is seen."""
+        if not stack:
+            return None
+        frames = tuple(self._source_columns(frame) for frame in stack)
+        if frames not in self.stack_ids:
+            stack_id = self.conn.execute(
+                "INSERT INTO stacks (run_id, size) VALUES (?, ?)", (self.run_id, len(frames))
+            ).lastrowid
+            self.conn.executemany(
+                """INSERT INTO stack_frames (stack_id, depth, run_id, file, line, function, code)
+                   VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                [(stack_id, depth, self.run_id, *frame) for depth, frame in enumerate(frames)],
+            )
+            self.stack_ids[frames] = stack_id
+        return self.stack_ids[frames]
 
     def _insert_node_links(self, graph: GraphRecord, ids: _GraphIds, all_ids: list[_GraphIds]) -> None:
         """Link post-grad nodes to the pre-grad nodes they came from.
@@ -245,10 +267,12 @@ class _RunWriter:
     def _insert_graph_breaks_and_recompiles(self) -> None:
         self.conn.executemany(
             """INSERT INTO graph_breaks (run_id, reason, compile_id, source_file, source_line,
-                   source_function, source_code)
-               VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                   source_function, source_code, explanation, hints_json, url, stack_json)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             [
-                (self.run_id, brk.reason, brk.compile_id, *self._source_columns(brk.source))
+                (self.run_id, brk.reason, brk.compile_id, *self._source_columns(brk.source),
+                 brk.explanation, _json(brk.hints), brk.url,
+                 _json([list(self._source_columns(frame)) for frame in brk.stack]))
                 for brk in self.record.graph_breaks
             ],
         )

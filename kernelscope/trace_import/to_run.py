@@ -13,6 +13,7 @@ record of which node produced which line inside a kernel.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from kernelscope.engine import fx_nodes
@@ -163,23 +164,39 @@ def _borrow_sources(graph: GraphRecord, inputs: dict[str, list[str]]) -> None:
 
 
 def _sources_from_kernel_stack_traces(graph: GraphRecord, traces: dict) -> None:
-    """Nodes still without a source line get the innermost frame Inductor logged
-    for the kernel that computes them."""
-    by_name = {node.name: node for node in graph.post_grad_nodes}
-    by_kernel: dict[str, SourceLocation] = {}
+    """Inductor logs, per kernel, the full stack traces of the nodes it computes. They
+    give every node its whole user call stack (the graph text names only the innermost
+    frame), and nodes still without a source line the innermost frame."""
+    stacks_by_kernel: dict[str, dict[tuple[str, int], list[SourceLocation]]] = {}
     for key, frames in traces.items():
-        if isinstance(frames, list) and frames and isinstance(frames[0], str):
-            location = fx_nodes.user_frame(frames[0], skip_prefixes=())
-            if location is not None:
-                by_kernel[str(key).rpartition(":")[0]] = location
+        if not isinstance(frames, list):
+            continue
+        stacks = stacks_by_kernel.setdefault(str(key).rpartition(":")[0], {})
+        for trace in frames:
+            stack = fx_nodes.user_frames(trace, skip_prefixes=()) if isinstance(trace, str) else []
+            stack = [frame for frame in stack if not _TORCH_FILE.search(frame.file)] or stack[-1:]
+            if stack:
+                stacks.setdefault((stack[-1].file, stack[-1].line), stack)
+    every_stack = {line: stack for stacks in stacks_by_kernel.values() for line, stack in stacks.items()}
+    by_name = {node.name: node for node in graph.post_grad_nodes}
     for kernel in graph.kernels:
-        location = by_kernel.get(kernel.name.split("#")[0] if kernel.kind == "extern" else kernel.name)
-        if location is None:
+        stacks = stacks_by_kernel.get(kernel.name.split("#")[0] if kernel.kind == "extern" else kernel.name)
+        if not stacks:
             continue
         for name in kernel.nodes:
             node = by_name.get(name)
             if node is not None and node.source is None and node.op == "call_function":
-                node.source, node.source_via = location, f"kernel stack trace of {kernel.name}"
+                stack = next(iter(stacks.values()))
+                node.source, node.source_via = stack[-1], f"kernel stack trace of {kernel.name}"
+                node.stack = list(stack)
+            elif node is not None and node.source is not None:
+                node.stack = list(stacks.get((node.source.file, node.source.line), node.stack))
+    for node in [*graph.pre_grad_nodes, *graph.post_grad_nodes]:
+        if node.source is not None and not node.stack:
+            node.stack = list(every_stack.get((node.source.file, node.source.line), [node.source]))
+
+
+_TORCH_FILE = re.compile(r"[/\\](?:site|dist)-packages[/\\]torch[/\\]")
 
 
 # -- paths from another machine ------------------------------------------------------
@@ -201,8 +218,10 @@ def _map_paths(graphs: list[GraphRecord], path_map) -> None:
     for graph in graphs:
         for node in [*graph.pre_grad_nodes, *graph.post_grad_nodes]:
             node.source = _remap(node.source, path_map)
+            node.stack = [_remap(frame, path_map) for frame in node.stack]
 
 
 def _map_break(brk: GraphBreak, path_map) -> GraphBreak:
     brk.source = _remap(brk.source, path_map)
+    brk.stack = [_remap(frame, path_map) for frame in brk.stack]
     return brk
