@@ -44,7 +44,9 @@ from kernelscope.watch.events import (
 )
 
 PANE_KEYS = {SOURCE: "1", POST_GRAD: "2", KERNEL: "3", WRAPPER: "4"}
-FOLLOW_DOWN = {SOURCE: POST_GRAD, POST_GRAD: KERNEL, KERNEL: WRAPPER, WRAPPER: KERNEL}
+# Enter follows the chain down to the first of these panes with linked lines.
+FOLLOW_DOWN = {SOURCE: [POST_GRAD, KERNEL, WRAPPER], POST_GRAD: [KERNEL, WRAPPER], KERNEL: [WRAPPER],
+               WRAPPER: [KERNEL, POST_GRAD]}
 
 
 @dataclass
@@ -327,15 +329,16 @@ class KernelscopeApp(App):
         if links is None or self.last_query != (origin, message.line):
             self.notify("no links from this line yet", severity="warning")
             return
-        target = SOURCE if message.direction == "up" else FOLLOW_DOWN[origin]
-        pane = links.panes.get(target)
-        if target == origin or pane is None or not pane.lines:
-            where = "the model source" if target == SOURCE else f"the {target.replace('_', '-')} pane"
-            self.notify(f"this line has no link to {where}", severity="warning")
-            return
-        view = self.view(target)
-        view.focus()
-        view.move_cursor(pane.focus_line or pane.lines[0], center=True)
+        targets = [SOURCE] if message.direction == "up" else FOLLOW_DOWN[origin]
+        for target in targets:
+            pane = links.panes.get(target)
+            if target != origin and pane is not None and pane.lines:
+                view = self.view(target)
+                view.focus()
+                view.move_cursor(pane.focus_line or pane.lines[0], center=True)
+                return
+        where = "the model source" if targets == [SOURCE] else "a generated line below it"
+        self.notify(f"this line has no link to {where}", severity="warning")
 
     @on(KernelList.KernelChosen)
     def _kernel_chosen(self, message: KernelList.KernelChosen) -> None:

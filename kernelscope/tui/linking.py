@@ -84,8 +84,11 @@ def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], mod
 
     kernel = _pick_kernel(chain.kernels, shown.get(KERNEL))
     if origin != KERNEL and kernel is not None:
-        lines = sorted({line.line for line in kernel.lines if line.file == kernel.file})
-        panes[KERNEL] = PaneLinks(kernel.file, lines, lines[0] if lines else 1)
+        own = [line for line in kernel.lines if line.file == kernel.file]
+        lines = sorted({line.line for line in own})
+        # Bring a line that computes the node into view, not the index set-up every node shares.
+        specific = sorted(line.line for line in own if not line.reason.startswith("shared"))
+        panes[KERNEL] = PaneLinks(kernel.file, lines, (specific or lines or [1])[0])
 
     if origin != WRAPPER:
         wrapper_lines = chain.wrapper_lines + [call for ref in chain.kernels for call in ref.calls]
