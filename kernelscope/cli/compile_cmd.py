@@ -18,17 +18,26 @@ def add_parser(subparsers) -> None:
         "  kernelscope compile examples/mlp.py:make\n"
         "  kernelscope compile examples/mlp.py:make --train\n"
         "  kernelscope compile examples/function.py:make --target cpu-triton --execute\n"
-        "  kernelscope compile model.py:make --json > run.json",
+        "  kernelscope compile model.py:make --json > run.json\n"
+        "  kernelscope compile examples/mlp.py:make --target cuda --profile --steps 20   # on a GPU",
     )
     parser.add_argument("target", metavar="PATH.py:FACTORY")
     recording_output.add_recording_arguments(parser)
     parser.add_argument("--train", action="store_true",
                         help="compile forward and backward of a scalar loss (sum of the outputs)")
     parser.add_argument("--dynamic", action="store_true", help="mark the batch dimension dynamic")
+    parser.add_argument("--profile", action="store_true",
+                        help="on a GPU: then run the compiled model (warm-up, then --steps steps) under "
+                             "torch.profiler and attach each kernel's device time to the run")
+    parser.add_argument("--steps", type=int, default=10, help="profiled steps with --profile (default: 10)")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.profile:
+        from kernelscope.cli.profile_cmd import compile_and_profile
+
+        return compile_and_profile(args)
     from kernelscope.engine.recorder import RecordOptions, record_factory
 
     def record(on_phase):

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernelscope.cli.common import add_store_argument, format_share
+from kernelscope.cli.common import add_store_argument, format_share, graph_break_details
 from kernelscope.cli.progress import phase_display
 from kernelscope.errors import UserError
 from kernelscope.store import Store, dump_json
@@ -43,7 +43,8 @@ def run_overview(run) -> dict:
                     "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
                     "extern_calls": sum(1 for k in g.kernels if k.kind == "extern")} for g in run.graphs],
         "graph_breaks": [{"reason": b.reason, "file": b.source.file if b.source else None,
-                          "line": b.source.line if b.source else None} for b in run.graph_breaks],
+                          "line": b.source.line if b.source else None, "explanation": b.explanation,
+                          "hints": b.hints, "url": b.url} for b in run.graph_breaks],
         "recompiles": [{"compile_id": r.compile_id, "reason": r.reason} for r in run.recompiles],
     }
 
@@ -57,8 +58,11 @@ def add_recording_arguments(parser) -> None:
                              "e.g. a CI baseline for `kernelscope diff`")
 
 
-def record_and_store(args, record) -> int:
-    """record(on_phase) -> RunRecord; then store it and report. Returns the exit code."""
+def record_and_store(args, record, after_store=None) -> int:
+    """record(on_phase) -> RunRecord; then store it and report. Returns the exit code.
+
+    after_store(store, run_id) -> dict, if given, runs once the run is stored (e.g.
+    attaching `--profile`'s trace); its dict is the summary's "profile"."""
     started = time.perf_counter()
     with phase_display(enabled=not args.json) as on_phase:
         # With --json, stdout carries the JSON alone: the model's prints go to stderr.
@@ -74,6 +78,7 @@ def record_and_store(args, record) -> int:
             details = store.show(run_id)
             if args.dump:
                 write_dump(store, run_id, args.dump)
+            profile = after_store(store, run_id) if after_store is not None else None
     timings = {**run.timings, "store": round(store_seconds, 4),
                "total": round(time.perf_counter() - started, 4)}
     summary = {
@@ -91,6 +96,8 @@ def record_and_store(args, record) -> int:
         "execute_max_error": run.execute_max_error,
         "warnings": run.warnings,
     }
+    if profile is not None:
+        summary["profile"] = profile
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     else:
@@ -118,7 +125,8 @@ def render_overview(summary: dict) -> list[str]:
     ]
     for brk in summary["graph_breaks"]:
         where = f"{brk['file']}:{brk['line']}" if brk["file"] else "unknown location"
-        out.append(f"  graph break at {where}: {brk['reason'][:120]}")
+        out.append(f"  graph break at {where}: {brk['reason']}")
+        out += graph_break_details(brk.get("explanation", ""), brk.get("hints", []), brk.get("url", ""))
     for recompile in summary["recompiles"]:
         out.append(f"  recompile [{recompile['compile_id']}]: {recompile['reason'][:120]}")
     return out
@@ -140,5 +148,9 @@ def render_summary(summary: dict) -> str:
     out.append(f"  time: {phases} · peak memory {summary['peak_memory_mb']:.0f} MB")
     for warning in summary["warnings"]:
         out.append(f"  warning: {warning}")
+    if summary.get("profile"):
+        from kernelscope.profile.report import render_profile
+
+        out.extend(f"  {line}" for line in render_profile(summary["profile"]))
     out.append(f"  next: kernelscope show {summary['run']}   ·   kernelscope query FILE:LINE")
     return "\n".join(out)

@@ -1,0 +1,52 @@
+"""Attach a chrome trace's device time to a run of the store: read, join, write."""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from kernelscope.errors import StoreError
+from kernelscope.profile.join import JoinResult, RunGraph, RunKernel, join
+from kernelscope.profile.trace import load_trace
+from kernelscope.store import Store
+from kernelscope.store.profiles import ProfileRecord, RunProfile, read_profile, run_kernels, write_profile
+
+
+def run_graphs(store: Store, run_id: int) -> list[RunGraph]:
+    """The run's graphs with their kernels and extern calls, as the join needs them."""
+    graphs: dict[int, RunGraph] = {}
+    kernels = defaultdict(list)
+    for row in run_kernels(store.conn, run_id):
+        graphs.setdefault(row["graph_id"], RunGraph(row["graph_id"], f"[{row['compile_id']}] {row['graph_kind']}", []))
+        kernels[row["graph_id"]].append(RunKernel(row["id"], row["name"], row["kind"], row["wrapper_line"]))
+    for graph_id, graph in graphs.items():
+        graph.kernels = kernels[graph_id]
+    return list(graphs.values())
+
+
+def attach_trace(store: Store, trace_path: str | Path, run_id: int | None = None,
+                 source: str = "kernelscope profile") -> tuple[RunProfile, JoinResult]:
+    """Join the trace at `trace_path` to run `run_id` (the latest run when None) and
+    store the result; ProfileMismatch when the trace is of another compile."""
+    if run_id is None:
+        run_id = store.latest_run_id()
+        if run_id is None:
+            raise StoreError(f"{store.root} has no run to attach a trace to: record one with "
+                             "`kernelscope compile` or `kernelscope import LOGS` first")
+    details = store.show(run_id)  # StoreError names the run when it does not exist
+    trace = load_trace(trace_path)
+    result = join(trace, run_graphs(store, run_id), f"run {run_id} ({details.summary.target})")
+    record = ProfileRecord(
+        source=source, trace_name=Path(trace_path).name, device_name=result.device_name,
+        steps=result.steps, step_markers=result.step_markers, step_time_us=result.step_time_us,
+        device_total_us=result.device_total_us,
+        kernel_times={kernel_id: (t.total_us, t.launches) for kernel_id, t in result.kernels.items()},
+        in_graphs_other=result.in_graphs_other, outside=result.outside, graph_calls=result.graph_calls,
+        warnings=result.warnings,
+    )
+    attach = getattr(store, "attach_profile", None)
+    if attach is not None:
+        attach(run_id, record)
+    else:
+        write_profile(store.conn, run_id, record)
+    profile = read_profile(store.conn, run_id)
+    return profile, result

@@ -1,0 +1,83 @@
+"""A run's profile as JSON-ready data and as text (profile, compile --profile, show).
+
+Every time is per step. A kernel fused from several source lines counts once in
+every total; in the per-line list it shows on each of its lines, marked shared.
+"""
+from __future__ import annotations
+
+from kernelscope.store.profiles import RunProfile, line_times
+
+
+def format_time(us: float | None) -> str:
+    """`12.3 us` under a millisecond, else `1.23 ms`."""
+    if us is None:
+        return "-"
+    return f"{us:.1f} us" if us < 1000 else f"{us / 1000:.2f} ms"
+
+
+def format_share(share: float | None) -> str:
+    return "-" if share is None else f"{share * 100:.1f}%"
+
+
+def time_label(us: float | None, share: float | None) -> str:
+    """What an editor shows next to a line or kernel: `0.42 ms · 31% of step`."""
+    if us is None:
+        return ""
+    return f"{format_time(us)} · {format_share(share)} of step" if share is not None else format_time(us)
+
+
+def profile_data(profile: RunProfile, top: int = 10) -> dict:
+    kernels = sorted(profile.kernels.values(), key=lambda k: (-k.device_time_us, k.graph, k.name))
+    lines = sorted(line_times(profile).items(), key=lambda item: (-item[1][0], item[0]))
+    return {
+        **profile.summary(),
+        "top_kernels": [
+            {"graph": k.graph, "name": k.name, "kind": k.kind, "device_time_us": round(k.device_time_us, 3),
+             "step_share": None if k.step_share is None else round(k.step_share, 4),
+             "calls_per_step": round(k.calls, 2), "shared": k.shared,
+             "lines": [f"{file}:{line}" for file, line in k.lines]}
+            for k in kernels[:top]
+        ],
+        "top_lines": [
+            {"file": file, "line": line, "device_time_us": round(us, 3),
+             "step_share": None if profile.share(us) is None else round(profile.share(us), 4), "shared": shared}
+            for (file, line), (us, shared) in lines[:top]
+        ],
+    }
+
+
+def render_profile(data: dict) -> list[str]:
+    """Text lines for profile_data(...)."""
+    device_total = data["device_time_us"]
+
+    def of_device(us: float) -> str:
+        return f"{us / device_total * 100:.1f}% of device time" if device_total else "-"
+
+    steps = f"{data['steps']} step(s)" if data["step_markers"] else "the whole trace as one step (no ProfilerStep ranges)"
+    out = [
+        f"profile: {data['trace']} on {data['device'] or 'an unnamed device'}, {steps}",
+        f"  step time {format_time(data['step_time_us'])} · device time {format_time(device_total)} per step",
+        f"  on the run's kernels and extern calls: {format_time(data['attributed_us'])} ({of_device(data['attributed_us'])})",
+        f"  in compiled graphs, on no recorded kernel: {format_time(data['in_graphs_other_us'])}",
+        f"  outside the compiled graphs: {format_time(data['outside_graphs_us'])} ({of_device(data['outside_graphs_us'])})",
+    ]
+    for name, us in list(data["outside_graphs"].items())[:6]:
+        out.append(f"      {format_time(us):>10}  {name}")
+    for name, us in data["in_graphs_other"].items():
+        out.append(f"      {format_time(us):>10}  in graph {name}")
+    if data["top_kernels"]:
+        out.append("  top kernels (per step; a fused kernel counts once):")
+        for k in data["top_kernels"]:
+            where = ", ".join(k["lines"][:4]) + (" ..." if len(k["lines"]) > 4 else "")
+            shared = " shared" if k["shared"] else ""
+            out.append(f"    {format_time(k['device_time_us']):>10} {format_share(k['step_share']):>6} of step  "
+                       f"{k['name']} {k['graph']}{shared}  {where}")
+    if data["top_lines"]:
+        out.append("  top source lines (a shared kernel's time is on each of its lines):")
+        for line in data["top_lines"]:
+            shared = "  (shared)" if line["shared"] else ""
+            out.append(f"    {format_time(line['device_time_us']):>10} {format_share(line['step_share']):>6} of step  "
+                       f"{line['file']}:{line['line']}{shared}")
+    for warning in data["warnings"]:
+        out.append(f"  warning: {warning}")
+    return out
