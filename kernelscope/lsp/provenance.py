@@ -15,7 +15,8 @@ from pathlib import Path
 from kernelscope.errors import StoreError, UserError
 from kernelscope.lsp import index
 from kernelscope.lsp.positions import IDENTITY, LineMap, build_line_map
-from kernelscope.store import Location, Store
+from kernelscope.store import Location, QueryResult, Store
+from kernelscope.store import query as store_query
 from kernelscope.store.results import SOURCE
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -47,6 +48,7 @@ class Provenance:
         self.workspace = workspace
         self.store_dir = store_dir
         self.selected_run: int | None = None  # None: follow the latest run
+        self.problem: str | None = None  # why an existing store could not be opened (old schema, damage)
         self._local = threading.local()
         self._generation = 0  # bumped when the store directory changes
 
@@ -68,8 +70,11 @@ class Provenance:
         if local.store is None:
             try:
                 local.store = Store(self.store_dir, create=False)
-            except StoreError:
+            except StoreError as error:
+                # No store yet is normal (nothing compiled); one that will not open is reported.
+                self.problem = str(error) if (self.store_dir / "kernelscope.sqlite").exists() else None
                 return None
+            self.problem = None
         return local.store
 
     def latest_run_id(self) -> int | None:
@@ -112,8 +117,7 @@ class Provenance:
         if store is None or path is None:
             return None
         try:
-            key = store.key_for(path, cwd=self.workspace)
-            location = self._locate(store, key)
+            location = self._locate(store, path)
         except (StoreError, UserError):
             return None
         if location.kind != SOURCE:
@@ -130,13 +134,19 @@ class Provenance:
         lines = text.splitlines() if text is not None else _read_lines(str(self.absolute_path(stored_path)))
         return build_line_map(index.recorded_code(store.conn, run_id, stored_path), lines)
 
-    def _locate(self, store: Store, key: str) -> Location:
-        if self.selected_run is not None and not key.startswith("runs/"):
+    def query(self, document: Document, line: int, direction: str) -> QueryResult:
+        """`Store.query` on a document already located (no second path lookup, which
+        would resolve a workspace-relative key against the server's own cwd)."""
+        return store_query.query(self.store().conn, document.location, line, direction)
+
+    def _locate(self, store: Store, path: Path) -> Location:
+        """`path` is absolute: a store path lookup resolves it without the server's cwd."""
+        if self.selected_run is not None and self.store_dir not in path.parents:
             try:
-                return store.locate(key, self.selected_run)
+                return store.locate(path, self.selected_run)
             except StoreError:
                 pass  # the selected run does not have this file: show the latest that has
-        return store.locate(key)
+        return store.locate(path)
 
 
 @lru_cache(maxsize=256)

@@ -78,7 +78,7 @@ def _chain_down(chain: GraphChain, link: Link) -> list[str]:
     for module, kernels in shown_groups:
         indent = ""
         if module:
-            module_class = f" ({class_of[module]})" if class_of.get(module) else ""
+            module_class = f" ({class_of[module].rsplit('.', 1)[-1]})" if class_of.get(module) else ""
             out.append(f"- `{module}`{module_class}: {_kernels_and_calls(kernels)}")
             indent = "  "
         for kernel in kernels[:MAX_KERNELS_PER_GROUP]:

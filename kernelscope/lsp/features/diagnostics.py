@@ -16,8 +16,8 @@ from kernelscope.lsp.editor import line_range
 
 SOURCE = "kernelscope"
 CONFIG_IN_TEXT = re.compile(r"torch\._dynamo\.config\.(\w+)(\s*=\s*(True|False|\d+))?")
-# Dynamo's advice for some graph breaks names a config; the store keeps the reason and
-# explanation (not the hint), so the advice is recognised by Dynamo's own wording.
+# Dynamo's hints for some graph breaks name a config (or a config set to add to);
+# these are the ones turned into an edit.
 KNOWN_FIXES = [
     (re.compile(r"builtin operator `print`|logging function", re.I),
      "torch._dynamo.config.reorderable_logging_functions.add(print)",
@@ -94,11 +94,17 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
         where = at(brk.line) if brk.file == key else None
         if where is None:
             continue
-        fix = fix_for(brk.reason)
+        hints = list(getattr(brk, "hints", None) or [])
+        explanation = getattr(brk, "explanation", "") or ""
+        fix = fix_for(" ".join([brk.reason, explanation, *hints]))
+        text = f"graph break [{brk.compile_id}]: {brk.reason}"
+        if explanation and explanation not in brk.reason:
+            text += f" — {explanation}"
+        text += "".join(f"\nhint: {hint}" for hint in hints[:3]) + stale
         found.append(types.Diagnostic(
             range=where, severity=types.DiagnosticSeverity.Warning, source=SOURCE, code="graph-break",
-            message=f"graph break [{brk.compile_id}]: {brk.reason}{stale}"
-                    + (f"\nfix: {fix[0]} ({fix[1]})" if fix else ""),
+            message=text + (f"\nquick fix: {fix[0]} ({fix[1]})" if fix else ""),
+            code_description=types.CodeDescription(href=brk.url) if getattr(brk, "url", "") else None,
             data={"fix": fix[0], "why": fix[1]} if fix else None,
         ))
     for recompile in details.recompiles:

@@ -36,6 +36,10 @@ def setup(server) -> None:
         for name, problem in server.failed_features.items():
             server.show(f"feature {name} is off: {problem}", types.MessageType.Error)
         latest = server.provenance.latest_run_id()
+        if server.provenance.problem:
+            server.show(server.provenance.problem, types.MessageType.Error)
+            server.set_state("failed", server.provenance.problem, None)
+            return
         message = f"run {latest}" if latest is not None else "no runs yet: run kernelscope.compile"
         server.set_state("idle", message, latest)
 

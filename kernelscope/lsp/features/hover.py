@@ -20,13 +20,14 @@ def setup(server) -> None:
 def hover_text(server, uri: str, position: types.Position) -> str | None:
     document = server.document(uri)
     if document is None:
-        return None
+        problem = server.provenance.problem
+        return f"**kernelscope**: {problem}" if problem else None
     store = server.provenance.store()
     run = index.run_summary(store, document.run_id)
     if not document.is_source:
         line = checked_line(document, position)
         try:
-            result = store.query(document.location.path, line, document.run_id, "up")
+            result = server.provenance.query(document, line, "up")
         except UserError:
             return None  # past the end of the generated file's recorded lines
         if not result.origins and result.empty:
@@ -41,7 +42,7 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
                 f"since run {document.run_id} was recorded, so it has no recorded provenance. "
                 "Compile again (kernelscope.compile) to see what it becomes.")
     try:
-        result = store.query(document.location.path, line, document.run_id, "down")
+        result = server.provenance.query(document, line, "down")
     except (StoreError, UserError):
         return None
     if result.empty:

@@ -30,7 +30,7 @@ def query_at(server, uri: str, position: types.Position, direction: str):
     if line is None:
         return document, None
     try:
-        result = server.provenance.store().query(document.location.path, line, document.run_id, direction)
+        result = server.provenance.query(document, line, direction)
     except (StoreError, UserError):
         return document, None
     return document, result

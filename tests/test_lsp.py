@@ -1,0 +1,265 @@
+"""End-to-end tests of `python -m kernelscope lsp` driven by a real LSP client (pytest-lsp).
+
+The slow tests read a store holding real recordings of the examples (recorded once
+per session); the fast ones use a small synthetic run and check robustness.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from kernelscope.store import Store
+from lsp_support import REPO, _plain, line_of, start_session, uri
+from synthetic_runs import make_mlp_run
+
+EXAMPLES = REPO / "examples"
+MLP = EXAMPLES / "mlp.py"
+GRAPH_BREAK = EXAMPLES / "graph_break.py"
+DEVICE = "cpu-triton"  # a real recording; kernel names differ by device target, so tests match "gelu"
+
+
+def test_server_never_imports_torch():
+    code = (
+        "import sys\n"
+        "from kernelscope.cli import build_parser\n"
+        "build_parser(only='lsp')\n"
+        "from kernelscope.lsp import server\n"
+        "created = server.create_server()\n"
+        "assert not created.failed_features, created.failed_features\n"
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_help_ends_with_examples(run_cli):
+    result = run_cli(["lsp", "--help"])
+    assert result.returncode == 0
+    assert "examples:" in result.stdout and "kernelscope lsp" in result.stdout
+
+
+# -- a synthetic store: fast robustness tests ----------------------------------------------
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    record = make_mlp_run(tmp_path)
+    with Store(tmp_path / ".kernelscope") as store:
+        store.write_run(record)
+    return tmp_path
+
+
+async def test_bad_requests_get_errors_and_the_server_goes_on(synthetic):
+    session = await start_session(synthetic, {})
+    try:
+        source = synthetic / "examples" / "mlp.py"
+        session.open(source)
+        with pytest.raises(JsonRpcException, match="out of range"):
+            await session.hover(source, 5000)
+        with pytest.raises(JsonRpcException):  # not a hover's parameters at all
+            await session.raw_request(types.TEXT_DOCUMENT_HOVER, {"textDocument": 3})
+        with pytest.raises(JsonRpcException, match="expected"):
+            await session.request("kernelscope/linkedRanges", {"position": {"line": -1}})
+        with pytest.raises(JsonRpcException):
+            await session.request("kernelscope/noSuchRequest", {})
+        with pytest.raises(JsonRpcException, match="no run 99"):
+            await session.command("kernelscope.selectRun", 99)
+        with pytest.raises(JsonRpcException, match="run id or null"):
+            await session.command("kernelscope.selectRun", "latest")
+        with pytest.raises(JsonRpcException, match="no run 42"):
+            await session.request("kernelscope/runOverview", {"runId": 42})
+        # Still answering: a real hover on the GELU line of the synthetic run.
+        hover = await session.hover(source, line_of(source, "gelu(h)"))
+        assert hover is not None and "triton_poi_fused_gelu" in hover.contents.value
+        assert await session.hover(synthetic / "not_recorded.py", 0) is None
+    finally:
+        await session.stop()
+
+
+async def test_stale_file_maps_lines_by_content_and_says_so(synthetic):
+    session = await start_session(synthetic, {})
+    try:
+        source = synthetic / "examples" / "mlp.py"
+        original = source.read_text().splitlines()
+        gelu = line_of(source, "gelu(h)")
+        edited = ["# a new comment", "# another", *original]
+        session.open(source, "\n".join(edited) + "\n")
+        moved = await session.hover(source, gelu + 2)
+        assert moved is not None
+        assert "stale" in moved.contents.value and f"recorded line {gelu + 1}" in moved.contents.value
+        assert "triton_poi_fused_gelu" in moved.contents.value
+        new_line = await session.hover(source, 0)
+        assert new_line is None or "triton" not in new_line.contents.value
+        lenses = await session.lenses(uri(source))
+        assert {lens.range.start.line for lens in lenses} >= {gelu + 2}
+        assert all("stale" in lens.command.title for lens in lenses)
+        # A changed line is not answered for: no silent jump to another line.
+        changed = list(edited)
+        changed[gelu + 2] = "        h = torch.relu(h)"
+        session.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri(source), version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text="\n".join(changed) + "\n")]))
+        hover = await session.hover(source, gelu + 2)
+        assert hover is not None and "changed since run" in hover.contents.value
+        assert "triton_poi_fused_gelu" not in hover.contents.value
+        assert await session.definition(source, gelu + 2) is None
+    finally:
+        await session.stop()
+
+
+# -- real recordings of the examples ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def example_store(recordings, tmp_path_factory):
+    """mlp (train: forward and backward) and graph_break, recorded for real, in one store."""
+    root = tmp_path_factory.mktemp("lsp-store")
+    with Store(root) as store:
+        runs = {
+            "mlp": store.write_run(recordings.get("mlp", device=DEVICE, train=True)),
+            "graph_break": store.write_run(recordings.get("graph_break", device=DEVICE)),
+        }
+    return root, runs
+
+
+@pytest.fixture
+async def examples(example_store):
+    session = await start_session(REPO, {"store": str(example_store[0])})
+    yield session
+    await session.stop()
+
+
+@pytest.mark.slow
+async def test_hover_on_a_model_line_shows_kernels_per_graph(examples):
+    examples.open(MLP)
+    hover = await examples.hover(MLP, line_of(MLP, "F.gelu(h)"))
+    text = hover.contents.value
+    assert "forward [0/0]" in text and "backward [0/0]" in text
+    assert re.search(r"\[`triton_\w+gelu\w*`\]\(file://\S+/kernels/triton_\w+gelu\w*\.py#L\d+\)", text)  # a link
+    assert "fused with" in text and f"mlp.py#L{line_of(MLP, 'self.norm(h)') + 1}" in text
+    fc1 = (await examples.hover(MLP, line_of(MLP, "self.fc1(x)"))).contents.value
+    assert re.search(r"`extern_kernels\.(mm|addmm)` extern", fc1) and "wrapper L" in fc1
+    assert "`fc1` (Linear)" in fc1  # grouped by module instance
+    assert await examples.hover(MLP, line_of(MLP, "import torch")) is None
+
+
+@pytest.mark.slow
+async def test_definition_lands_on_a_kernel_line_that_computes_the_line(examples, example_store):
+    gelu = line_of(MLP, "F.gelu(h)")
+    targets = await examples.definition(MLP, gelu)
+    assert targets, "no definition"
+    kernel_targets = [t for t in targets if "/kernels/" in t.uri]
+    assert any("gelu" in Path(t.uri).name for t in kernel_targets)
+    # Each kernel target is a line the store links back to the GELU line (not shared indexing).
+    with Store(example_store[0]) as store:
+        for target in kernel_targets:
+            path = target.uri.removeprefix("file://")
+            answer = store.query(path, target.range.start.line + 1, direction="up")
+            assert any(origin.reason and not origin.reason.startswith("shared:") for origin in answer.origins)
+            assert ("examples/mlp.py", gelu + 1) in {(s.file, s.line) for c in answer.graphs for s in c.sources}
+    # Several graphs -> several targets (the editor's picker): forward and backward kernels.
+    assert len({t.uri for t in kernel_targets}) >= 2
+
+
+@pytest.mark.slow
+async def test_references_from_a_kernel_line_lead_back_to_the_model(examples):
+    gelu = line_of(MLP, "F.gelu(h)")
+    target = next(t for t in await examples.definition(MLP, gelu) if "/kernels/" in t.uri)
+    references = await examples.references(target.uri, target.range.start.line)
+    assert (uri(MLP), gelu) in {(ref.uri, ref.range.start.line) for ref in references}
+    hover = await examples.client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=target.uri), position=target.range.start))
+    text = hover.contents.value
+    assert "post-grad" in text and "aten." in text and f"examples/mlp.py:{gelu + 1}" in text
+
+
+@pytest.mark.slow
+async def test_code_lenses_over_model_lines_and_kernel_definitions(examples):
+    examples.open(MLP)
+    lenses = {lens.range.start.line: lens.command.title for lens in await examples.lenses(uri(MLP))}
+    gelu = line_of(MLP, "F.gelu(h)")
+    assert "fw" in lenses[gelu] and "bw" in lenses[gelu] and "fused with L" in lenses[gelu]
+    assert "extern call" in lenses[line_of(MLP, "self.fc1(x)")]
+    target = next(t for t in await examples.definition(MLP, gelu) if "/kernels/" in t.uri)
+    kernel_lenses = await examples.lenses(target.uri)
+    assert len(kernel_lenses) == 1 and f"mlp.py:{gelu + 1}" in kernel_lenses[0].command.title.replace(" ", "")
+
+
+@pytest.mark.slow
+async def test_graph_breaks_are_diagnostics_with_a_quick_fix(examples):
+    examples.open(GRAPH_BREAK)
+    found = await examples.wait_for_diagnostics(GRAPH_BREAK, lambda d: len(d) >= 2)
+    breaks = {d.range.start.line: d for d in found if d.code == "graph-break"}
+    print_line, branch_line = line_of(GRAPH_BREAK, "print("), line_of(GRAPH_BREAK, "if h.mean()")
+    assert set(breaks) == {print_line, branch_line}
+    assert "print" in breaks[print_line].message and "branching" in breaks[branch_line].message.lower()
+    actions = await examples.client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(GRAPH_BREAK)), range=breaks[print_line].range,
+        context=types.CodeActionContext(diagnostics=[breaks[print_line]])))
+    assert actions and "reorderable_logging_functions" in actions[0].title
+    edit = actions[0].edit.changes[uri(GRAPH_BREAK)][0]
+    assert "torch._dynamo.config.reorderable_logging_functions.add(print)" in edit.new_text
+    assert edit.range.start.line == line_of(GRAPH_BREAK, "from torch import nn") + 1
+
+
+@pytest.mark.slow
+async def test_custom_requests_of_the_vscode_contract(examples, example_store):
+    gelu = line_of(MLP, "F.gelu(h)")
+    position = {"textDocument": {"uri": uri(MLP)}, "position": {"line": gelu, "character": 0}}
+    linked = _plain(await examples.request("kernelscope/linkedRanges", position))
+    assert linked["origin"]["start"]["line"] == gelu
+    roles = {link["role"] for link in linked["links"]}
+    assert {"pre_grad", "post_grad", "kernel", "wrapper"} <= roles
+    assert all(link["uri"] != uri(MLP) for link in linked["links"])
+    kernels = _plain(await examples.request("kernelscope/kernelsForLine", position))["kernels"]
+    assert {"0/0 forward", "0/0 backward"} <= {k["graph"] for k in kernels}
+    generated = [k for k in kernels if k["kind"] == "triton"]
+    assert all(k["uri"].startswith("file://") and k["range"] is not None for k in generated)
+    kernel_position = {"textDocument": {"uri": generated[0]["uri"]}, "position": generated[0]["range"]["start"]}
+    sources = _plain(await examples.request("kernelscope/sourceForLine", kernel_position))["sources"]
+    assert any(s["uri"] == uri(MLP) and s["range"]["start"]["line"] == gelu for s in sources)
+    overview = _plain(await examples.request("kernelscope/runOverview", {"runId": example_store[1]["mlp"]}))
+    assert overview["run"]["mode"] == "train" and len(overview["graphs"]) == 2
+    assert overview["fusion"]["edges"] and overview["kernels"][0]["sourceLines"]
+    breaks = _plain(await examples.request("kernelscope/runOverview", {}))["graphBreaks"]
+    assert {b["line"] for b in breaks} == {line_of(GRAPH_BREAK, "print("), line_of(GRAPH_BREAK, "if h.mean()")}
+    runs = _plain(await examples.command("kernelscope.runs"))["runs"]
+    assert [r["id"] for r in runs if r["selected"]] == [example_store[1]["graph_break"]]
+    assert _plain(await examples.command("kernelscope.selectRun", example_store[1]["mlp"])) == {
+        "runId": example_store[1]["mlp"]}
+    runs = _plain(await examples.command("kernelscope.runs"))["runs"]
+    assert [r["id"] for r in runs if r["selected"]] == [example_store[1]["mlp"]]
+
+
+@pytest.mark.slow
+async def test_generated_files_links_highlights_and_symbols(examples, example_store):
+    with Store(example_store[0]) as store:
+        details = store.show(example_store[1]["mlp"])
+    wrapper = example_store[0] / details.graphs[0].files["wrapper"]
+    links = await examples.client.text_document_document_link_async(types.DocumentLinkParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(wrapper))))
+    targets = {link.target.split("#")[0] for link in links}
+    assert any("/kernels/triton_" in target for target in targets)
+    post_grad = example_store[0] / details.graphs[0].files["post_grad"]
+    graph_links = await examples.client.text_document_document_link_async(types.DocumentLinkParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(post_grad))))
+    assert any(link.target.startswith(uri(MLP) + "#L") for link in graph_links)
+    kernel = next(k for k in details.kernels if k.kind == "triton")
+    kernel_file = example_store[0] / kernel.file
+    erf = line_of(kernel_file, "libdevice.erf") if "gelu" in kernel.name else line_of(kernel_file, "tl.store")
+    highlights = await examples.client.text_document_document_highlight_async(types.DocumentHighlightParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(kernel_file)), position=types.Position(line=erf, character=0)))
+    assert highlights and erf in {h.range.start.line for h in highlights}
+    symbols = await examples.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="tanh"))
+    assert symbols and all("tanh" in s.name for s in symbols)  # kernels of the shown run (graph_break)
+    assert "/kernels/" in symbols[0].location.uri
+    await examples.command("kernelscope.selectRun", example_store[1]["mlp"])
+    symbols = await examples.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="graph"))
+    assert {s.name for s in symbols} == {"graph [0/0] forward", "graph [0/0] backward"}
