@@ -124,10 +124,6 @@ def ensure_tables(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
-def _has_tables(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'profiles'").fetchone() is not None
-
-
 def write_profile(conn: sqlite3.Connection, run_id: int, record: ProfileRecord) -> None:
     """Attach (or replace) run `run_id`'s profile, in one transaction."""
     conn.execute("BEGIN IMMEDIATE")
@@ -156,9 +152,7 @@ def write_profile(conn: sqlite3.Connection, run_id: int, record: ProfileRecord) 
 
 def read_profile(conn: sqlite3.Connection, run_id: int) -> RunProfile | None:
     """Run `run_id`'s profile per step, or None when it has none."""
-    if not _has_tables(conn):
-        return None
-    row = conn.execute("SELECT * FROM profiles WHERE run_id = ?", (run_id,)).fetchone()
+    row = _profile_row(conn, run_id)
     if row is None:
         return None
     steps = max(row["steps"], 1)
@@ -226,27 +220,121 @@ def run_kernels(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
 
 
 def annotate_query(conn: sqlite3.Connection, result) -> None:
-    """Put device times on a QueryResult's kernels and source lines (when the run has a profile)."""
-    profile = read_profile(conn, result.location.run_id)
-    if profile is None:
+    """Put device times on a QueryResult's kernels and source lines (when the run has a
+    profile). Index lookups only: the cost depends on the answer, not the run's size."""
+    row = _profile_row(conn, result.location.run_id)
+    if row is None:
         return
-    by_graph_name = {}
-    for row in conn.execute(
-        "SELECT k.id, k.graph_id, k.name FROM kernels k WHERE k.run_id = ?", (result.location.run_id,)
-    ):
-        by_graph_name[(row[1], row[2])] = row[0]
-    lines = line_times(profile)
+    steps = max(row["steps"], 1)
+    kernel_ids = {}
     for chain in result.graphs:
         for kernel in chain.kernels:
-            kernel_id = by_graph_name.get((chain.graph.id, kernel.name))
-            timed = profile.kernels.get(kernel_id)
-            kernel.device_time_us = round(timed.device_time_us, 3) if timed else 0.0
-            kernel.shared = bool(timed and timed.shared)
+            found = conn.execute("SELECT id FROM kernels WHERE graph_id = ? AND name = ?",
+                                 (chain.graph.id, kernel.name)).fetchone()
+            if found is not None:
+                kernel_ids[(chain.graph.id, kernel.name)] = found[0]
+    source_kernels = {}
+    for chain in result.graphs:
         for source in chain.sources:
-            total, shared = lines.get((source.file, source.line), (0.0, False))
-            source.device_time_us = round(total, 3)
-            source.shared = shared
-    result.profile = profile.summary()
+            key = (source.file, source.line)
+            if key not in source_kernels:
+                source_kernels[key] = _kernels_of_lines(conn, result.location.run_id, source.file, source.line)
+    every = set(kernel_ids.values()).union(*[ids for by_line in source_kernels.values() for ids in by_line.values()])
+    times = _kernel_times(conn, every, steps)
+    shared = _shared_kernels(conn, every)
+    for chain in result.graphs:
+        for kernel in chain.kernels:
+            kernel_id = kernel_ids.get((chain.graph.id, kernel.name))
+            kernel.device_time_us = round(times.get(kernel_id, 0.0), 3)
+            kernel.shared = kernel_id in shared
+        for source in chain.sources:
+            ids = source_kernels[(source.file, source.line)].get(source.line, set())
+            source.device_time_us = round(sum(times.get(i, 0.0) for i in ids), 3)
+            source.shared = bool(ids & shared)
+    result.profile = _summary(row)
+
+
+def annotate_file_links(conn: sqlite3.Connection, links) -> None:
+    """Put device times on a source file's LineLinks (code lenses, inlay hints)."""
+    if links.location.kind != "source":
+        return
+    row = _profile_row(conn, links.location.run_id)
+    if row is None:
+        return
+    by_line = _kernels_of_lines(conn, links.location.run_id, links.location.path)
+    every = set().union(*by_line.values()) if by_line else set()
+    times = _kernel_times(conn, every, max(row["steps"], 1))
+    shared = _shared_kernels(conn, every)
+    for line in links.lines:
+        ids = by_line.get(line.line, set())
+        line.device_time_us = round(sum(times.get(i, 0.0) for i in ids), 3)
+        line.shared = bool(ids & shared)
+    links.profile = _summary(row)
+
+
+def _profile_row(conn: sqlite3.Connection, run_id: int) -> sqlite3.Row | None:
+    try:
+        return conn.execute("SELECT * FROM profiles WHERE run_id = ?", (run_id,)).fetchone()
+    except sqlite3.OperationalError:  # no profile was ever attached in this store
+        return None
+
+
+def _summary(row: sqlite3.Row) -> dict:
+    steps = max(row["steps"], 1)
+    details = json.loads(row["details_json"])
+    device = row["device_total_us"] / steps
+    return {
+        "source": row["source"], "trace": row["trace_name"], "device": row["device_name"],
+        "steps": row["steps"], "step_time_us": round(row["step_time_us"], 3),
+        "device_time_us": round(device, 3), "attributed_us": round(row["attributed_us"] / steps, 3),
+        "outside_graphs_us": round(row["outside_graphs_us"] / steps, 3),
+        "in_graphs_other_us": round(row["in_graphs_other_us"] / steps, 3),
+        "warnings": details["warnings"],
+    }
+
+
+def _chunks(ids: set[int], size: int = 500):
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), size):
+        yield ordered[start:start + size]
+
+
+def _kernel_times(conn: sqlite3.Connection, kernel_ids: set[int], steps: int) -> dict[int, float]:
+    found = {}
+    for chunk in _chunks(kernel_ids):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT kernel_id, device_time_us FROM device_times WHERE kernel_id IN ({marks})",
+                                chunk):
+            found[row[0]] = row[1] / steps
+    return found
+
+
+def _shared_kernels(conn: sqlite3.Connection, kernel_ids: set[int]) -> set[int]:
+    """The kernels among `kernel_ids` whose nodes are on more than one source line."""
+    lines = defaultdict(set)
+    for chunk in _chunks(kernel_ids):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"""SELECT kn.kernel_id, n.source_file, n.source_line FROM kernel_nodes kn
+                JOIN nodes n ON n.id = kn.node_id
+                WHERE kn.kernel_id IN ({marks}) AND n.source_file IS NOT NULL""", chunk,
+        ):
+            lines[row[0]].add((row[1], row[2]))
+    return {kernel_id for kernel_id, found in lines.items() if len(found) > 1}
+
+
+def _kernels_of_lines(conn: sqlite3.Connection, run_id: int, file: str, line: int | None = None) -> dict[int, set[int]]:
+    """Source line -> the kernels with a node on it (one line, or every line of `file`)."""
+    sql = """SELECT n.source_line, kn.kernel_id FROM nodes n JOIN kernel_nodes kn ON kn.node_id = n.id
+             WHERE n.run_id = ? AND n.source_file = ?"""
+    params: tuple = (run_id, file)
+    if line is not None:
+        sql += " AND n.source_line = ?"
+        params += (line,)
+    found: dict[int, set[int]] = defaultdict(set)
+    for row in conn.execute(sql, params):
+        found[row[0]].add(row[1])
+    return found
 
 
 def annotate_kernels(conn: sqlite3.Connection, run_id: int, kernels) -> RunProfile | None:
@@ -265,3 +353,4 @@ def annotate_kernels(conn: sqlite3.Connection, run_id: int, kernels) -> RunProfi
         kernel.device_time_us = round(timed.device_time_us, 3) if timed else 0.0
         kernel.shared = bool(timed and timed.shared)
     return profile
+

@@ -44,6 +44,10 @@ class SourceRef:
     code: str
     nodes: list[str]  # the nodes that point at this line
     reason: str  # how they point at it (FxNode.source_via, or "graph break")
+    # Device time per step of the kernels on this line (a shared kernel counts whole on
+    # each of its lines, `shared` then true); None when the run has no profile.
+    device_time_us: float | None = None
+    shared: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,10 @@ class KernelRef:
     reason: str  # "fused into triton kernel", "calls extern kernel", "launched here"
     lines: list[LineRef] = field(default_factory=list)  # kernel lines of those nodes
     calls: list[LineRef] = field(default_factory=list)  # wrapper lines that launch it
+    # Device time per step from an attached profile (`kernelscope profile`, `compile --profile`);
+    # None when the run has none. `shared`: a kernel fused from several source lines.
+    device_time_us: float | None = None
+    shared: bool = False
 
 
 @dataclass
@@ -131,6 +139,7 @@ class QueryResult:
     direction: str  # up | down | both
     origins: list[LineRef] = field(default_factory=list)  # generated start: the recorded rows of the line
     graphs: list[GraphChain] = field(default_factory=list)
+    profile: dict | None = None  # the run's profile summary (step time, outside-graph time), if any
 
     @property
     def empty(self) -> bool:
@@ -146,12 +155,15 @@ class LineLinks:
     kernels: list[str]
     nodes: list[str]
     reasons: list[str]
+    device_time_us: float | None = None  # source files of a profiled run: as SourceRef.device_time_us
+    shared: bool = False
 
 
 @dataclass
 class FileLinks:
     location: Location
     lines: list[LineLinks]
+    profile: dict | None = None  # the run's profile summary (step time, ...), if it has one
 
 
 @dataclass
@@ -189,6 +201,10 @@ class KernelSummary:
     file: str | None
     nodes: list[str]
     line_count: int | None
+    # Device time per step from an attached profile (`kernelscope profile`, `compile --profile`);
+    # None when the run has none. `shared`: a kernel fused from several source lines.
+    device_time_us: float | None = None
+    shared: bool = False
 
 
 @dataclass

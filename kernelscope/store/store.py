@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelscope.record import RunRecord
-from kernelscope.store import catalog, db, dump, paths, query, writer
+from kernelscope.store import catalog, db, dump, paths, profiles, query, writer
 from kernelscope.store.results import FileLinks, Location, QueryResult, RunDetails, RunSummary
 
 
@@ -53,7 +53,9 @@ class Store:
 
     def show(self, run_id: int | None = None) -> RunDetails:
         """One run in full (the latest when `run_id` is None)."""
-        return catalog.run_details(self.conn, catalog.resolve_run_id(self.conn, run_id))
+        details = catalog.run_details(self.conn, catalog.resolve_run_id(self.conn, run_id))
+        profiles.annotate_kernels(self.conn, details.summary.id, details.kernels)
+        return details
 
     # -- lookups -------------------------------------------------------------------
 
@@ -71,10 +73,24 @@ class Store:
         """The provenance chain through `path:line` (see kernelscope.store.query): nodes
         of this line and, unless `direct_only`, those it calls into; `module` keeps one
         module instance (and those inside it)."""
-        return query.query(self.conn, self.locate(path, run_id), line, direction, module, direct_only)
+        result = query.query(self.conn, self.locate(path, run_id), line, direction, module, direct_only)
+        profiles.annotate_query(self.conn, result)  # device times, when the run has a profile
+        return result
 
     def lines_for_file(self, path: str | Path, run_id: int | None = None) -> FileLinks:
-        return query.lines_for_file(self.conn, self.locate(path, run_id))
+        links = query.lines_for_file(self.conn, self.locate(path, run_id))
+        profiles.annotate_file_links(self.conn, links)
+        return links
+
+    # -- device time (kernelscope.store.profiles) ----------------------------------
+
+    def attach_profile(self, run_id: int, record: profiles.ProfileRecord) -> None:
+        """Attach device times to run `run_id` (replacing an earlier profile), all or nothing."""
+        profiles.write_profile(self.conn, run_id, record)
+
+    def device_times(self, run_id: int) -> profiles.RunProfile | None:
+        """Run `run_id`'s profile per step (kernels, extern calls, outside-graph time), or None."""
+        return profiles.read_profile(self.conn, run_id)
 
     def absolute_path(self, stored_path: str) -> Path:
         """Where a generated file (`runs/3/...`) is on disk."""
