@@ -282,6 +282,7 @@ class KernelscopeApp(App):
         self.status.set_error("")
         self.facts_loaded = False
         self.modules = []
+        self.last_links = self.last_query = None
         self.query_one(KernelList).set_rows(message.rows)
         for role in (POST_GRAD, KERNEL, WRAPPER):
             self.view(role).clear()
