@@ -78,3 +78,10 @@ def format_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
              for row in [header, *rows]]
     return "\n".join(lines)
+
+
+def graph_break_details(explanation: str, hints: list[str], url: str, indent: str = "    ") -> list[str]:
+    """Dynamo's explanation, hints and documentation page of a graph break, one per line."""
+    lines = [f"{indent}why: {explanation}"] if explanation else []
+    lines += [f"{indent}hint: {hint}" for hint in hints]
+    return lines + ([f"{indent}more: {url}"] if url else [])

@@ -1,4 +1,9 @@
-"""`kernelscope query FILE:LINE`: the provenance chain through one line, as a tree."""
+"""`kernelscope query FILE:LINE`: the provenance chain through one line, as a tree.
+
+A source line's answer leads with a summary per graph and module instance (the
+line `x = block(x)` of a 12-layer model reaches thousands of generated lines);
+`--detail` prints every node, kernel line and wrapper line. Answers from a
+generated line are small and always detailed, with each node's whole call stack."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +12,8 @@ from dataclasses import dataclass, field
 from kernelscope.cli.common import new_parser, open_store, parse_file_line, parse_run_id, print_json, stdout_is_tty
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store import DEFAULT_STORE_DIR, GraphChain, LineRef, NodeRef, QueryResult
+from kernelscope.store.query import module_summaries, rollup_to_instances
+from kernelscope.store.results import SOURCE
 
 
 def add_parser(subparsers) -> None:
@@ -23,6 +30,8 @@ def add_parser(subparsers) -> None:
             "kernelscope query examples/mlp.py:13",
             "kernelscope query examples/mlp.py:13 --direction down --run 3",
             f"kernelscope query {DEFAULT_STORE_DIR}/runs/3/graphs/0_0_0-forward/kernels/triton_poi_fused_gelu_0.py:12",
+            "kernelscope query examples/nanogpt.py:69                  # x = block(x): every layer, by instance",
+            "kernelscope query examples/nanogpt.py:69 --module blocks.1 --detail",
             "kernelscope query examples/mlp.py:13 --json",
         ],
     )
@@ -31,22 +40,37 @@ def add_parser(subparsers) -> None:
                         help="run id (default: the latest run that has FILE)")
     parser.add_argument("--direction", choices=["up", "down", "both"], default="both",
                         help="which way to follow the chain (default: both)")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--module", metavar="PATH",
+                        help="keep only this module instance and those inside it (dotted prefix, e.g. blocks.1)")
+    parser.add_argument("--direct-only", action="store_true",
+                        help="only nodes whose own line this is, not those it calls into")
+    parser.add_argument("--detail", action="store_true",
+                        help="every node, kernel line and wrapper line (default for a source line: a summary "
+                        "per graph and module instance)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON (always complete)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     path, line = parse_file_line(args.location)
     with open_store(args) as store:
-        result = store.query(path, line, run_id=args.run_id, direction=args.direction)
+        result = store.query(path, line, run_id=args.run_id, direction=args.direction,
+                             module=args.module, direct_only=args.direct_only)
         linked_lines = [] if not result.empty else [links.line for links in store.lines_for_file(path, result.location.run_id).lines]
     if args.json:
         print_json(result)
         return 0
-    tree = build_tree(result)
+    summary = result.location.kind == SOURCE and not args.detail
+    tree = build_summary(result) if summary else build_tree(result)
     if result.empty:
-        hint = f"lines with links in this file: {_compact(linked_lines)}" if linked_lines else "no line of this file has links"
+        if args.module:
+            hint = f"none in module instance {args.module!r}: drop --module to see all"
+        else:
+            hint = f"lines with links in this file: {_compact(linked_lines)}" if linked_lines else "no line of this file has links"
         tree.children.append(Branch(f"nothing recorded at this line in run {result.location.run_id} ({hint})", "yellow"))
+    elif summary:
+        tree.children.append(Branch("--detail lists every node, kernel line and wrapper line; "
+                                    "--module PATH keeps one instance", "dim"))
     if stdout_is_tty():
         _print_rich(tree)
     else:
@@ -61,7 +85,38 @@ class Branch:
     children: list[Branch] = field(default_factory=list)
 
 
-def build_tree(result: QueryResult) -> Branch:
+def build_summary(result: QueryResult) -> Branch:
+    """Per graph, then per module instance: what the line became, counted."""
+    root = _header(result)
+    for chain in result.graphs:
+        post = chain.post_nodes
+        calls = sum(1 for node in post if node.via == "call")
+        via = f" ({calls} via call)" if calls else ""
+        triton = [kernel for kernel in chain.kernels if kernel.kind != "extern"]
+        externs = [kernel for kernel in chain.kernels if kernel.kind == "extern"]
+        generated = {(line.file, line.line) for kernel in chain.kernels for line in kernel.lines + kernel.calls}
+        generated |= {(line.file, line.line) for line in chain.wrapper_lines}
+        branch = Branch(f"graph {chain.graph.compile_id} {chain.graph.kind}: {len(post)} post-grad nodes{via} · "
+                        f"{len(triton)} Triton kernels · {len(externs)} extern calls · "
+                        f"{len(generated)} generated lines", "bold cyan")
+        group_of = rollup_to_instances(node.module for node in chain.pre_nodes + post)
+        for summary in module_summaries(chain, group_of):
+            name = summary.module or "(no module instance)"
+            kind = f" ({summary.module_class.rsplit('.', 1)[-1]})" if summary.module_class else ""
+            module = Branch(f"{name}{kind}  {summary.via or 'direct'}: {len(summary.triton_kernels)} Triton, "
+                            f"{len(summary.extern_calls)} extern, {summary.generated_lines} generated lines, "
+                            f"{summary.post_nodes} post-grad nodes", "bold yellow")
+            module.children.append(Branch(f"source lines: {_compact_sources(summary.source_lines)}", "green"))
+            if summary.triton_kernels:
+                module.children.append(Branch(f"Triton: {_capped(summary.triton_kernels)}", "yellow"))
+            if summary.extern_calls:
+                module.children.append(Branch(f"extern: {_capped(summary.extern_calls)}", "blue"))
+            branch.children.append(module)
+        root.children.append(branch)
+    return root
+
+
+def _header(result: QueryResult) -> Branch:
     location = result.location
     what = f"{location.kind} file in run {location.run_id}"
     if location.graph is not None:
@@ -71,6 +126,11 @@ def build_tree(result: QueryResult) -> Branch:
     root = Branch(f"{location.path}:{result.line}  ({what})", "bold")
     if result.text.strip():
         root.children.append(Branch(f"| {result.text.strip()}", "dim"))
+    return root
+
+
+def build_tree(result: QueryResult) -> Branch:
+    root = _header(result)
     for origin in result.origins:
         root.children.append(Branch(f"recorded: {origin.reason} {', '.join(origin.nodes) or '(no nodes)'}", "magenta"))
     for chain in result.graphs:
@@ -88,6 +148,13 @@ def _chain_branch(chain: GraphChain) -> Branch:
                 "green", [Branch(f"| {source.code}", "dim")] if source.code else [],
             ))
         branch.children.append(sources)
+        stacks = _distinct_stacks(chain.pre_nodes + chain.post_nodes)
+        if any(len(stack) > 1 for stack in stacks):
+            whole = Branch("call stacks (outermost first)", "green")
+            for stack, names in stacks.items():
+                whole.children.append(Branch(" > ".join(f"{frame.file}:{frame.line} {frame.code}" for frame in stack)
+                                             + f"  <- {_capped(names, 6)}", "green"))
+            branch.children.append(whole)
     for node in chain.pre_nodes + chain.post_nodes:
         branch.children.append(_node_branch(node))
     for kernel in chain.kernels:
@@ -119,7 +186,33 @@ def _chain_branch(chain: GraphChain) -> Branch:
 def _node_branch(node: NodeRef) -> Branch:
     stage = "pre-grad" if node.stage == "pre" else "post-grad"
     where = f"  {node.graph_file}:{node.graph_line}" if node.graph_file and node.graph_line else ""
-    return Branch(f"{stage} {node.name} = {node.target}  [{node.reason}]{where}", "magenta")
+    module = f" in {node.module}" if node.module else ""
+    branch = Branch(f"{stage} {node.name} = {node.target}{module}  [{node.reason}]{where}", "magenta")
+    if node.lineage:
+        branch.children.append(Branch(f"made by pass {'; '.join(node.lineage)}", "dim"))
+    return branch
+
+
+def _distinct_stacks(nodes: list[NodeRef]) -> dict[tuple, list[str]]:
+    stacks: dict[tuple, list[str]] = {}
+    for node in nodes:
+        if node.stack and node.name not in stacks.setdefault(tuple(node.stack), []):
+            stacks[tuple(node.stack)].append(node.name)
+    return stacks
+
+
+def _capped(items: list[str], limit: int = 4) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
+def _compact_sources(sources: list[str]) -> str:
+    """['a.py:3', 'a.py:1', 'a.py:2', 'b.py:7'] -> 'a.py:1-3, b.py:7'."""
+    by_file: dict[str, list[int]] = {}
+    for source in sources:
+        file, _, line = source.rpartition(":")
+        by_file.setdefault(file, []).append(int(line))
+    return ", ".join(f"{file}:{_compact(sorted(set(lines)))}" for file, lines in sorted(by_file.items())) or "none"
 
 
 def _line_branch(line: LineRef, style: str = "yellow") -> Branch:

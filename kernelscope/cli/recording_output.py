@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernelscope.cli.common import add_store_argument, format_share
+from kernelscope.cli.common import add_store_argument, format_share, graph_break_details
 from kernelscope.cli.progress import phase_display
 from kernelscope.errors import UserError
 from kernelscope.store import Store, dump_json
@@ -43,7 +43,8 @@ def run_overview(run) -> dict:
                     "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
                     "extern_calls": sum(1 for k in g.kernels if k.kind == "extern")} for g in run.graphs],
         "graph_breaks": [{"reason": b.reason, "file": b.source.file if b.source else None,
-                          "line": b.source.line if b.source else None} for b in run.graph_breaks],
+                          "line": b.source.line if b.source else None, "explanation": b.explanation,
+                          "hints": b.hints, "url": b.url} for b in run.graph_breaks],
         "recompiles": [{"compile_id": r.compile_id, "reason": r.reason} for r in run.recompiles],
     }
 
@@ -124,7 +125,8 @@ def render_overview(summary: dict) -> list[str]:
     ]
     for brk in summary["graph_breaks"]:
         where = f"{brk['file']}:{brk['line']}" if brk["file"] else "unknown location"
-        out.append(f"  graph break at {where}: {brk['reason'][:120]}")
+        out.append(f"  graph break at {where}: {brk['reason']}")
+        out += graph_break_details(brk.get("explanation", ""), brk.get("hints", []), brk.get("url", ""))
     for recompile in summary["recompiles"]:
         out.append(f"  recompile [{recompile['compile_id']}]: {recompile['reason'][:120]}")
     return out

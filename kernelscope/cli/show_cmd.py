@@ -3,7 +3,16 @@ from __future__ import annotations
 
 import argparse
 
-from kernelscope.cli.common import format_share, format_table, format_time, new_parser, open_store, parse_run_id, print_json
+from kernelscope.cli.common import (
+    format_share,
+    format_table,
+    format_time,
+    graph_break_details,
+    new_parser,
+    open_store,
+    parse_run_id,
+    print_json,
+)
 from kernelscope.store import RunDetails
 
 COVERAGE_LABELS = {
@@ -68,6 +77,7 @@ def render(details: RunDetails) -> str:
         out.append(f"  [{brk.compile_id}] {where}: {brk.reason}")
         if brk.code:
             out.append(f"      {brk.code}")
+        out += graph_break_details(brk.explanation, brk.hints, brk.url, indent="      ")
     out += ["", "recompiles"]
     out += [f"  [{rec.compile_id}] {rec.reason}" for rec in details.recompiles] or ["  (none)"]
     out += ["", "coverage"]

@@ -74,7 +74,9 @@ def module_instance(nn_module_stack: dict | None) -> tuple[str, str]:
         class_name = module_type
     else:
         class_name = f"{getattr(module_type, '__module__', '')}.{getattr(module_type, '__qualname__', module_type)}"
-    return path, class_name.strip(".")
+    # A factory file is imported under a private module name (targets.TARGET_MODULE_PREFIX):
+    # name its classes as the user knows them.
+    return path, class_name.strip(".").removeprefix("kernelscope_target_")
 
 
 # Passes that only trace a graph into the next one (Dynamo -> AOTAutograd): the

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
@@ -494,37 +494,64 @@ def _lineage_text(pass_name: str, action: str, node: str) -> str:
 
 
 def _module_summaries(chain: GraphChain) -> list[ModuleSummary]:
-    """Per module instance of the chain's post-grad nodes: its kernels, extern calls,
-    generated lines and direct source lines, in graph order."""
+    return module_summaries(chain)
+
+
+def module_summaries(chain: GraphChain, group_of: Callable[[str], str] | None = None) -> list[ModuleSummary]:
+    """Per module instance of the chain's nodes (or per group, `group_of(instance path)`,
+    e.g. `blocks.0.attn.qkv` -> `blocks.0`): its post-grad nodes, Triton and extern
+    kernels, distinct generated lines and direct source lines, in graph order."""
+    group_of = group_of or (lambda path: path)
     nodes = chain.post_nodes or chain.pre_nodes
-    module_of = {node.name: node.module for node in chain.post_nodes}
+    group_of_node = {node.name: group_of(node.module) for node in chain.post_nodes}
     summaries: dict[str, ModuleSummary] = {}
     for node in nodes:
-        summary = summaries.get(node.module)
+        group = group_of(node.module)
+        summary = summaries.get(group)
         if summary is None:
-            summary = summaries[node.module] = ModuleSummary(
-                module=node.module, module_class=node.module_class, via=node.via, post_nodes=0,
-                triton_kernels=[], extern_calls=[], generated_lines=0, source_lines=[])
+            summary = summaries[group] = ModuleSummary(
+                module=group, module_class=node.module_class if node.module == group else "", via=node.via,
+                post_nodes=0, triton_kernels=[], extern_calls=[], generated_lines=0, source_lines=[])
         elif node.via and node.via not in summary.via.split("+"):
             summary.via = "+".join(sorted(filter(None, [*summary.via.split("+"), node.via])))
+        if node.module == group and not summary.module_class:
+            summary.module_class = node.module_class
         if node.stage == "post":
             summary.post_nodes += 1
         if node.source is not None:
             _add_unique(summary.source_lines, f"{node.source.file}:{node.source.line}")
+    lines_of: dict[str, set[tuple[str, int]]] = {group: set() for group in summaries}
+
+    def add_lines(lines: list[LineRef], default_groups) -> None:
+        for line in lines:
+            groups = {group_of_node.get(name, "") for name in line.nodes} if line.nodes else default_groups
+            for group in groups & lines_of.keys():
+                lines_of[group].add((line.file, line.line))
+
     for kernel in chain.kernels:
-        for module in dict.fromkeys(module_of.get(name, "") for name in kernel.nodes):
-            summary = summaries.get(module)
-            if summary is None:
-                continue
-            _add_unique(summary.extern_calls if kernel.kind == "extern" else summary.triton_kernels, kernel.name)
-            summary.generated_lines += sum(
-                1 for line in kernel.lines + kernel.calls
-                if not line.nodes or any(module_of.get(name, "") == module for name in line.nodes))
-    for line in chain.wrapper_lines:
-        for module in dict.fromkeys(module_of.get(name, "") for name in line.nodes):
-            if module in summaries:
-                summaries[module].generated_lines += 1
+        groups = set(dict.fromkeys(group_of_node.get(name, "") for name in kernel.nodes))
+        for group in groups & summaries.keys():
+            _add_unique(summaries[group].extern_calls if kernel.kind == "extern" else summaries[group].triton_kernels,
+                        kernel.name)
+        add_lines(kernel.lines + kernel.calls, groups)
+    add_lines(chain.wrapper_lines, set())
+    for group, summary in summaries.items():
+        summary.generated_lines = len(lines_of[group])
     return list(summaries.values())
+
+
+def rollup_to_instances(paths: Iterable[str]) -> Callable[[str], str]:
+    """A `group_of` for module_summaries: one group per instance one level below what
+    all the paths share (`blocks.0`, `blocks.1` for a loop over blocks; `blocks.0.attn`,
+    `blocks.0.mlp`, ... when every path is inside `blocks.0`)."""
+    split = [path.split(".") for path in paths if path]
+    if not split:
+        return lambda path: path
+    common = 0
+    while all(len(parts) > common and parts[common] == split[0][common] for parts in split):
+        common += 1
+    depth = common + 1
+    return lambda path: ".".join(path.split(".")[:depth]) if path else path
 
 
 def _graph_ref(conn: sqlite3.Connection, graph_id: int) -> GraphRef:
