@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 
 from kernelscope.cli.common import (
     format_share,
@@ -43,10 +44,15 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         details = store.show(args.run_id)
+        profile = store.device_times(details.summary.id)  # None unless a trace was attached
+    if profile is not None:
+        from kernelscope.profile.report import profile_data, render_profile
     if args.json:
-        print_json(details)
+        print_json(details if profile is None else {**asdict(details), "profile": profile_data(profile)})
     else:
         print(render(details))
+        if profile is not None:
+            print("\n" + "\n".join(render_profile(profile_data(profile))))
     return 0
 
 
