@@ -81,3 +81,31 @@ def render_profile(data: dict) -> list[str]:
     for warning in data["warnings"]:
         out.append(f"  warning: {warning}")
     return out
+
+
+def query_time_lines(result) -> list[str]:
+    """What `query` prints about device time: the queried line's, then each kernel's."""
+    profile = result.profile or {}
+    step = profile.get("step_time_us")
+
+    def label(us, shared):
+        return time_label(us, us / step if step else None) + ("  shared" if shared else "")
+
+    out = []
+    seen_line = False
+    for chain in result.graphs:
+        for source in chain.sources:
+            if source.file == result.location.path and source.line == result.line and not seen_line:
+                out.append(f"this line: {label(source.device_time_us or 0.0, source.shared)}")
+                seen_line = True
+    for chain in result.graphs:
+        for kernel in chain.kernels:
+            if kernel.device_time_us is not None:
+                out.append(f"{time_label(kernel.device_time_us, kernel.device_time_us / step if step else None)}  "
+                           f"{kernel.name} [{chain.graph.compile_id}] {chain.graph.kind}"
+                           + ("  shared" if kernel.shared else ""))
+    out.append("shared: a kernel fused from several source lines; its whole time shows on each of them")
+    out.append(f"per step of {profile.get('trace', '?')} ({profile.get('steps', '?')} steps on "
+               f"{profile.get('device') or '?'}): step {format_time(step)}, outside the compiled graphs "
+               f"{format_time(profile.get('outside_graphs_us'))}")
+    return out
