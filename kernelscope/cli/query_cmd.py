@@ -71,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
     elif summary:
         tree.children.append(Branch("--detail lists every node, kernel line and wrapper line; "
                                     "--module PATH keeps one instance", "dim"))
+    if result.profile and not result.empty:  # device time from an attached profile
+        from kernelscope.profile.report import query_time_lines
+
+        tree.children.append(Branch("device time per step", "bold magenta",
+                                    [Branch(text, "magenta") for text in query_time_lines(result)]))
     if stdout_is_tty():
         _print_rich(tree)
     else:
