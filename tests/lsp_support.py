@@ -102,8 +102,12 @@ async def start_session(root: Path, options: dict, client: str = "visual-studio-
     def on_hint_refresh(params):
         session.refreshes.append("inlayHint")
 
+    capabilities = client_capabilities(client)
+    if client == "visual-studio-code" and capabilities.workspace is not None:
+        # pytest-lsp's recorded VS Code capabilities predate inlay hints; VS Code >= 1.67 declares this.
+        capabilities.workspace.inlay_hint = types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
     await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities(client), root_uri=uri(root), initialization_options=options))
+        capabilities=capabilities, root_uri=uri(root), initialization_options=options))
     return session
 
 

@@ -1,0 +1,136 @@
+"""The language server's compiles, end to end: the real engine worker records
+examples/function.py into a temporary store while a real LSP client watches
+`$/progress`, `kernelscope/status` and the refresh requests; the worker is killed
+mid-compile, a compile hangs past the timeout, a model raises. The server survives
+all of it and keeps showing the last good run."""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from lsp_support import REPO, _plain, line_of, start_session, uri
+
+DEVICE = "cpu-triton"  # every device target goes through the same worker; this one is the lightest
+FUNCTION = REPO / "examples" / "function.py"
+TARGET = "examples/function.py:make"
+
+pytestmark = pytest.mark.slow
+
+
+def worker_pids(server_pid: int) -> list[int]:
+    """The engine workers the server started (its children running kernelscope.engine.worker)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == server_pid and "kernelscope.engine.worker" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_compile_command_reports_progress_and_refreshes(tmp_path):
+    session = await start_session(REPO, {"store": str(tmp_path / "store"), "deviceTarget": DEVICE})
+    try:
+        session.open(FUNCTION)
+        first = _plain(await session.command("kernelscope.compile", {"target": TARGET}))
+        assert isinstance(first["runId"], int)
+        progress = list(session.client.progress_reports.values())
+        assert progress, "no $/progress"
+        values = progress[-1]
+        assert isinstance(values[0], types.WorkDoneProgressBegin) and isinstance(values[-1], types.WorkDoneProgressEnd)
+        assert any(isinstance(value, types.WorkDoneProgressReport) and "capture" in (value.message or "")
+                   for value in values)
+        states = [status["state"] for status in session.statuses]
+        assert "compiling" in states and session.statuses[-1]["state"] == "idle"
+        assert session.statuses[-1]["runId"] == first["runId"]
+        line = line_of(FUNCTION, "torch.rsqrt(")
+        hover = await session.hover(FUNCTION, line)
+        assert hover is not None and f"run {first['runId']}" in hover.contents.value
+        lenses_before = await session.lenses(uri(FUNCTION))
+        assert lenses_before
+
+        refreshes = len(session.refreshes)
+        second = _plain(await session.command("kernelscope.compile", {"uri": uri(FUNCTION)}))  # make() of the file
+        assert second["runId"] > first["runId"]
+        for _ in range(100):
+            if {"codeLens", "inlayHint"} <= set(session.refreshes[refreshes:]):
+                break
+            await asyncio.sleep(0.05)
+        assert {"codeLens", "inlayHint"} <= set(session.refreshes[refreshes:])
+        hover = await session.hover(FUNCTION, line)
+        assert f"run {second['runId']}" in hover.contents.value
+        runs = _plain(await session.command("kernelscope.runs"))["runs"]
+        assert [run["id"] for run in runs] == [second["runId"], first["runId"]]
+        assert [run["selected"] for run in runs] == [True, False]
+    finally:
+        await session.stop()
+
+
+async def test_worker_killed_mid_compile_is_restarted_and_the_last_run_stays(tmp_path):
+    session = await start_session(REPO, {"store": str(tmp_path / "store"), "deviceTarget": DEVICE})
+    try:
+        good = _plain(await session.command("kernelscope.compile", {"target": TARGET}))["runId"]
+        server_pid = session.client._server.pid
+        (killed,) = worker_pids(server_pid)
+        compile_ = asyncio.ensure_future(session.command("kernelscope.compile", {"target": TARGET}))
+        await session.wait_for_status(lambda status: status["state"] == "compiling" and len(
+            [s for s in session.statuses if s["state"] == "compiling"]) >= 2)
+        await asyncio.sleep(0.3)  # inside the record request
+        os.kill(killed, signal.SIGKILL)
+        with pytest.raises(JsonRpcException, match="SIGKILL"):
+            await compile_
+        assert session.statuses[-1]["state"] == "failed"
+        messages = [message.message for message in session.client.messages]
+        assert any("restarted the engine worker" in message for message in messages), messages
+        (restarted,) = worker_pids(server_pid)
+        assert restarted != killed
+        hover = await session.hover(FUNCTION, line_of(FUNCTION, "torch.rsqrt("))
+        assert hover is not None and f"run {good}" in hover.contents.value  # the last good run, still shown
+        again = _plain(await session.command("kernelscope.compile", {"target": TARGET}))["runId"]
+        assert again > good
+    finally:
+        await session.stop()
+
+
+async def test_hanging_and_raising_models_never_take_the_server_down(tmp_path):
+    model = tmp_path / "model.py"
+    model.write_text(
+        "import time\n"
+        "\n"
+        "\n"
+        "def make():\n"
+        "    time.sleep(120)\n"
+        "\n"
+        "\n"
+        "def broken():\n"
+        "    raise ValueError('the factory is broken')\n"
+    )
+    session = await start_session(tmp_path, {"store": str(tmp_path / "store"), "deviceTarget": DEVICE,
+                                             "compileTimeout": 3})
+    try:
+        session.open(model)
+        with pytest.raises(JsonRpcException, match="did not answer 'record' within 3s"):
+            await session.command("kernelscope.compile", {"target": f"{model}:make"})
+        assert session.statuses[-1]["state"] == "failed"
+        assert _plain(await session.command("kernelscope.runs")) == {"runs": []}  # still answering
+        with pytest.raises(JsonRpcException, match="the factory is broken") as raised:
+            await session.command("kernelscope.compile", {"uri": uri(model), "target": f"{model}:broken"})
+        assert raised.value.data["line"] == 9 and raised.value.data["file"] == str(model)
+        found = await session.wait_for_diagnostics(model, lambda d: any(x.code == "compile-target" or
+                                                                        "broken" in x.message for x in d))
+        error = next(d for d in found if "broken" in d.message)
+        assert error.severity == types.DiagnosticSeverity.Error and error.range.start.line == 8
+    finally:
+        await session.stop()
