@@ -328,3 +328,38 @@ def test_compile_profile_without_a_gpu_fails_in_one_line_and_records_nothing(tmp
     assert result.stderr.strip().count("\n") == 0, result.stderr
     assert "--profile runs the compiled model on a GPU, and no CUDA GPU is available here" in result.stderr
     assert not store.exists()
+
+
+def test_profiled_dumps_validate_and_diff_gates_on_device_time(imported, tmp_path):
+    """Dumps carry the profile; `diff --fail-on device-time` compares two profiles of one
+    compile: the job's (optimizer step, zero_grad) against compile --profile's runner on
+    the same model and GPU (no optimizer: gradients accumulate eagerly, more time outside
+    the graphs)."""
+    from kernelscope.diff import compare_runs, evaluate_gates
+    from kernelscope.diff.model import run_view
+    from kernelscope.store.dump import schema_problems
+
+    store, run_id = imported.store("mlp_train")
+    with store:
+        attach_trace(store, DATA / "mlp_train.trace.json.gz", run_id)
+        job = store.dump(run_id)
+        attach_trace(store, DATA / "mlp_train.compile_profile.trace.json.gz", run_id)
+        runner = store.dump(run_id)
+    assert schema_problems(job) == [] and schema_problems(runner) == []
+    assert job["run"] == runner["run"] and job["profile"] != runner["profile"]
+    assert len(job["profile"]["kernels"]) == 12
+    outside = {item["op"] for item in runner["profile"]["outside_graphs"]}
+    assert any("AccumulateGrad" in op for op in outside)
+    diff = compare_runs(run_view(job, "job"), run_view(runner, "runner"))
+    assert diff.is_empty  # the same compile
+    ratio = diff.device_time.ratio()
+    assert ratio == pytest.approx(runner["profile"]["device_time_us"] / job["profile"]["device_time_us"])
+    assert ratio > 1.10
+    [result] = evaluate_gates(diff, ["device-time"])
+    assert result.tripped and "over the 10% tolerance" in result.reasons[0]
+    diff.device_time.tolerance = ratio  # a looser gate passes
+    assert not evaluate_gates(diff, ["device-time"])[0].tripped
+    unprofiled = {**job}
+    unprofiled.pop("profile")
+    one_sided = compare_runs(run_view(unprofiled, "A"), run_view(runner, "B"))
+    assert "A has no profile" in evaluate_gates(one_sided, ["device-time"])[0].reasons[0]

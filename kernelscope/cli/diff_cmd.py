@@ -36,7 +36,8 @@ def add_parser(subparsers) -> None:
         examples=["kernelscope diff latest~1 latest",
                   "kernelscope diff baseline.json new.json --fail-on kernel-count,graph-break,fallback",
                   "kernelscope diff baseline.json latest --format md -o diff.md",
-                  "kernelscope diff 3 4 --format json | jq .source_lines"],
+                  "kernelscope diff 3 4 --format json | jq .source_lines",
+                  "kernelscope diff base.json new.json --fail-on device-time --time-tolerance 5   # profiled dumps"],
     )
     parser.add_argument("before", metavar="A", help="baseline: dump file, '-', or run (3, latest, latest~1)")
     parser.add_argument("after", metavar="B", help="new: dump file, '-', or run")
@@ -45,6 +46,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--fail-on", action="append", metavar="GATES",
                         help="exit 1 when one of these gates trips, e.g. kernel-count,graph-break,fallback")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--time-tolerance", type=float, default=10.0, metavar="PCT",
+                        help="device-time gate: trip above A's device time per step plus PCT percent (default: 10)")
     parser.set_defaults(func=run)
 
 
@@ -55,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     before = load_side(args.before, args.store)
     after = load_side(args.after, args.store)
     diff = compare_runs(before, after)
+    if diff.device_time is not None:
+        diff.device_time.tolerance = args.time_tolerance / 100
     results = evaluate_gates(diff, gate_names)
     code = exit_code(results)
     text = render(diff, results, code, args.format)

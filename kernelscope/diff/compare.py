@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 
 from kernelscope.diff.align import LineAlignment
+from kernelscope.diff.device_time import DeviceTimeDiff, compare_device_time
 from kernelscope.diff.match import KernelPair, match_kernels
 from kernelscope.diff.model import BreakView, KernelView, RunView, SourceKey
 
@@ -126,6 +127,7 @@ class RunDiff:
     recompiles: list[dict] = field(default_factory=list)  # {"status": new|gone, "reason"}
     fallbacks: list[FallbackChange] = field(default_factory=list)
     coverage: list[CoverageChange] = field(default_factory=list)
+    device_time: DeviceTimeDiff | None = None  # when either side has a profile
 
     @property
     def is_empty(self) -> bool:
@@ -158,6 +160,7 @@ def compare_runs(before: RunView, after: RunView) -> RunDiff:
         recompiles=_recompile_changes(before.recompiles, after.recompiles),
         fallbacks=_fallback_changes(before, after),
         coverage=_coverage_changes(before.coverage, after.coverage),
+        device_time=compare_device_time(before.profile, after.profile, pairs),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from kernelscope.diff import device_time
 from kernelscope.diff.compare import RunDiff
 from kernelscope.errors import UserError
 
@@ -84,6 +85,8 @@ GATES: dict[str, Gate] = {gate.name: gate for gate in [
     Gate("kernel-lines", "more lines of generated kernel code", _more("kernel_lines", "kernel lines")),
     Gate("wrapper-lines", "more lines of wrapper code", _more("wrapper_lines", "wrapper lines")),
     Gate("coverage", "a provenance coverage share went down", _lower_coverage),
+    Gate("device-time", "more device time per step than A plus --time-tolerance (both sides profiled)",
+         lambda diff: device_time.gate_reasons(diff.device_time)),
 ]}
 ALL = "all"
 
@@ -95,8 +98,8 @@ def parse_gates(values: list[str] | None) -> list[str]:
         for name in (part.strip() for part in value.split(",")):
             if not name:
                 continue
-            if name == ALL:
-                names += list(GATES)
+            if name == ALL:  # every gate that needs nothing but the dumps (device-time needs profiles)
+                names += [gate for gate in GATES if gate != "device-time"]
             elif name in GATES:
                 names.append(name)
             else:

@@ -99,6 +99,7 @@ class RunView:
     coverage: dict
     source_code: dict[SourceKey, str] = field(default_factory=dict)  # code of every recorded user line
     ops_by_source: dict[tuple[str, SourceKey], Counter] = field(default_factory=dict)  # (phase, line) -> targets
+    profile: dict | None = None  # the dump's device times per step (`kernelscope profile`), if any
 
 
 def load_side(spec: str, store_dir: str | Path) -> RunView:
@@ -220,6 +221,7 @@ def run_view(data: dict, label: str) -> RunView:
         coverage=run["coverage"],
         source_code=source_code,
         ops_by_source=ops_by_source,
+        profile=data.get("profile"),
     )
 
 

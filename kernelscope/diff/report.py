@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from kernelscope.diff.compare import TOTALS, RunDiff
+from kernelscope.diff.device_time import render_lines as render_device_time
 from kernelscope.diff.gates import GateResult
 
 FORMATS = ("text", "json", "md")
@@ -131,6 +132,7 @@ def _text(diff: RunDiff, gates: list[GateResult]) -> str:
         if diff.coverage:
             out.append("coverage:")
             out += [f"  {cov.key}: {_share(cov.before)} -> {_share(cov.after)}" for cov in diff.coverage]
+    out += render_device_time(diff.device_time)
     if gates:
         out.append("gates:")
         out += [f"  {line}" for line in _gate_lines(gates)]
@@ -185,6 +187,9 @@ def _markdown(diff: RunDiff, gates: list[GateResult]) -> str:
         other += [f"- coverage {cov.key}: {_share(cov.before)} → {_share(cov.after)}" for cov in diff.coverage]
         if other:
             out += ["#### Graphs, breaks, recompiles, fallbacks, coverage", "", *other, ""]
+    device_lines = render_device_time(diff.device_time)
+    if device_lines:
+        out += ["#### Device time", "", "```", *device_lines, "```", ""]
     if gates:
         out += ["#### Gates", ""]
         for result in gates:

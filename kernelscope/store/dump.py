@@ -34,6 +34,7 @@ from kernelscope import __version__
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.catalog import resolve_run_id
+from kernelscope.store.profiles import dump_profile
 
 SCHEMA_VERSION = "3.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
@@ -123,7 +124,11 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
             "timings": json.loads(run["timings_json"]),
             "peak_memory_mb": run["peak_memory_mb"],
         }
-    return {"schema_version": SCHEMA_VERSION, "kernelscope_version": __version__, "run": dumped}
+    data = {"schema_version": SCHEMA_VERSION, "kernelscope_version": __version__, "run": dumped}
+    profile = dump_profile(conn, run_id)  # device times, only for a run with a trace attached
+    if profile is not None:
+        data["profile"] = profile
+    return data
 
 
 def dump_json(data: dict) -> str:

@@ -354,3 +354,20 @@ def annotate_kernels(conn: sqlite3.Connection, run_id: int, kernels) -> RunProfi
         kernel.shared = bool(timed and timed.shared)
     return profile
 
+
+
+def dump_profile(conn: sqlite3.Connection, run_id: int) -> dict | None:
+    """The run's profile for `kernelscope dump` (schema `$defs/profile`), or None."""
+    profile = read_profile(conn, run_id)
+    if profile is None:
+        return None
+    return {
+        "device": profile.device_name, "steps": profile.steps,
+        "step_time_us": round(profile.step_time_us, 3), "device_time_us": round(profile.device_time_us, 3),
+        "attributed_us": round(profile.attributed_us, 3), "in_graphs_other_us": round(profile.in_graphs_other_us, 3),
+        "outside_graphs_us": round(profile.outside_graphs_us, 3),
+        "outside_graphs": [{"op": op, "device_time_us": round(us, 3)} for op, us in sorted(profile.outside.items())],
+        "kernels": sorted(({"graph": k.graph, "name": k.name, "device_time_us": round(k.device_time_us, 3),
+                            "calls_per_step": round(k.calls, 3)} for k in profile.kernels.values()),
+                          key=lambda k: (k["graph"], k["name"])),
+    }
