@@ -99,11 +99,14 @@ def source_locations(server, result: QueryResult) -> list[types.Location | None]
 
 
 def first_kernel_line(provenance, kernel) -> int:
-    """The first kernel line that computes one of the answer's nodes (not the shared
-    index set-up), else the first linked line, else the `def` line."""
-    own = sorted(line.line for line in kernel.lines if not line.reason.startswith("shared:"))
-    if own:
-        return own[0]
+    """The first kernel line that computes a value of the answer's nodes: Inductor
+    names every value it computes `tmpN`, so that line, not the index set-up linked to
+    the same node (`r0_1 = r0_index`); else the first line of the nodes' own, else
+    the first linked line, else the `def` line."""
+    own = sorted((line.line, line.text.strip()) for line in kernel.lines if not line.reason.startswith("shared:"))
+    values = [number for number, text in own if text.startswith("tmp")]
+    if values or own:
+        return (values or [number for number, _ in own])[0]
     linked = sorted(line.line for line in kernel.lines)
     return linked[0] if linked else kernel_def_line(provenance, kernel.file)
 

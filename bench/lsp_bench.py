@@ -1,0 +1,256 @@
+"""Language-server latency on a large store: `python bench/lsp_bench.py`.
+
+Records a real model once (GPT-2 from bench/models, training: forward and backward),
+replicates its graphs into one run until the store holds at least --kernels kernels
+(each group of --layers replicas gets its own copy of the source files, as the layers
+of a deep model share their block's lines), then starts `python -m kernelscope lsp`
+on it and times, over stdio JSON-RPC as an editor sends it:
+- server start to the `initialize` answer (then `initialized` is sent);
+- hover, definition and references on model lines and on kernel lines, every
+  request on a line not asked before (per-file caches start cold).
+Prints p50/p99 per request kind. Targets: p99 <= 10 ms, start <= 0.5 s.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from kernelscope.record import SourceLocation  # noqa: E402
+from kernelscope.store import Store  # noqa: E402
+
+
+def record(spec: str, device: str, train: bool):
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+
+    return record_factory(spec, RecordOptions(device=device, train=train, workspace=REPO))
+
+
+def _remap(value, mapping):
+    """A copy of a record with every SourceLocation's file replaced through `mapping`."""
+    if isinstance(value, SourceLocation):
+        return dataclasses.replace(value, file=mapping.get(value.file, value.file))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _remap(getattr(value, f.name), mapping) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, list):
+        return [_remap(item, mapping) for item in value]
+    if isinstance(value, dict):
+        return {key: _remap(item, mapping) for key, item in value.items()}
+    return value
+
+
+def source_files(run) -> set[str]:
+    files = set()
+
+    def visit(value):
+        if isinstance(value, SourceLocation):
+            files.add(value.file)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                visit(getattr(value, f.name))
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+
+    visit(run.graphs)
+    return {file for file in files if not file.startswith("<")}
+
+
+def replicate(run, workspace: Path, min_kernels: int, layers: int):
+    """One run with the graphs of `run` copied until it has `min_kernels` kernels."""
+    per_copy = sum(len(graph.kernels) for graph in run.graphs)
+    copies = -(-min_kernels // per_copy)
+    originals = sorted(source_files(run))
+    graphs = []
+    for copy in range(copies):
+        group = copy // layers
+        mapping = {}
+        for file in originals:
+            path = Path(file) if Path(file).is_absolute() else REPO / file
+            target = workspace / "model" / f"group_{group:03d}" / path.name
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+            mapping[file] = str(target)
+        for graph in run.graphs:
+            graphs.append(dataclasses.replace(_remap(graph, mapping), frame_id=copy))
+    return dataclasses.replace(run, graphs=graphs, graph_breaks=[], recompiles=[], workspace=str(workspace),
+                               target="model/group_000/gpt2.py:make_train"), copies
+
+
+class Client:
+    """A minimal LSP client over stdio (Content-Length framing), timing each request."""
+
+    def __init__(self, command: list[str], cwd: Path):
+        self.process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL)
+        self._answers: dict[int, tuple[float, dict]] = {}
+        self._cond = threading.Condition()
+        self._next = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        stream = self.process.stdout
+        while True:
+            length = None
+            while True:
+                header = stream.readline()
+                if not header:
+                    return
+                if header in (b"\r\n", b"\n"):
+                    break
+                if header.lower().startswith(b"content-length:"):
+                    length = int(header.split(b":")[1])
+            message = json.loads(stream.read(length))
+            arrived = time.perf_counter()
+            if "id" in message and "method" not in message:
+                with self._cond:
+                    self._answers[message["id"]] = (arrived, message)
+                    self._cond.notify_all()
+            elif "id" in message:  # a request from the server (refresh, progress): answer it
+                self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+
+    def _send(self, message: dict):
+        body = json.dumps(message).encode()
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+
+    def request(self, method: str, params) -> tuple[float, dict]:
+        """(seconds from send to answer, the answer)."""
+        self._next += 1
+        request_id = self._next
+        started = time.perf_counter()
+        self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        with self._cond:
+            while request_id not in self._answers:
+                self._cond.wait(30)
+            arrived, message = self._answers.pop(request_id)
+        if "error" in message:
+            raise RuntimeError(f"{method}: {message['error']}")
+        return arrived - started, message
+
+    def notify(self, method: str, params):
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def close(self):
+        try:
+            self.request("shutdown", None)
+            self.notify("exit", None)
+            self.process.wait(timeout=10)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", default=str(REPO / "bench/models/gpt2.py") + ":make_train")
+    parser.add_argument("--device", default="virtual-cuda")
+    parser.add_argument("--kernels", type=int, default=10_000, help="at least this many kernels in the store")
+    parser.add_argument("--layers", type=int, default=12, help="replicas sharing one copy of the source files")
+    parser.add_argument("--requests", type=int, default=300, help="requests per kind")
+    parser.add_argument("--starts", type=int, default=10, help="server starts to time")
+    parser.add_argument("--keep", metavar="DIR", help="build the workspace here and keep it")
+    args = parser.parse_args()
+
+    workspace = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="kernelscope-lsp-bench-"))
+    store_dir = workspace / ".kernelscope"
+    if not (store_dir / "kernelscope.sqlite").exists():
+        started = time.perf_counter()
+        run = record(args.target, args.device, train=True)
+        recorded = time.perf_counter() - started
+        big, copies = replicate(run, workspace, args.kernels, args.layers)
+        started = time.perf_counter()
+        with Store(store_dir) as store:
+            store.write_run(big)
+        print(f"recorded {args.target} ({args.device}, train) in {recorded:.1f}s; "
+              f"{copies} copies written in {time.perf_counter() - started:.1f}s")
+    with Store(store_dir, create=False) as store:
+        run_id = store.latest_run_id()
+        conn = store.conn
+        kernels = conn.execute("SELECT COUNT(*) FROM kernels WHERE run_id = ?", (run_id,)).fetchone()[0]
+        links = conn.execute("SELECT COUNT(*) FROM generated_lines WHERE run_id = ?", (run_id,)).fetchone()[0]
+        nodes = conn.execute("SELECT COUNT(*) FROM nodes WHERE run_id = ?", (run_id,)).fetchone()[0]
+        source_lines = conn.execute(
+            "SELECT DISTINCT source_file, source_line FROM nodes WHERE run_id = ? AND source_file LIKE 'model/%'",
+            (run_id,)).fetchall()
+        kernel_lines = conn.execute(
+            "SELECT file, line FROM generated_lines WHERE run_id = ? AND kernel_id IS NOT NULL "
+            "AND reason NOT LIKE 'shared:%' GROUP BY file, line", (run_id,)).fetchall()
+    size_mb = (store_dir / "kernelscope.sqlite").stat().st_size / 1e6
+    print(f"store: {kernels} kernels, {links} line links, {nodes} nodes, {size_mb:.0f} MB database")
+
+    command = [sys.executable, "-m", "kernelscope", "lsp"]
+    init = {"processId": os.getpid(), "rootUri": workspace.as_uri(), "capabilities": {},
+            "initializationOptions": {"store": str(store_dir)}}
+    starts = []
+    for _ in range(args.starts):
+        started = time.perf_counter()
+        client = Client(command, workspace)
+        client.request("initialize", init)
+        starts.append(time.perf_counter() - started)
+        client.notify("initialized", {})
+        client.close()
+
+    rng = random.Random(0)
+    client = Client(command, workspace)
+    client.request("initialize", init)
+    client.notify("initialized", {})
+    samples = {}
+    model_positions = rng.sample(source_lines, min(args.requests, len(source_lines)))
+    kernel_positions = rng.sample(kernel_lines, min(args.requests, len(kernel_lines)))
+    answered = {}
+    for kind, positions, root in (("model line", model_positions, workspace), ("kernel line", kernel_positions,
+                                                                                store_dir)):
+        for method, name in (("textDocument/hover", "hover"), ("textDocument/definition", "definition"),
+                             ("textDocument/references", "references")):
+            times, hits = [], 0
+            for file, line in positions:
+                params = {"textDocument": {"uri": (root / file).as_uri()},
+                          "position": {"line": line - 1, "character": 4}}
+                if method == "textDocument/references":
+                    params["context"] = {"includeDeclaration": False}
+                seconds, message = client.request(method, params)
+                times.append(seconds)
+                hits += message.get("result") not in (None, [])
+            samples[(kind, name)] = times
+            answered[(kind, name)] = hits
+    client.close()
+
+    print(f"\nserver start to `initialize` answered: median {statistics.median(starts) * 1000:.0f} ms, "
+          f"max {max(starts) * 1000:.0f} ms over {len(starts)} starts (target <= 500 ms)")
+    print(f"\n| request | on | n | answered | p50 | p99 | max |")
+    print("|---|---|---|---|---|---|---|")
+    for (kind, name), times in samples.items():
+        print(f"| {name} | {kind} | {len(times)} | {answered[(kind, name)]} | {percentile(times, 0.5) * 1000:.1f} ms "
+              f"| {percentile(times, 0.99) * 1000:.1f} ms | {max(times) * 1000:.1f} ms |")
+    worst = max(percentile(times, 0.99) for times in samples.values())
+    print(f"\nworst p99 {worst * 1000:.1f} ms (target <= 10 ms)")
+    if not args.keep:
+        shutil.rmtree(workspace, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

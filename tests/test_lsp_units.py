@@ -1,0 +1,100 @@
+"""Unit tests of the language server's pure parts: content-matched line maps,
+target discovery (never executing the file), options, and hover rendering caps."""
+from __future__ import annotations
+
+import pytest
+
+from kernelscope.lsp.options import OptionsError, ServerOptions
+from kernelscope.lsp.positions import build_line_map
+from kernelscope.lsp.targets import TargetNotFound, find_factory, resolve_target
+
+
+def test_unchanged_file_maps_every_line_to_itself():
+    line_map = build_line_map({2: "b = 2", 3: "c = 3"}, ["a = 1", "b = 2", "c = 3"])
+    assert not line_map.stale and line_map.recorded_line(5) == 5 and line_map.current_line(2) == 2
+
+
+def test_moved_lines_follow_their_content_and_changed_ones_are_lost():
+    recorded = {1: "h = fc1(x)", 2: "h = gelu(h)", 3: "h = norm(h)", 4: "return h"}
+    current = ["# new", "# lines", "h = fc1(x)", "h = relu(h)", "h = norm(h)", "return h"]
+    line_map = build_line_map(recorded, current)
+    assert line_map.stale
+    assert line_map.current_line(1) == 3 and line_map.current_line(3) == 5 and line_map.current_line(4) == 6
+    assert line_map.current_line(2) is None and line_map.lost == [2]
+    assert line_map.recorded_line(4) is None  # the edited line answers nothing
+    assert line_map.recorded_line(5) == 3
+
+
+def test_duplicate_lines_pick_the_copy_nearest_to_where_the_others_moved():
+    recorded = {2: "x = block(x)", 3: "x = block(x)", 5: "return x"}
+    current = ["", "", "", "x = block(x)", "x = block(x)", "", "return x"]
+    line_map = build_line_map(recorded, current)
+    assert line_map.current_line(5) == 7
+    assert {line_map.current_line(2), line_map.current_line(3)} == {4, 5}
+
+
+def test_factory_found_by_parsing_without_running(tmp_path):
+    text = "import sys\nsys.exit(3)\n\ndef helper(x):\n    pass\n\ndef make(dim=4):\n    return None\n"
+    assert find_factory(text) == "make"
+    assert find_factory("def make(x):\n    pass\n") is None  # needs an argument
+    assert find_factory("def make_model():\n    pass\n") == "make_model"
+    assert find_factory("def make(:\n") is None
+
+
+def test_target_precedence_and_pyproject(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.kernelscope]\ntarget = "mlp"\ndevice = "cpu-triton"\ntrain = true\n'
+        '[tool.kernelscope.targets]\nmlp = "m.py:make"\nother = "o.py:build"\n')
+    options = ServerOptions()
+    target = resolve_target(tmp_path, options)
+    assert (target.spec, target.device, target.train) == ("m.py:make", "cpu-triton", True)
+    assert resolve_target(tmp_path, options, requested="other").spec == "o.py:build"
+    given = ServerOptions.from_dict({"deviceTarget": "virtual-cuda", "train": False})
+    target = resolve_target(tmp_path, given)
+    assert (target.device, target.train) == ("virtual-cuda", False)  # the client's choice wins
+    with pytest.raises(TargetNotFound, match="neither PATH.py:FACTORY nor a named target"):
+        resolve_target(tmp_path, options, requested="nope")
+
+
+def test_target_from_the_current_file_when_nothing_is_configured(tmp_path):
+    model = tmp_path / "model.py"
+    model.write_text("def make():\n    pass\n")
+    assert resolve_target(tmp_path, ServerOptions(), current_file=model).spec == f"{model}:make"
+    with pytest.raises(TargetNotFound, match="nothing to compile"):
+        resolve_target(tmp_path, ServerOptions(), current_file=model, current_text="x = 1\n")
+
+
+def test_options_are_checked_and_remember_what_was_given():
+    options = ServerOptions.from_dict({"compileTimeout": 5, "inlayHints": False})
+    assert options.compile_timeout == 5.0 and not options.inlay_hints
+    assert options.given == {"compile_timeout", "inlay_hints"}
+    for bad in ({"compileTimeout": -1}, {"deviceTarget": "tpu"}, {"train": "yes"}, {"store": ""}):
+        with pytest.raises(OptionsError):
+            ServerOptions.from_dict(bad)
+    with pytest.raises(OptionsError):
+        ServerOptions.from_dict([1, 2])
+
+
+def test_hover_on_a_big_answer_stays_short():
+    from kernelscope.lsp import render
+    from kernelscope.store import GraphChain, GraphRef, KernelRef, LineRef, Location, NodeRef, QueryResult
+
+    graph = GraphRef(id=1, key="0_0_0-forward", compile_id="0/0", kind="forward")
+    chain = GraphChain(graph=graph)
+    for layer in range(12):
+        for index in range(8):
+            name = f"n{layer}_{index}"
+            chain.post_nodes.append(NodeRef(stage="post", name=name, op="call_function", target="aten.gelu.default",
+                                            graph_file=None, graph_line=1, source=None, reason="",
+                                            module=f"blocks.{layer}.mlp", module_class="x.MLP"))
+            chain.kernels.append(KernelRef(name=f"triton_poi_fused_gelu_{layer}_{index}", kind="triton",
+                                           file=f"runs/1/k{layer}_{index}.py", nodes=[name], reason="fused",
+                                           lines=[LineRef(file="k.py", line=40, text="", reason="computes",
+                                                          nodes=[name])]))
+    result = QueryResult(location=Location(path="model.py", kind="source", run_id=1, absolute_path="/w/model.py"),
+                         line=7, text="x = gelu(x)", direction="down", graphs=[chain])
+    text = render.source_hover(result, None, None, lambda path, line: f"file:///{path}#L{line}", None)
+    assert "**forward [0/0]** — 96 kernels" in text
+    assert "`blocks.0.mlp` (MLP): 8 kernels" in text and "… 2 more" in text
+    assert "… 8 more module instances (64 kernels)" in text
+    assert len(text.splitlines()) < 40
