@@ -12,6 +12,12 @@ fi
 .venv/bin/python -m pip install --quiet -r requirements-dev.txt
 # kernelscope itself, editable, with its light dependencies (rich, jsonschema, watchdog).
 .venv/bin/python -m pip install --quiet -e '.[dev]'
+# The terminal UI's end-to-end test drives `kernelscope tui` in a real terminal (tmux).
+if ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo "sudo -n")
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq tmux >/dev/null; } \
+    || echo "setup: could not install tmux; tests/test_tui_tmux.py will be skipped" >&2
+fi
 
 if [ "${1:-}" != "--no-demo" ]; then
   export TORCHINDUCTOR_COMPILE_THREADS=1

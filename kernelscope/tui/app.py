@@ -26,7 +26,7 @@ from kernelscope.tui.compile_driver import CompileDriver, CompileRequest
 from kernelscope.tui.gateway import Stale, StoreGateway
 from kernelscope.tui.help_screen import HelpScreen
 from kernelscope.tui.kernel_list import KernelList
-from kernelscope.tui.linking import PANES, LinkSet, link_set
+from kernelscope.tui.linking import PANES, LinkSet, add_kernel_launches, launch_lines, link_set
 from kernelscope.tui.module_filter import ModuleFilterScreen
 from kernelscope.tui.panes.code_pane import CodePane
 from kernelscope.tui.panes.code_view import CodeView
@@ -204,7 +204,8 @@ class KernelscopeApp(App):
 
     @work(thread=True, exclusive=True, group="links", exit_on_error=False)
     def query_links(self, generation: int, origin: str, path: str, line: int, run_id: int, workspace: str,
-                    shown: dict[str, str | None], module: str) -> None:
+                    shown: dict[str, str | None], module: str, details: RunDetails | None = None,
+                    rows: list[KernelRow] | None = None) -> None:
         def still_wanted() -> bool:
             return generation == self.link_generation
 
@@ -213,11 +214,27 @@ class KernelscopeApp(App):
         except Stale:
             return
         links = link_set(result, origin, shown, module)
+        if origin == KERNEL and details is not None and result.location.graph is not None:
+            self._add_launches(links, result.location, details, rows or [], run_id)
         files = {}
         for role, pane in links.panes.items():
             if pane.path and pane.path != shown.get(role):
                 files[role] = self.gateway.call(_open_file, pane.path, run_id, workspace if role == SOURCE else None)
         self.post_message(self.LinksReady(generation, links, files))
+
+    def _add_launches(self, links: LinkSet, location, details: RunDetails, rows: list[KernelRow], run_id: int) -> None:
+        """Called in the links worker: the launch lines of the kernel under the cursor."""
+        graph = next((graph for graph in details.graphs if graph.key == location.graph.key), None)
+        wrapper_path = graph.files.get("wrapper") if graph else None
+        if not wrapper_path or not location.kernel:
+            return
+        known = [row.wrapper_lines for row in rows
+                 if row.graph == location.graph.key and row.name == location.kernel and row.source_lines is not None]
+        if known:
+            lines = known[0]
+        else:
+            lines = launch_lines(self.gateway.call(_open_file, wrapper_path, run_id).text, location.kernel)
+        add_kernel_launches(links, wrapper_path, lines)
 
     @work(thread=True, exclusive=True, group="open", exit_on_error=False)
     def open_kernel(self, row: KernelRow, run_id: int, wrapper_path: str | None) -> None:
@@ -301,7 +318,7 @@ class KernelscopeApp(App):
             return
         self.link_generation += 1
         self.query_links(self.link_generation, origin, view.path, line, self.run_id, self.workspace,
-                         self.shown_files(), self.module)
+                         self.shown_files(), self.module, self.details, self.query_one(KernelList).rows)
 
     @on(CodeView.CursorMoved)
     def _cursor_moved(self, message: CodeView.CursorMoved) -> None:

@@ -103,6 +103,20 @@ def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], mod
                    [ref.name for ref in chain.kernels])
 
 
+def add_kernel_launches(links: LinkSet, wrapper_path: str, launch_lines: list[int]) -> None:
+    """From a kernel line, the wrapper pane shows the kernel's own graph with its launch lines
+    (the store's answer for a kernel line stops at its nodes and source lines)."""
+    if links.origin == KERNEL and not links.panes[WRAPPER].lines:
+        lines = sorted(launch_lines)
+        links.panes[WRAPPER] = PaneLinks(wrapper_path, lines, lines[0] if lines else None)
+
+
+def launch_lines(text: str, kernel: str) -> list[int]:
+    """The wrapper lines that launch `kernel` (`kernel.run(...)`), when the run's facts are not loaded."""
+    needle = f"{kernel}.run("
+    return [number for number, line in enumerate(text.splitlines(), 1) if needle in line]
+
+
 def describe(chain: GraphChain, kernel: KernelRef | None, graph_count: int) -> str:
     """`[0/0] forward · post-grad erf, mul (+3) · kernel triton_… (+1) · module blocks.0.mlp`."""
     parts = [f"[{chain.graph.compile_id}] {chain.graph.kind}"]
