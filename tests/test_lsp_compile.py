@@ -134,3 +134,26 @@ async def test_hanging_and_raising_models_never_take_the_server_down(tmp_path):
         assert error.severity == types.DiagnosticSeverity.Error and error.range.start.line == 8
     finally:
         await session.stop()
+
+
+async def test_watch_rebuilds_on_save_and_refreshes(tmp_path):
+    model = tmp_path / "model.py"
+    model.write_text(FUNCTION.read_text())
+    session = await start_session(tmp_path, {"store": str(tmp_path / "store"), "deviceTarget": DEVICE})
+    try:
+        session.open(model)
+        assert _plain(await session.command("kernelscope.toggleWatch", {"target": f"{model}:make"})) == {
+            "watching": True}
+        first = await session.wait_for_status(lambda s: s["state"] == "watching" and "run" in s["message"])
+        line = line_of(model, "torch.rsqrt(")
+        assert f"run {first['runId']}" in (await session.hover(model, line)).contents.value
+        refreshes = len(session.refreshes)
+        model.write_text(model.read_text().replace("1e-6", "1e-5"))  # a save, as the editor writes it
+        second = await session.wait_for_status(
+            lambda s: s["state"] == "watching" and s["runId"] is not None and s["runId"] > first["runId"])
+        assert "codeLens" in session.refreshes[refreshes:]
+        assert f"run {second['runId']}" in (await session.hover(model, line)).contents.value
+        assert _plain(await session.command("kernelscope.toggleWatch")) == {"watching": False}
+        assert session.statuses[-1]["state"] == "idle"
+    finally:
+        await session.stop()
