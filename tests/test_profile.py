@@ -120,6 +120,7 @@ def test_triton_kernels_join_by_name(attached):
         assert profile.kernels[kernel_id].device_time_us == pytest.approx(expected, abs=1e-6), name
         assert profile.kernels[kernel_id].calls == 1.0
     assert profile.graph_calls == {"[0/0] forward": STEPS, "[0/0] backward": STEPS}
+    assert profile.on_lines_us == pytest.approx(profile.attributed_us)  # every kernel reaches a model line
     assert profile.steps == STEPS and profile.device_name == "NVIDIA H100 80GB HBM3"
 
 
@@ -363,3 +364,14 @@ def test_profiled_dumps_validate_and_diff_gates_on_device_time(imported, tmp_pat
     unprofiled.pop("profile")
     one_sided = compare_runs(run_view(unprofiled, "A"), run_view(runner, "B"))
     assert "A has no profile" in evaluate_gates(one_sided, ["device-time"])[0].reasons[0]
+
+
+def test_the_profile_runner_uses_what_the_recorder_provides():
+    """compile --profile records through the recorder's own pieces (so the profiled
+    steps run the very compiled model that was recorded); a rename there breaks it."""
+    from kernelscope.engine import profiling, recorder
+
+    for name in ("import_torch", "resolve_device", "Recording", "build_run", "scalar_loss",
+                 "_prepare_inputs", "_raise_compile_error", "_display_path", "_finish"):
+        assert callable(getattr(recorder, name, None)), name
+    assert profiling.WARMUP_STEPS >= 1

@@ -58,6 +58,8 @@ def render_profile(data: dict) -> list[str]:
         f"profile: {data['trace']} on {data['device'] or 'an unnamed device'}, {steps}",
         f"  step time {format_time(data['step_time_us'])} · device time {format_time(device_total)} per step",
         f"  on the run's kernels and extern calls: {format_time(data['attributed_us'])} ({of_device(data['attributed_us'])})",
+        f"  on model source lines (kernels that reach one, each once): {format_time(data['on_lines_us'])} "
+        f"({format_share(data['on_lines_step_share'])} of the step)",
         f"  in compiled graphs, on no recorded kernel: {format_time(data['in_graphs_other_us'])}",
         f"  outside the compiled graphs: {format_time(data['outside_graphs_us'])} ({of_device(data['outside_graphs_us'])})",
     ]

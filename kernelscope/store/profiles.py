@@ -96,6 +96,11 @@ class RunProfile:
     warnings: list[str]
     kernels: dict[int, KernelTimeRef]
 
+    @property
+    def on_lines_us(self) -> float:
+        """Device time of the kernels that reach at least one model source line (each once)."""
+        return sum(k.device_time_us for k in self.kernels.values() if k.lines)
+
     def share(self, device_time_us: float | None) -> float | None:
         if device_time_us is None or not self.step_time_us:
             return None
@@ -110,6 +115,8 @@ class RunProfile:
             "device_time_us": round(self.device_time_us, 3),
             "attributed_us": round(self.attributed_us, 3),
             "attributed_share": round(self.attributed_us / self.device_time_us, 4) if self.device_time_us else None,
+            "on_lines_us": round(self.on_lines_us, 3),
+            "on_lines_step_share": round(self.on_lines_us / self.step_time_us, 4) if self.step_time_us else None,
             "in_graphs_other_us": round(self.in_graphs_other_us, 3),
             "outside_graphs_us": round(self.outside_graphs_us, 3),
             "outside_graphs": {k: round(v, 3) for k, v in self.outside.items()},
