@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { ExecuteCommandRequest } from 'vscode-languageclient/node';
 import { columnFor, openAt, toRange } from './convert';
 import type { LinkedHighlighter } from './highlights';
+import { formatCreated } from './overview/page';
 import { OverviewPanel } from './overviewPanel';
 import {
   Methods,
@@ -136,7 +137,7 @@ export function registerCommands(
         ...runs.map((run) => ({
           label: `${run.selected ? '$(check) ' : ''}Run ${run.id} — ${run.target}`,
           description: `${run.device} · ${run.mode} · ${run.graphs} graph(s) · ${run.kernels} kernel(s)`,
-          detail: run.created,
+          detail: `recorded ${formatCreated(run.created)}`,
           runId: run.id,
         })),
       ];

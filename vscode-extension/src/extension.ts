@@ -13,7 +13,7 @@ let server: ServerManager | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('kernelscope', { log: true });
   server = new ServerManager(output);
-  const highlighter = new LinkedHighlighter(server);
+  const highlighter = new LinkedHighlighter(server, output);
   context.subscriptions.push(output, server, highlighter, createStatusBar(server));
   registerCommands(context, server, highlighter, output);
 

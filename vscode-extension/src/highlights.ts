@@ -26,13 +26,22 @@ export class LinkedHighlighter implements vscode.Disposable {
   private timer: NodeJS.Timeout | undefined;
   private sequence = 0;
 
-  constructor(private readonly server: ServerManager) {
+  constructor(
+    private readonly server: ServerManager,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
     this.disposables.push(
       this.originType,
       this.linkedType,
       vscode.window.onDidChangeTextEditorSelection((event) => {
         if (event.textEditor === vscode.window.activeTextEditor) {
           this.schedule(event.textEditor);
+        }
+      }),
+      // Focusing the other editor makes its cursor line the one the highlights are about.
+      vscode.window.onDidChangeActiveTextEditor((editor) => {
+        if (editor) {
+          this.schedule(editor);
         }
       }),
       vscode.window.onDidChangeVisibleTextEditors(() => {
@@ -61,10 +70,12 @@ export class LinkedHighlighter implements vscode.Disposable {
           textDocument: { uri: editor.document.uri.toString() },
           position: editor.selection.active,
         });
-      } catch {
+      } catch (error) {
+        this.log.warn(`linkedRanges failed for ${editor.document.uri.fsPath}:${editor.selection.active.line + 1}: ${String(error)}`);
         answer = null;
       }
     }
+    this.log.debug(`linked ranges of ${editor.document.uri.fsPath}:${editor.selection.active.line + 1}: ${answer ? answer.links.length : 'no'} file(s)`);
     if (sequence !== this.sequence) {
       return; // the cursor moved on while we waited
     }

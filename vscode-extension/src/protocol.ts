@@ -58,7 +58,7 @@ export interface RunListEntry {
   target: string;
   device: string;
   mode: string;
-  created: string;
+  created: number | string;
   graphs: number;
   kernels: number;
   selected: boolean;
@@ -116,7 +116,7 @@ export interface RunOverview {
     mode: string;
     torch: string;
     triton: string;
-    created: string;
+    created: number | string;
     coverage: Record<string, unknown>;
   };
   graphs: OverviewGraph[];

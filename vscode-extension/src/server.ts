@@ -16,14 +16,19 @@ import { checkFailureMessage, checkInterpreter } from './serverCheck';
 import { serverOptionsPayload, type KernelscopeSettings } from './settings';
 import type { ClientState } from './statusText';
 
-export function readSettings(): KernelscopeSettings {
+/** The interpreter setting, and the other settings only where the user set them (workspace folder, workspace or user). */
+export function readSettings(): Partial<KernelscopeSettings> & { python: string } {
   const config = vscode.workspace.getConfiguration('kernelscope', workspaceFolder()?.uri);
+  const explicit = <T>(key: string): T | undefined => {
+    const inspected = config.inspect<T>(key);
+    return inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue;
+  };
   return {
     python: config.get<string>('python', ''),
-    target: config.get<string>('target', ''),
-    deviceTarget: config.get<string>('deviceTarget', 'auto'),
-    train: config.get<boolean>('train', false),
-    inlayHints: config.get<boolean>('inlayHints', true),
+    target: explicit<string>('target'),
+    deviceTarget: explicit<string>('deviceTarget'),
+    train: explicit<boolean>('train'),
+    inlayHints: explicit<boolean>('inlayHints'),
   };
 }
 

@@ -9,29 +9,37 @@ export interface KernelscopeSettings {
 }
 
 export interface ServerOptionsPayload {
-  target: string | null;
-  deviceTarget: string;
-  train: boolean;
-  inlayHints: boolean;
+  target?: string;
+  deviceTarget?: string;
+  train?: boolean;
+  inlayHints?: boolean;
   python: string | null;
 }
 
 const DEVICE_TARGETS = ['auto', 'cuda', 'virtual-cuda', 'cpu-triton'];
 
 /**
- * Map settings to the contract's option keys: an empty target means "let the
- * server decide" (pyproject.toml, else a make() in the current file); `python`
- * is the interpreter the server itself runs with, so its engine worker uses the
- * same one.
+ * Map the settings the user actually set (undefined = not set anywhere) to the
+ * contract's option keys. Unset keys are left out, so that `[tool.kernelscope]`
+ * in the workspace's pyproject.toml decides them (options the client gives win
+ * over it); an empty target counts as unset. `python` is the interpreter the
+ * server runs with, so its engine worker uses the same one.
  */
 export function serverOptionsPayload(settings: Partial<KernelscopeSettings>, python: string | undefined): ServerOptionsPayload {
-  const target = (settings.target ?? '').trim();
-  const device = (settings.deviceTarget ?? 'auto').trim();
-  return {
-    target: target === '' ? null : target,
-    deviceTarget: DEVICE_TARGETS.includes(device) ? device : 'auto',
-    train: Boolean(settings.train),
-    inlayHints: settings.inlayHints ?? true,
-    python: python ?? null,
-  };
+  const payload: ServerOptionsPayload = { python: python ?? null };
+  const target = settings.target?.trim();
+  if (target) {
+    payload.target = target;
+  }
+  const device = settings.deviceTarget?.trim();
+  if (device && DEVICE_TARGETS.includes(device)) {
+    payload.deviceTarget = device;
+  }
+  if (settings.train !== undefined) {
+    payload.train = Boolean(settings.train);
+  }
+  if (settings.inlayHints !== undefined) {
+    payload.inlayHints = Boolean(settings.inlayHints);
+  }
+  return payload;
 }

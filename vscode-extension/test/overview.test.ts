@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fusionSvg, layoutFusion } from '../src/overview/fusion';
 import { escapeHtml, shorten } from '../src/overview/html';
-import { coverageText, overviewBodyHtml, overviewShellHtml, passOf } from '../src/overview/page';
+import { coverageText, formatCreated, overviewBodyHtml, overviewShellHtml, passOf } from '../src/overview/page';
 import type { RunOverview } from '../src/protocol';
 
 const M = 'file:///ws/examples/mlp.py';
@@ -104,4 +104,7 @@ test('helpers', () => {
   assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
   assert.equal(shorten('abcdefghij', 6), 'abc…ij');
   assert.equal(shorten('abc', 6), 'abc');
+  assert.match(formatCreated(1795424302.4), /^20\d\d-\d\d-\d\d \d\d:\d\d:\d\d$/);
+  assert.equal(formatCreated(new Date(2026, 10, 23, 9, 5, 7).getTime() / 1000), '2026-11-23 09:05:07');
+  assert.equal(formatCreated('yesterday'), 'yesterday');
 });

@@ -2,15 +2,19 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { serverOptionsPayload } from '../src/settings';
 
-test('settings become the contract keys; an empty target lets the server decide', () => {
-  assert.deepEqual(serverOptionsPayload({ target: '', deviceTarget: 'auto', train: false, inlayHints: true }, '/p/python'), {
-    target: null, deviceTarget: 'auto', train: false, inlayHints: true, python: '/p/python',
-  });
-  assert.deepEqual(serverOptionsPayload({ target: ' examples/mlp.py:make ', deviceTarget: 'cpu-triton', train: true, inlayHints: false }, undefined), {
-    target: 'examples/mlp.py:make', deviceTarget: 'cpu-triton', train: true, inlayHints: false, python: null,
-  });
+test('only the settings the user set are sent, so pyproject.toml decides the rest', () => {
+  assert.deepEqual(serverOptionsPayload({}, '/p/python'), { python: '/p/python' });
+  assert.deepEqual(serverOptionsPayload({ target: '  ' }, undefined), { python: null });
 });
 
-test('an unknown device target falls back to auto', () => {
-  assert.equal(serverOptionsPayload({ deviceTarget: 'tpu' }, undefined).deviceTarget, 'auto');
+test('set settings become the contract keys', () => {
+  assert.deepEqual(
+    serverOptionsPayload({ target: ' examples/mlp.py:make ', deviceTarget: 'cpu-triton', train: true, inlayHints: false }, '/p/python'),
+    { target: 'examples/mlp.py:make', deviceTarget: 'cpu-triton', train: true, inlayHints: false, python: '/p/python' },
+  );
+  assert.deepEqual(serverOptionsPayload({ train: false }, undefined), { train: false, python: null });
+});
+
+test('an unknown device target is left to the server default', () => {
+  assert.equal(serverOptionsPayload({ deviceTarget: 'tpu' }, undefined).deviceTarget, undefined);
 });

@@ -41,7 +41,7 @@ const ROW = 30;
 const NODE_HEIGHT = 22;
 const SOURCE_WIDTH = 380;
 const KERNEL_WIDTH = 400;
-const GAP = 200;
+const GAP = 160;
 const MARGIN = 12;
 const HEADER = 26;
 

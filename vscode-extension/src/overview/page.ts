@@ -18,6 +18,17 @@ function openLink(uri: string | null | undefined, line: number | null | undefine
   return `<a href="#" class="open" data-uri="${escapeHtml(uri)}" data-line="${line ?? 0}"${tip}>${escapeHtml(text)}</a>`;
 }
 
+/** A run's creation time (seconds since the epoch, or already a string) as "YYYY-MM-DD HH:MM:SS" local time. */
+export function formatCreated(created: unknown): string {
+  const seconds = typeof created === 'number' ? created : typeof created === 'string' && /^\d+(\.\d+)?$/.test(created) ? Number(created) : undefined;
+  if (seconds === undefined) {
+    return String(created ?? '');
+  }
+  const d = new Date(seconds * 1000);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
 /** "fw", "bw" or "inf" from a graph label such as "0/0 forward". */
 export function passOf(graph: string): string {
   if (/backward/.test(graph)) return 'bw';
@@ -80,7 +91,7 @@ export function overviewBodyHtml(overview: RunOverview): string {
   const header =
     `<header><h1>Run ${escapeHtml(run.id)} <span class="target">${escapeHtml(run.target)}</span></h1>` +
     `<p class="meta">${escapeHtml(run.device)} · ${escapeHtml(run.mode)} · torch ${escapeHtml(run.torch)} · ` +
-    `triton ${escapeHtml(run.triton)} · ${escapeHtml(run.created)} · ${overview.graphs.length} graph(s), ` +
+    `triton ${escapeHtml(run.triton)} · ${escapeHtml(formatCreated(run.created))} · ${overview.graphs.length} graph(s), ` +
     `${overview.kernels.length} kernel(s), ${overview.graphBreaks.length} graph break(s)</p>` +
     `<p class="actions"><button data-action="refresh">Refresh</button> <button data-action="pickRun">Pick run…</button></p></header>`;
 

@@ -1,0 +1,269 @@
+"""The VS Code extension end to end in a real VS Code: code-server with the built
+.vsix installed, driven through Debian's Chromium by Playwright
+(vscode-extension/e2e/run-e2e.mjs), against the real `kernelscope lsp` and engine
+worker. What the page showed is checked here against the store the compile
+wrote. Screenshots are kept in test-artifacts/vscode/.
+
+Set-up: scripts/setup-editors.sh (called by scripts/setup.sh)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXTENSION = REPO / "vscode-extension"
+CODE_SERVER = EXTENSION / "e2e" / "node_modules" / ".bin" / "code-server"
+SCENARIO = EXTENSION / "e2e" / "run-e2e.mjs"
+ARTIFACTS = REPO / "test-artifacts" / "vscode"
+MODEL_LINE = 21  # examples/mlp.py: `h = F.gelu(h)`
+
+pytestmark = pytest.mark.slow
+
+
+def vsix_path() -> Path:
+    version = json.loads((EXTENSION / "package.json").read_text())["version"]
+    return EXTENSION / f"kernelscope-{version}.vsix"
+
+
+def require_setup() -> None:
+    missing = [what for what, ok in [
+        ("chromium", shutil.which("chromium") is not None),
+        ("code-server", CODE_SERVER.exists()),
+        ("playwright-core", (REPO / "node_modules" / "playwright-core").is_dir()),
+        ("node", shutil.which("node") is not None),
+    ] if not ok]
+    if missing:
+        pytest.fail(f"missing {', '.join(missing)}: run ./scripts/setup-editors.sh (or ./scripts/setup.sh)")
+    sources = [*EXTENSION.joinpath("src").rglob("*.ts"), *EXTENSION.joinpath("media").iterdir(), EXTENSION / "package.json"]
+    vsix = vsix_path()
+    if not vsix.exists() or max(p.stat().st_mtime for p in sources) > vsix.stat().st_mtime:
+        # The .vsix is older than the extension's sources: test what is checked out.
+        subprocess.run(["npm", "run", "package", "--silent"], cwd=REPO, check=True, capture_output=True, timeout=300)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"code-server exited with status {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"code-server did not listen on port {port} within {timeout} s")
+
+
+def process_table() -> dict[int, tuple[int, int, str]]:
+    """pid -> (parent pid, start time, state) of every process."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            table[int(entry.name)] = (int(fields[1]), int(fields[19]), fields[0])
+    return table
+
+
+def descendants(root: int) -> dict[int, int]:
+    """pid -> start time of every process below `root` (the engine worker runs in a session of its own)."""
+    table = process_table()
+    found, frontier = {}, [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, start, _) in table.items():
+            if ppid == parent and pid not in found:
+                found[pid] = start
+                frontier.append(pid)
+    return found
+
+
+def alive(processes: dict[int, int]) -> list[int]:
+    table = process_table()
+    return [pid for pid, start in processes.items() if pid in table and table[pid][1] == start and table[pid][2] != "Z"]
+
+
+def stop_tree(process: subprocess.Popen) -> dict[str, list[int]]:
+    """Stop code-server and everything it spawned, each by its PID: SIGTERM to the
+    whole tree (noted before anything exits), then SIGKILL to what is left.
+    Returns the processes that outlived code-server's own exit and the survivors."""
+    tree = {process.pid: process_table().get(process.pid, (0, 0, ""))[1], **descendants(process.pid)}
+    for pid in alive(tree):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and alive(tree):
+        time.sleep(0.2)
+    lingering = alive(tree)
+    for pid in lingering:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    time.sleep(0.5)
+    return {"needed_sigkill": lingering, "survivors": alive(tree)}
+
+
+def make_workspace(root: Path) -> Path:
+    workspace = root / "workspace"
+    (workspace / "examples").mkdir(parents=True)
+    shutil.copy(REPO / "examples" / "mlp.py", workspace / "examples" / "mlp.py")
+    (workspace / "pyproject.toml").write_text(
+        '[tool.kernelscope]\ntarget = "examples/mlp.py:make"\ndevice = "virtual-cuda"\n')
+    (workspace / ".vscode").mkdir()
+    (workspace / ".vscode" / "settings.json").write_text(json.dumps({"kernelscope.python": sys.executable}, indent=2))
+    return workspace
+
+
+USER_SETTINGS = {
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": False,
+    "workbench.enableExperiments": False,
+    "extensions.ignoreRecommendations": True,
+    "telemetry.telemetryLevel": "off",
+    "security.workspace.trust.enabled": False,
+    "editor.minimap.enabled": False,
+    "editor.hover.delay": 200,
+    "window.commandCenter": False,
+    "chat.disableAIFeatures": True,
+    "git.enabled": False,
+    "update.mode": "none",
+}
+
+
+def keep_logs(user_data: Path) -> None:
+    """The extension's output channel (server log) and the extension host log, as artifacts."""
+    for log in user_data.glob("logs/**/*.log"):
+        if "kernelscope" in log.name or log.name in ("exthost.log", "remoteexthost.log"):
+            shutil.copy(log, ARTIFACTS / log.name)
+
+
+def test_extension_in_code_server(tmp_path):
+    require_setup()
+    workspace = make_workspace(tmp_path)
+    user_data, extensions = tmp_path / "user-data", tmp_path / "extensions"
+    (user_data / "User").mkdir(parents=True)
+    (user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
+    xdg = tmp_path / "xdg"
+    env = dict(
+        os.environ,
+        XDG_CONFIG_HOME=str(xdg / "config"), XDG_DATA_HOME=str(xdg / "data"),
+        XDG_CACHE_HOME=str(xdg / "cache"), XDG_STATE_HOME=str(xdg / "state"),
+        TORCHINDUCTOR_COMPILE_THREADS="1",
+    )
+    env.pop("VSCODE_IPC_HOOK_CLI", None)
+    common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
+
+    install = subprocess.run([str(CODE_SERVER), *common, "--install-extension", str(vsix_path())],
+                             env=env, capture_output=True, text=True, timeout=180)
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert "kernelscope.kernelscope" in subprocess.run(
+        [str(CODE_SERVER), *common, "--list-extensions"], env=env, capture_output=True, text=True, timeout=60).stdout
+
+    if ARTIFACTS.exists():
+        shutil.rmtree(ARTIFACTS)
+    ARTIFACTS.mkdir(parents=True)
+    port = free_port()
+    server_log = open(ARTIFACTS / "code-server.log", "w")
+    code_server = subprocess.Popen(
+        [str(CODE_SERVER), *common, "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
+         "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+         "--disable-getting-started-override", str(workspace)],
+        env=env, stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_port(port, code_server)
+        scenario = subprocess.run(
+            ["node", str(SCENARIO), "--url", f"http://127.0.0.1:{port}/?folder={workspace}", "--out", str(ARTIFACTS),
+             "--line", str(MODEL_LINE), "--needle", "F.gelu(h)"],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=480)
+    finally:
+        stopped = stop_tree(code_server)
+        server_log.close()
+        keep_logs(user_data)
+    (ARTIFACTS / "scenario.log").write_text(scenario.stdout + scenario.stderr)
+    results = json.loads((ARTIFACTS / "results.json").read_text())
+    assert scenario.returncode == 0 and results["failure"] is None, (
+        f"{results.get('failure')}\n--- scenario output ---\n{scenario.stdout[-4000:]}{scenario.stderr[-4000:]}")
+    assert stopped["survivors"] == [], f"processes left running: {stopped}"
+
+    check_against_store(workspace, results)
+
+
+def check_against_store(workspace: Path, results: dict) -> None:
+    from kernelscope.store import Store
+
+    store = Store(workspace / ".kernelscope", create=False)
+    runs = store.runs()
+    assert len(runs) == 1, "Compile recorded exactly one run"
+    run_id = runs[0].id
+    assert results["statusAfterCompile"].endswith(f"kernelscope: run {run_id}")
+
+    answer = store.query(workspace / "examples" / "mlp.py", MODEL_LINE, run_id, "down")
+    kernels = [k for chain in answer.graphs for k in chain.kernels if k.kind != "extern" and k.file]
+    assert kernels, "the store links the GELU line to a Triton kernel"
+    names = {k.name for k in kernels}
+
+    # The hover names the kernels of that line.
+    hover = results["hoverText"]
+    assert all(name in hover for name in names), (names, hover)
+
+    # F12 opens the first kernel at the first line that computes the line's nodes
+    # (not the kernel's shared index set-up).
+    first = kernels[0]
+    kernel_file = store.absolute_path(first.file)
+    own_lines = [line.line for line in first.lines if not line.reason.startswith("shared:")]
+    assert results["definition"]["tab"] == kernel_file.name
+    assert results["definition"]["line"] == min(own_lines or [line.line for line in first.lines])
+
+    # Show kernels: the kernel beside the model, its linked lines highlighted, the model line as origin.
+    linked = results["linked"]
+    assert linked["kernelTab"] == kernel_file.name
+    expected = {line.line for line in first.lines}
+    assert linked["kernelLines"], "no highlighted kernel lines"
+    assert set(linked["kernelLines"]) <= expected, (linked["kernelLines"], sorted(expected))
+    assert linked["modelOrigin"] == [MODEL_LINE]
+
+    # Cursor on a highlighted kernel line: the model's lines of that kernel line light up.
+    up = store.query(kernel_file, results["reverse"]["kernelLine"], run_id, "up")
+    model_lines = {s.line for chain in up.graphs for node in chain.post_nodes if node.source
+                   for s in [node.source] if Path(s.file).name == "mlp.py"}
+    assert MODEL_LINE in results["reverse"]["modelLines"]
+    assert set(results["reverse"]["modelLines"]) <= model_lines | {MODEL_LINE}, (results["reverse"], model_lines)
+    assert results["reverse"]["kernelOrigin"] == [results["reverse"]["kernelLine"]]
+
+    # The run overview: the sections, the run's kernels, the fusion picture with edges.
+    overview = results["overview"]
+    details = store.show(run_id)
+    assert overview["heading"].startswith(f"Run {run_id}")
+    for section in ("Coverage", "Fusion", "Graphs", "Kernels", "Graph breaks", "Recompiles"):
+        assert section in overview["sections"]
+    triton_names = {k.name for k in details.kernels if k.kind != "extern"}
+    assert triton_names <= {row[0] for row in overview["kernelRows"]}
+    assert overview["edges"] > 0
+    assert any(re.match(r"mlp\.py:21\b", s) for s in overview["sources"]), overview["sources"]
+    assert names <= {t.split(" ")[0] for t in overview["kernels"]}
+    assert results["overviewClick"]["activeTab"].startswith(results["overviewClick"]["kernel"])
