@@ -15,9 +15,9 @@ import transformers
 BATCH, SEQ, VOCAB = 2, 32, 1000
 
 
-def _model(attention: str = "sdpa"):
+def _model(attention: str = "sdpa", layers: int = 2):
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=VOCAB,
+    config = transformers.GPT2Config(n_layer=layers, n_embd=128, n_head=4, vocab_size=VOCAB,
                                      n_positions=128, use_cache=False,
                                      bos_token_id=VOCAB - 1, eos_token_id=VOCAB - 1)
     return transformers.GPT2LMHeadModel._from_config(config, attn_implementation=attention)
@@ -25,6 +25,11 @@ def _model(attention: str = "sdpa"):
 
 def make():
     return _model().eval(), (torch.randint(0, VOCAB, (BATCH, SEQ)),)
+
+
+def make_12_layers():
+    """GPT-2's depth (12 blocks) at the small width: for the query benchmark."""
+    return _model(layers=12).eval(), (torch.randint(0, VOCAB, (BATCH, SEQ)),)
 
 
 def make_train():

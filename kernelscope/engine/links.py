@@ -175,11 +175,11 @@ def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str]) -> 
         if number < body_start or not stripped:
             continue
         target = wrapper_code.assignment_target(stripped)
-        origin = capture.by_text.get(stripped) or (
-            capture.by_text.get("=" + target) if target else None
-        )
-        if origin and origin[0]:
-            rows.append(LineOrigin(number, line, [origin[0]], _kernel_reason(stripped, origin[1])))
+        origins = [origin for origin in capture.origins(stripped) or
+                   (capture.origins("=" + target) if target else []) if origin[0]]
+        if origins:
+            producers = list(dict.fromkeys(origin[0] for origin in origins))  # one per reuse of the kernel
+            rows.append(LineOrigin(number, line, producers, _kernel_reason(stripped, origins[0][1])))
         else:
             rows.append(LineOrigin(number, line, list(nodes), shared_reason))
     return rows
@@ -252,6 +252,9 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
             kernels[launched].wrapper_lines.append(number)
             if kernels[launched].inductor_nodes is None:
                 kernels[launched].inductor_nodes = inductor_nodes
+            elif inductor_nodes:  # a kernel reused by another layer: each launch has its own nodes
+                known = kernels[launched].inductor_nodes
+                known += [node for node in inductor_nodes if node not in known]
         extern = wrapper_code.extern_call(line)
         if extern:
             ordinal = extern_count.get(extern, 0)

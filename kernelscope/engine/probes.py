@@ -46,6 +46,13 @@ class KernelLineCapture:
 
     by_text: dict[str, tuple[str | None, str]] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)  # kernel-level set, in schedule order
+    # Inductor reuses a kernel whose generated code is identical (the same op in every
+    # layer of a loop): what the probe saw at each reuse, so its lines link every layer.
+    reuses: list[KernelLineCapture] = field(default_factory=list)
+
+    def origins(self, text: str) -> list[tuple[str | None, str]]:
+        """The (node, reason) of a kernel line at its first generation and each reuse."""
+        return [found for capture in [self, *self.reuses] if (found := capture.by_text.get(text))]
 
 
 @dataclass
@@ -360,8 +367,14 @@ class Probes:
                 if origin.name not in nodes:
                     nodes.append(origin.name)
         capture.nodes = nodes
-        if self._current_graph is not None and name not in self._current_graph.kernels:
+        if self._current_graph is None:
+            return
+        first = self._current_graph.kernels.get(name)
+        if first is None:
             self._current_graph.kernels[name] = capture
+        elif capture is not first:
+            first.reuses.append(capture)
+            first.nodes += [node for node in nodes if node not in first.nodes]
 
     # -- wrapper regions and graph codegen ------------------------------------
 
