@@ -375,3 +375,25 @@ def test_the_profile_runner_uses_what_the_recorder_provides():
                  "_prepare_inputs", "_raise_compile_error", "_display_path", "_finish"):
         assert callable(getattr(recorder, name, None)), name
     assert profiling.WARMUP_STEPS >= 1
+
+
+def test_attaching_a_trace_never_imports_torch(imported):
+    """`kernelscope profile` and the store's device-time lookups run where torch is not
+    installed (a laptop reading a cluster job's trace)."""
+    store, run_id = imported.store("conv_bn_train")
+    store.close()
+    code = (
+        "import sys\n"
+        "from kernelscope.cli import main\n"
+        f"rc = main(['profile', {str(DATA / 'conv_bn_train.trace.json.gz')!r}, '--store', {str(store.root)!r}, "
+        f"'--run', '{run_id}', '--json'])\n"
+        f"main(['query', 'examples/conv_bn.py:{example_line('conv_bn', 'self.conv(x)')}', '--store', "
+        f"{str(store.root)!r}, '--json'])\n"
+        "assert rc == 0\n"
+        "print('TORCH', 'torch' in sys.modules, file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert result.returncode == 0, result.stderr
+    assert "TORCH False" in result.stderr
+    assert '"device_time_us"' in result.stdout
