@@ -23,7 +23,8 @@ import pytest
 from kernelscope.profile import ProfileMismatch, TraceError
 from kernelscope.profile.attach import attach_trace
 from kernelscope.store import Store
-from kernelscope.store.profiles import line_times
+from kernelscope.profile.report import time_label
+from kernelscope.store.profiles import file_line_times, line_times
 from kernelscope.trace_import import ImportOptions, import_log
 
 REPO = Path(__file__).resolve().parent.parent
@@ -203,6 +204,9 @@ def test_fused_kernel_time_is_on_each_line_marked_shared_and_counted_once(attach
     assert answer.profile["steps"] == STEPS
     links = store.lines_for_file("examples/mlp.py", run_id)
     assert next(l for l in links.lines if l.line == gelu).device_time_us == pytest.approx(source.device_time_us)
+    by_line, step = file_line_times(store.conn, run_id, "examples/mlp.py")  # what an editor's lens reads
+    assert by_line[gelu][0] == pytest.approx(source.device_time_us, abs=1e-3) and by_line[gelu][1]
+    assert time_label(by_line[gelu][0], by_line[gelu][0] / step).endswith("% of step")
 
 
 def test_time_outside_the_compiled_graphs_is_reported_not_dropped(attached):

@@ -261,6 +261,21 @@ def annotate_query(conn: sqlite3.Connection, result) -> None:
     result.profile = _summary(row)
 
 
+def file_line_times(conn: sqlite3.Connection, run_id: int, file: str) -> tuple[dict[int, tuple[float, bool]], float] | None:
+    """For editors (code lenses, hovers): line -> (device time per step, shared) of a source
+    file's lines with kernels, and the step time; None when the run has no profile.
+    `kernelscope.profile.report.time_label(us, us / step)` makes "0.42 ms · 31% of step"."""
+    row = _profile_row(conn, run_id)
+    if row is None:
+        return None
+    by_line = _kernels_of_lines(conn, run_id, file)
+    every = set().union(*by_line.values()) if by_line else set()
+    times = _kernel_times(conn, every, max(row["steps"], 1))
+    shared = _shared_kernels(conn, every)
+    lines = {line: (sum(times.get(i, 0.0) for i in ids), bool(ids & shared)) for line, ids in by_line.items()}
+    return lines, row["step_time_us"]
+
+
 def annotate_file_links(conn: sqlite3.Connection, links) -> None:
     """Put device times on a source file's LineLinks (code lenses, inlay hints)."""
     if links.location.kind != "source":
