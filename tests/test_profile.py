@@ -401,3 +401,18 @@ def test_attaching_a_trace_never_imports_torch(imported):
     assert result.returncode == 0, result.stderr
     assert "TORCH False" in result.stderr
     assert '"device_time_us"' in result.stdout
+
+
+def test_a_kernel_with_no_device_work_in_the_trace_is_named(imported, tmp_path):
+    """The real mlp inference trace with one Triton kernel's GPU events removed: the
+    kernel gets no time, and the profile says which kernel ran nothing."""
+    store, run_id = imported.store("mlp_inference")
+    events = raw_events("mlp_inference")
+    dropped = next(e["name"] for e in raw_kernels(events) if e["name"].startswith("triton_"))
+    trimmed = tmp_path / "trimmed.json"
+    trimmed.write_text(json.dumps({"traceEvents": [e for e in events if e.get("name") != dropped
+                                                   or e.get("cat") != "kernel"]}))
+    with store:
+        profile, _ = attach_trace(store, trimmed, run_id)
+    assert dropped not in {k.name for k in profile.kernels.values()}
+    assert any(dropped in warning and "ran no device work" in warning for warning in profile.warnings)

@@ -160,6 +160,11 @@ def join(trace: Trace, graphs: list[RunGraph], run_label: str = "the run") -> Jo
     for graph in graphs:
         if graph.label not in seen:
             result.warnings.append(f"graph {graph.label} was not called in the trace")
+            continue
+        idle = [k.name for k in graph.kernels if k.id not in result.kernels]
+        if idle:
+            result.warnings.append(f"{len(idle)} kernel(s) of graph {graph.label} ran no device work in the trace: "
+                                   f"{', '.join(idle[:5])}{' ...' if len(idle) > 5 else ''}")
     result.in_graphs_other = dict(result.in_graphs_other)
     result.outside = dict(result.outside)
     return result
