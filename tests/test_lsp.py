@@ -151,6 +151,28 @@ async def test_hover_on_a_model_line_shows_kernels_per_graph(examples):
 
 
 @pytest.mark.slow
+async def test_hover_on_an_outer_line_summarises_per_module_instance(recordings, tmp_path):
+    blocks = REPO / "tests" / "data" / "lsp_blocks.py"
+    with Store(tmp_path / "store") as store:
+        store.write_run(recordings.get_spec(f"{blocks}:make", DEVICE))
+    session = await start_session(REPO, {"store": str(tmp_path / "store")})
+    try:
+        session.open(blocks)
+        text = (await session.hover(blocks, line_of(blocks, "    x = block(x)"))).contents.value
+        assert "`blocks.0` (Block)" in text and "`blocks.1` (Block)" in text
+        assert "gelu" in text
+        lenses = {lens.range.start.line: lens.command.title for lens in await session.lenses(uri(blocks))}
+        assert "kernel" in lenses[line_of(blocks, "    x = block(x)")]
+        hints = await session.client.text_document_inlay_hint_async(types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri(blocks)),
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=40, character=0))))
+        gelu = line_of(blocks, "gelu(")
+        assert any(hint.position.line == gelu and "gelu" in hint.label for hint in hints)
+    finally:
+        await session.stop()
+
+
+@pytest.mark.slow
 async def test_definition_lands_on_a_kernel_line_that_computes_the_line(examples, example_store):
     gelu = line_of(MLP, "F.gelu(h)")
     targets = await examples.definition(MLP, gelu)

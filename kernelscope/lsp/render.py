@@ -49,6 +49,8 @@ def source_hover(result: QueryResult, summary: SourceLineSummary | None, run: Ru
     if result.empty:
         lines.append("\nNo compiled node comes from this line in this run.")
         return "\n".join(lines)
+    if any(getattr(node, "via", "") == "call" for chain in result.graphs for node in chain.post_nodes):
+        lines.append("\nthis line calls into what is listed (an outer frame of the nodes' call stacks)")
     for chain in result.graphs:
         lines.append("")
         lines += _chain_down(chain, link)
@@ -68,8 +70,7 @@ def _chain_down(chain: GraphChain, link: Link) -> list[str]:
         head += f", {_count(len(externs), 'extern call')}"
     head += f" · {_count(len(chain.post_nodes), 'post-grad node')}"
     out = [head]
-    module_of = {node.name: getattr(node, "module", "") or "" for node in chain.post_nodes}
-    class_of = {getattr(node, "module", ""): getattr(node, "module_class", "") for node in chain.post_nodes}
+    module_of, class_of = _module_groups(chain)
     groups: dict[str, list[KernelRef]] = {}
     for kernel in chain.kernels:
         modules = sorted({module_of.get(name, "") for name in kernel.nodes} - {""})
@@ -94,6 +95,23 @@ def _chain_down(chain: GraphChain, link: Link) -> list[str]:
         out.append("- no kernel: " + ", ".join(f"`{op}`" for op in ops[:MAX_ITEMS])
                    + (f" … {len(ops) - MAX_ITEMS} more" if len(ops) > MAX_ITEMS else ""))
     return out
+
+
+def _module_groups(chain: GraphChain) -> tuple[dict[str, str], dict[str, str]]:
+    """node name -> the module instance it is shown under, and instance -> its class.
+
+    Instances are cut at the depth of the shallowest one in the answer, so an outer
+    line (`x = block(x)`) lists `blocks.0`, `blocks.1`, … with their submodules inside."""
+    paths = [getattr(node, "module", "") or "" for node in chain.post_nodes]
+    depths = [len(path.split(".")) for path in paths if path]
+    depth = min(depths) if depths else 0
+    module_of, class_of = {}, {}
+    for node, path in zip(chain.post_nodes, paths):
+        group = ".".join(path.split(".")[:depth]) if path else ""
+        module_of[node.name] = group
+        if path == group and getattr(node, "module_class", ""):
+            class_of[group] = node.module_class
+    return module_of, class_of
 
 
 def _kernels_and_calls(kernels: list[KernelRef]) -> str:
