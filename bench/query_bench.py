@@ -4,12 +4,15 @@
 
 Records bench/models/gpt2.py:make_12_layers once (virtual-cuda, fresh Inductor
 caches) into a store on disk, then, in the same run:
-- query latency, p50/p99 over N queries each (a fresh Store per round, as a CLI or
-  a language server request would see it after start-up) of
+- query latency, p50/p99 over N queries each (a fresh Store per round, as a CLI
+  would see it) of
   * the outer line `hidden_states = block(...)` in transformers' modeling_gpt2.py
-    (reaches every node of the 12 blocks via call),
-  * the same line with `--module transformer.h.5` (one block),
+    (reaches every node of the 12 blocks via call): the summary the CLI prints by
+    default (`detail=False, rollup=True`), and every kernel and wrapper line
+    (`detail=True`, what `--json`/`--detail` print);
+  * the same line with `--module transformer.h.5` (one block), summary;
   * the inner line `hidden_states = self.act(hidden_states)` (direct, 12 instances),
+    summary and detail;
   * the inner line with `direct_only` (the answer before whole-stack provenance);
 - store size: the database with the whole-stack data against the same database with
   it removed (call stacks, module instances, pass lineage dropped, VACUUMed both),
@@ -96,7 +99,7 @@ def _write_seconds(record, repeat: int = 5) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--queries", type=int, default=200, help="queries per case (default 200)")
+    parser.add_argument("--queries", type=int, default=100, help="queries per case (default 100)")
     parser.add_argument("--train", action="store_true", help="record forward and backward")
     args = parser.parse_args()
 
@@ -124,18 +127,21 @@ def main() -> int:
         store_dir = Path(directory) / "store"
         with Store(store_dir) as store:
             store.write_run(record)
+        summary = {"detail": False, "rollup": True}
         cases = [
-            ("outer line (block call), all 12 blocks", outer, {}),
-            ("outer line, --module transformer.h.5", outer, {"module": "transformer.h.5"}),
-            ("inner line (GELU), 12 instances", inner, {}),
-            ("inner line, direct only (the old answer)", inner, {"direct_only": True}),
+            ("outer line (block call), summary", outer, summary),
+            ("outer line, every generated line (--detail)", outer, {}),
+            ("outer line, --module transformer.h.5, summary", outer, {"module": "transformer.h.5", **summary}),
+            ("inner line (GELU, 12 instances), summary", inner, summary),
+            ("inner line, every generated line (--detail)", inner, {}),
+            ("inner line, --direct-only --detail (the old answer)", inner, {"direct_only": True}),
         ]
         print(f"\nquery latency over {args.queries} queries each, fresh Store per query "
               f"({Path(model_file).name}:{outer} / :{inner})")
-        print(f"{'case':44} {'nodes':>6} {'p50 ms':>8} {'p99 ms':>8}")
+        print(f"{'case':52} {'nodes':>6} {'p50 ms':>8} {'p99 ms':>8}")
         for label, line, options in cases:
             samples, nodes = _time_queries(store_dir, model_file, line, args.queries, **options)
-            print(f"{label:44} {nodes:>6} {_percentile(samples, 0.5):>8.2f} {_percentile(samples, 0.99):>8.2f}")
+            print(f"{label:52} {nodes:>6} {_percentile(samples, 0.5):>8.2f} {_percentile(samples, 0.99):>8.2f}")
 
         full, stripped = _db_size(store_dir, strip=False), _db_size(store_dir, strip=True)
         files = sum(path.stat().st_size for path in (store_dir / "runs").rglob("*") if path.is_file())

@@ -89,7 +89,7 @@ def test_show_json_and_unknown_run(mlp_store, cli):
 
 
 def test_query_prints_the_chain_as_plain_text_when_not_a_tty(mlp_store, cli):
-    code, out, _ = cli("query", f"examples/mlp.py:{GELU_LINE}", "--direction", "down")
+    code, out, _ = cli("query", f"examples/mlp.py:{GELU_LINE}", "--direction", "down", "--detail")
     assert code == 0
     lines = out.splitlines()
     assert lines[:4] == [
@@ -105,6 +105,19 @@ def test_query_prints_the_chain_as_plain_text_when_not_a_tty(mlp_store, cli):
     assert "  graph 0/0 backward" in lines
     assert not any("source lines (up)" in line for line in lines)
     assert "\x1b[" not in out
+
+
+def test_query_of_a_source_line_leads_with_a_summary(mlp_store, cli):
+    code, out, _ = cli("query", f"examples/mlp.py:{GELU_LINE}")
+    assert code == 0
+    assert out.splitlines()[2:7] == [
+        "  graph 0/0 forward: 5 post-grad nodes · 1 Triton kernels · 0 extern calls · 9 generated lines",
+        "    (no module instance)  direct: 1 Triton, 0 extern, 9 generated lines, 5 post-grad nodes",
+        "      source lines: examples/mlp.py:13",
+        "      Triton: triton_poi_fused_gelu_0",
+        "  graph 0/0 backward: 4 post-grad nodes · 1 Triton kernels · 0 extern calls · 9 generated lines",
+    ]
+    assert out.splitlines()[-1].startswith("  --detail lists every node")
 
 
 def test_query_up_from_a_kernel_line(mlp_store, cli):

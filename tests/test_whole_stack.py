@@ -86,6 +86,20 @@ def test_loop_line_forward_and_backward_in_training(train):
     assert any(kernel.kind == "extern" for kernel in backward.kernels)
 
 
+def test_summary_counts_agree_with_the_detail(train):
+    """Without detail the store counts lines instead of listing them: same modules,
+    kernels and line counts, rolled up per block."""
+    detail = train.query(NANOGPT, LOOP_LINE, rollup=True)
+    summary = train.query(NANOGPT, LOOP_LINE, detail=False, rollup=True)
+    assert [chain.graph.kind for chain in summary.graphs] == ["forward", "backward"]
+    for full, counted in zip(detail.graphs, summary.graphs):
+        assert [(m.module, m.generated_lines, m.triton_kernels, m.extern_calls) for m in counted.modules] == \
+               [(m.module, m.generated_lines, m.triton_kernels, m.extern_calls) for m in full.modules]
+        assert counted.generated_lines == full.generated_lines > 0
+        assert {"blocks.0", "blocks.1"} <= {m.module for m in counted.modules}
+        assert not counted.wrapper_lines and not any(kernel.lines or kernel.calls for kernel in counted.kernels)
+
+
 def test_module_option_selects_one_layer(train):
     result = train.query(NANOGPT, LOOP_LINE, module="blocks.1")
     assert _instances(result) == {"forward": {"blocks.1"}, "backward": {"blocks.1"}}

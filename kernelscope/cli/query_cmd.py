@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from kernelscope.cli.common import new_parser, open_store, parse_file_line, parse_run_id, print_json, stdout_is_tty
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store import DEFAULT_STORE_DIR, GraphChain, LineRef, NodeRef, QueryResult
-from kernelscope.store.query import module_summaries, rollup_to_instances
 from kernelscope.store.results import SOURCE
 
 
@@ -54,13 +53,13 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     path, line = parse_file_line(args.location)
     with open_store(args) as store:
-        result = store.query(path, line, run_id=args.run_id, direction=args.direction,
-                             module=args.module, direct_only=args.direct_only)
+        summary = store.locate(path, args.run_id).kind == SOURCE and not args.detail and not args.json
+        result = store.query(path, line, run_id=args.run_id, direction=args.direction, module=args.module,
+                             direct_only=args.direct_only, detail=not summary, rollup=summary)
         linked_lines = [] if not result.empty else [links.line for links in store.lines_for_file(path, result.location.run_id).lines]
     if args.json:
         print_json(result)
         return 0
-    summary = result.location.kind == SOURCE and not args.detail
     tree = build_summary(result) if summary else build_tree(result)
     if result.empty:
         if args.module:
@@ -99,13 +98,10 @@ def build_summary(result: QueryResult) -> Branch:
         via = f" ({calls} via call)" if calls else ""
         triton = [kernel for kernel in chain.kernels if kernel.kind != "extern"]
         externs = [kernel for kernel in chain.kernels if kernel.kind == "extern"]
-        generated = {(line.file, line.line) for kernel in chain.kernels for line in kernel.lines + kernel.calls}
-        generated |= {(line.file, line.line) for line in chain.wrapper_lines}
         branch = Branch(f"graph {chain.graph.compile_id} {chain.graph.kind}: {len(post)} post-grad nodes{via} · "
                         f"{len(triton)} Triton kernels · {len(externs)} extern calls · "
-                        f"{len(generated)} generated lines", "bold cyan")
-        group_of = rollup_to_instances(node.module for node in chain.pre_nodes + post)
-        for summary in module_summaries(chain, group_of):
+                        f"{chain.generated_lines} generated lines", "bold cyan")
+        for summary in chain.modules:
             name = summary.module or "(no module instance)"
             kind = f" ({summary.module_class.rsplit('.', 1)[-1]})" if summary.module_class else ""
             module = Branch(f"{name}{kind}  {summary.via or 'direct'}: {len(summary.triton_kernels)} Triton, "

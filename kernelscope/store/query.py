@@ -73,14 +73,18 @@ def locate(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None = 
 
 
 def query(conn: sqlite3.Connection, location: Location, line: int, direction: str = "both",
-          module: str | None = None, direct_only: bool = False) -> QueryResult:
+          module: str | None = None, direct_only: bool = False, detail: bool = True,
+          rollup: bool = False) -> QueryResult:
     """The chain through `line` of the located file (see the module docstring).
 
     A source line reaches the nodes it is the direct line of, and (unless
     `direct_only`) the nodes whose call stack passes through it ("via call": the
     line `x = block(x)` reaches every op of the block). `module` keeps only the
     nodes of that module instance and the instances inside it (prefix match on
-    the dotted path: `blocks.1` keeps `blocks.1.attn.qkv`, not `blocks.10`)."""
+    the dotted path: `blocks.1` keeps `blocks.1.attn.qkv`, not `blocks.10`).
+    Without `detail`, kernel and wrapper lines are counted, not listed (an outer
+    line of a deep model reaches tens of thousands); `rollup` summarizes module
+    instances one level below what they share (see rollup_to_instances)."""
     if direction not in DIRECTIONS:
         raise UserError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
     lines = _file_lines(location)
@@ -125,11 +129,14 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
             chain.sources = reader.sources(chain)
     if direction in ("down", "both"):
         if location.kind in (SOURCE, PRE_GRAD, POST_GRAD):
-            reader.add_down(chains, [row for row, _ in post])
+            reader.add_down(chains, [row for row, _ in post], detail)
         elif location.kind == WRAPPER:
             reader.add_launched_kernels(chains, location, line)
-    for chain in chains.values():
-        chain.modules = _module_summaries(chain)
+    for graph_id, chain in chains.items():
+        line_keys = _line_keys_of(chain) if detail else reader.line_keys.get(graph_id, {})
+        group_of = rollup_to_instances(node.module for node in chain.pre_nodes + chain.post_nodes) if rollup else None
+        chain.modules = module_summaries(chain, line_keys, group_of)
+        chain.generated_lines = len({key for keys in line_keys.values() for key in keys})
     result.graphs = [chains[graph_id] for graph_id in sorted(chains)]
     return result
 
@@ -226,6 +233,8 @@ class _Reader:
         self._graph_files: dict[tuple[int, str], str | None] = {}
         self._stacks: dict[int, list[FrameRef]] = {}
         self.via: dict[int, str] = {}  # node id -> "direct" | "call" (source-line queries)
+        # graph id -> post-grad node -> its generated lines, when lines are counted, not listed
+        self.line_keys: dict[int, dict[str, set[tuple[str, int]]]] = {}
 
     def graph(self, graph_id: int) -> GraphRef:
         if graph_id not in self._graphs:
@@ -338,7 +347,7 @@ class _Reader:
             graph_line=row["graph_line"],
             source=_source_ref(row, [row["name"]]),
             reason=reason,
-            stack=list(self.stacks([row["stack_id"]]).get(row["stack_id"], [])),
+            stack=list(self._stacks.get(row["stack_id"], [])),  # loaded for all nodes by chains()
             module=row["module_path"],
             module_class=row["module_class"],
             via=self.via.get(row["id"], ""),
@@ -386,19 +395,21 @@ class _Reader:
                 ref.reason = "; ".join(reasons + [source.reason])
         return [by_line[key] for key in sorted(by_line)]
 
-    def add_down(self, chains: dict[int, GraphChain], post_rows: list[sqlite3.Row]) -> None:
-        """Add the kernels and wrapper lines of the post-grad nodes to their chains."""
+    def add_down(self, chains: dict[int, GraphChain], post_rows: list[sqlite3.Row], detail: bool = True) -> None:
+        """Add the kernels of the post-grad nodes to their chains, with their kernel and
+        wrapper lines (`detail`), or only the lines' keys per node (`self.line_keys`)."""
         post_ids = {row["id"] for row in post_rows}
         if not post_ids:
             return
-        kernel_nodes: dict[int, list[str]] = {}
+        kernel_nodes: dict[int, dict[str, None]] = {}
         for row in _select_in(self.conn, "SELECT kernel_id, node_name FROM kernel_nodes WHERE node_id IN ({})",
                               post_ids):
-            _add_unique(kernel_nodes.setdefault(row["kernel_id"], []), row["node_name"])
-        line_rows = _select_in(self.conn, "SELECT * FROM generated_lines WHERE node_id IN ({})", post_ids)
+            kernel_nodes.setdefault(row["kernel_id"], {})[row["node_name"]] = None
+        columns = "*" if detail else "graph_id, kernel_id, node_name, file, line"
+        line_rows = _select_in(self.conn, f"SELECT {columns} FROM generated_lines WHERE node_id IN ({{}})", post_ids)
         for row in line_rows:
             if row["kernel_id"] is not None:
-                kernel_nodes.setdefault(row["kernel_id"], [])
+                kernel_nodes.setdefault(row["kernel_id"], {})
         kernels = {row["id"]: row for row in _select_in(self.conn, "SELECT * FROM kernels WHERE id IN ({})",
                                                         kernel_nodes)}
         calls = _select_in(self.conn, "SELECT kernel_id, wrapper_line FROM kernel_calls WHERE kernel_id IN ({})",
@@ -414,6 +425,17 @@ class _Reader:
                 reason=_kernel_reason(kernel["kind"]),
             )
             chains[kernel["graph_id"]].kernels.append(ref)
+        if not detail:
+            for row in line_rows:
+                keys = self.line_keys.setdefault(row["graph_id"], {})
+                keys.setdefault(row["node_name"], set()).add((row["file"], row["line"]))
+            for call in calls:
+                kernel = kernels[call["kernel_id"]]
+                keys = self.line_keys.setdefault(kernel["graph_id"], {})
+                key = (self.graph_file(kernel["graph_id"], WRAPPER) or "", call["wrapper_line"])
+                for name in refs[call["kernel_id"]].nodes:
+                    keys.setdefault(name, set()).add(key)
+            return
         kernel_lines = [row for row in line_rows if row["kernel_id"] is not None]
         for line_ref in _line_refs(kernel_lines, self):
             refs[line_ref.kernel_id].lines.append(line_ref.ref)
@@ -493,48 +515,52 @@ def _lineage_text(pass_name: str, action: str, node: str) -> str:
     return f"{pass_name} ({made})" + (f" from {node}" if node else "")
 
 
-def _module_summaries(chain: GraphChain) -> list[ModuleSummary]:
-    return module_summaries(chain)
+def _line_keys_of(chain: GraphChain) -> dict[str, set[tuple[str, int]]]:
+    """Post-grad node -> the (file, line) of every kernel and wrapper line listed for it;
+    a kernel's launch lines count for every node of the kernel."""
+    keys: dict[str, set[tuple[str, int]]] = {}
+    for kernel in chain.kernels:
+        for line in kernel.lines + kernel.calls:
+            for name in line.nodes or kernel.nodes:
+                keys.setdefault(name, set()).add((line.file, line.line))
+    for line in chain.wrapper_lines:
+        for name in line.nodes:
+            keys.setdefault(name, set()).add((line.file, line.line))
+    return keys
 
 
-def module_summaries(chain: GraphChain, group_of: Callable[[str], str] | None = None) -> list[ModuleSummary]:
+def module_summaries(chain: GraphChain, line_keys: dict[str, set[tuple[str, int]]],
+                     group_of: Callable[[str], str] | None = None) -> list[ModuleSummary]:
     """Per module instance of the chain's nodes (or per group, `group_of(instance path)`,
     e.g. `blocks.0.attn.qkv` -> `blocks.0`): its post-grad nodes, Triton and extern
-    kernels, distinct generated lines and direct source lines, in graph order."""
+    kernels, distinct generated lines (`line_keys`: per post-grad node) and direct
+    source lines, in graph order."""
     group_of = group_of or (lambda path: path)
-    nodes = chain.post_nodes or chain.pre_nodes
     group_of_node = {node.name: group_of(node.module) for node in chain.post_nodes}
     summaries: dict[str, ModuleSummary] = {}
-    for node in nodes:
+    lines_of: dict[str, set[tuple[str, int]]] = {}
+    for node in chain.post_nodes or chain.pre_nodes:
         group = group_of(node.module)
         summary = summaries.get(group)
         if summary is None:
             summary = summaries[group] = ModuleSummary(
-                module=group, module_class=node.module_class if node.module == group else "", via=node.via,
-                post_nodes=0, triton_kernels=[], extern_calls=[], generated_lines=0, source_lines=[])
+                module=group, module_class="", via=node.via, post_nodes=0, triton_kernels=[], extern_calls=[],
+                generated_lines=0, source_lines=[])
+            lines_of[group] = set()
         elif node.via and node.via not in summary.via.split("+"):
             summary.via = "+".join(sorted(filter(None, [*summary.via.split("+"), node.via])))
         if node.module == group and not summary.module_class:
             summary.module_class = node.module_class
         if node.stage == "post":
             summary.post_nodes += 1
+            lines_of[group] |= line_keys.get(node.name, set())
         if node.source is not None:
             _add_unique(summary.source_lines, f"{node.source.file}:{node.source.line}")
-    lines_of: dict[str, set[tuple[str, int]]] = {group: set() for group in summaries}
-
-    def add_lines(lines: list[LineRef], default_groups) -> None:
-        for line in lines:
-            groups = {group_of_node.get(name, "") for name in line.nodes} if line.nodes else default_groups
-            for group in groups & lines_of.keys():
-                lines_of[group].add((line.file, line.line))
-
     for kernel in chain.kernels:
-        groups = set(dict.fromkeys(group_of_node.get(name, "") for name in kernel.nodes))
-        for group in groups & summaries.keys():
-            _add_unique(summaries[group].extern_calls if kernel.kind == "extern" else summaries[group].triton_kernels,
-                        kernel.name)
-        add_lines(kernel.lines + kernel.calls, groups)
-    add_lines(chain.wrapper_lines, set())
+        for group in dict.fromkeys(group_of_node.get(name, "") for name in kernel.nodes):
+            if group in summaries:
+                _add_unique(summaries[group].extern_calls if kernel.kind == "extern"
+                            else summaries[group].triton_kernels, kernel.name)
     for group, summary in summaries.items():
         summary.generated_lines = len(lines_of[group])
     return list(summaries.values())

@@ -129,10 +129,14 @@ class GraphChain:
     kernels: list[KernelRef] = field(default_factory=list)  # down
     wrapper_lines: list[LineRef] = field(default_factory=list)  # down
     modules: list[ModuleSummary] = field(default_factory=list)  # per module instance, in graph order
+    generated_lines: int = 0  # distinct kernel and wrapper lines below the chain's nodes (down)
 
 
 @dataclass
 class QueryResult:
+    """The answer of `Store.query`. With `detail=False` kernels carry no lines and
+    graphs no wrapper lines: only counts (GraphChain.generated_lines, modules)."""
+
     location: Location
     line: int
     text: str  # the queried line's text ("" when the source file is not on this machine)

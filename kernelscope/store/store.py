@@ -69,11 +69,15 @@ class Store:
         return query.locate(self.conn, self.root, self.key_for(path), run_id)
 
     def query(self, path: str | Path, line: int, run_id: int | None = None, direction: str = "both",
-              module: str | None = None, direct_only: bool = False) -> QueryResult:
+              module: str | None = None, direct_only: bool = False, detail: bool = True,
+              rollup: bool = False) -> QueryResult:
         """The provenance chain through `path:line` (see kernelscope.store.query): nodes
         of this line and, unless `direct_only`, those it calls into; `module` keeps one
-        module instance (and those inside it)."""
-        result = query.query(self.conn, self.locate(path, run_id), line, direction, module, direct_only)
+        module instance (and those inside it). `detail=False` counts kernel and wrapper
+        lines instead of listing them (fast on outer lines of deep models); `rollup`
+        summarizes module instances per layer (GraphChain.modules)."""
+        result = query.query(self.conn, self.locate(path, run_id), line, direction, module, direct_only,
+                             detail, rollup)
         profiles.annotate_query(self.conn, result)  # device times, when the run has a profile
         return result
 
