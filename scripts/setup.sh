@@ -18,6 +18,8 @@ if ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq tmux >/dev/null; } \
     || echo "setup: could not install tmux; tests/test_tui_tmux.py will be skipped" >&2
 fi
+# The VS Code extension (.vsix) and its end-to-end test: Chromium, code-server, Playwright.
+./scripts/setup-editors.sh
 
 if [ "${1:-}" != "--no-demo" ]; then
   export TORCHINDUCTOR_COMPILE_THREADS=1
