@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from kernelscope.errors import UserError
 from kernelscope.profile.trace import GRAPH_CALL_PREFIX, STEP_PREFIX, CpuEvent, DeviceEvent, Trace, graph_call_key
@@ -63,7 +64,7 @@ class RunGraph:
     label: str  # `[0/0] forward`
     kernels: list[RunKernel]
 
-    @property
+    @cached_property
     def triton(self) -> dict[str, RunKernel]:
         return {k.name: k for k in self.kernels if k.kind != "extern"}
 
@@ -150,8 +151,8 @@ def join(trace: Trace, graphs: list[RunGraph], run_label: str = "the run") -> Jo
         time.launches += 1
     if unlaunched:
         result.warnings.append(
-            f"{unlaunched:.1f} us of device time has no launch event in the trace (CUPTI dropped it, "
-            "or a CUDA graph replay): not counted")
+            f"{unlaunched:.1f} us of device time has no launch event in the trace (the profiler "
+            "dropped it): not counted")
     if result.outside_steps_us:
         result.warnings.append(
             f"{result.outside_steps_us:.1f} us of device time was launched outside the ProfilerStep "
