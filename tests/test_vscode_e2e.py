@@ -155,6 +155,14 @@ USER_SETTINGS = {
 }
 
 
+def python_without_kernelscope(root: Path) -> Path:
+    """An interpreter that cannot import kernelscope: the system python3, isolated (-I) and without site-packages (-S)."""
+    wrapper = root / "python-without-kernelscope"
+    wrapper.write_text('#!/bin/sh\nexec /usr/bin/python3 -I -S "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
 def keep_logs(user_data: Path) -> None:
     """The extension's output channel (server log) and the extension host log, as artifacts."""
     for log in user_data.glob("logs/**/*.log"):
@@ -198,7 +206,9 @@ def test_extension_in_code_server(tmp_path):
         wait_for_port(port, code_server)
         scenario = subprocess.run(
             ["node", str(SCENARIO), "--url", f"http://127.0.0.1:{port}/?folder={workspace}", "--out", str(ARTIFACTS),
-             "--line", str(MODEL_LINE), "--needle", "F.gelu(h)"],
+             "--line", str(MODEL_LINE), "--needle", "F.gelu(h)",
+             "--settings", str(workspace / ".vscode" / "settings.json"),
+             "--python-without-kernelscope", str(python_without_kernelscope(tmp_path))],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=480)
     finally:
         stopped = stop_tree(code_server)
@@ -231,13 +241,14 @@ def check_against_store(workspace: Path, results: dict) -> None:
     hover = results["hoverText"]
     assert all(name in hover for name in names), (names, hover)
 
-    # F12 opens the first kernel at the first line that computes the line's nodes
-    # (not the kernel's shared index set-up).
+    # F12 opens the first kernel at the first value the line's own nodes compute
+    # (`tmpN = ...`), not at the kernel's shared index set-up.
     first = kernels[0]
     kernel_file = store.absolute_path(first.file)
-    own_lines = [line.line for line in first.lines if not line.reason.startswith("shared:")]
+    own = [line for line in first.lines if not line.reason.startswith("shared:")]
+    values = [line.line for line in own if re.match(r"\s*tmp\d+ = ", line.text)]
     assert results["definition"]["tab"] == kernel_file.name
-    assert results["definition"]["line"] == min(own_lines or [line.line for line in first.lines])
+    assert results["definition"]["line"] == min(values or [line.line for line in own or first.lines])
 
     # Show kernels: the kernel beside the model, its linked lines highlighted, the model line as origin.
     linked = results["linked"]
@@ -267,3 +278,11 @@ def check_against_store(workspace: Path, results: dict) -> None:
     assert any(re.match(r"mlp\.py:21\b", s) for s in overview["sources"]), overview["sources"]
     assert names <= {t.split(" ")[0] for t in overview["kernels"]}
     assert results["overviewClick"]["activeTab"].startswith(results["overviewClick"]["kernel"])
+
+    # An interpreter without kernelscope: a notification with the install command; back: the server restarts.
+    missing = results["missing"]
+    assert "kernelscope is not installed in" in missing["notification"]
+    assert "python-without-kernelscope -m pip install -e" in missing["notification"]
+    assert "Copy install command" in missing["buttons"]
+    assert missing["status"].endswith("kernelscope: not installed")
+    assert missing["statusAfterRestore"].endswith(f"kernelscope: run {run_id}")

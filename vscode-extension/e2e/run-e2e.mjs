@@ -19,6 +19,8 @@ const { values: args } = parseArgs({
     needle: { type: 'string', default: 'F.gelu(h)' },
     browser: { type: 'string', default: '/usr/bin/chromium' },
     'compile-timeout': { type: 'string', default: '180' },
+    settings: { type: 'string' }, // the workspace's .vscode/settings.json
+    'python-without-kernelscope': { type: 'string' },
   },
 });
 const OUT = args.out;
@@ -318,8 +320,39 @@ try {
     results.overviewClick = { kernel: kernelName, activeTab: await activeTab() };
     await shot(page, '07-overview-click-opens-kernel');
   });
+
+  if (args.settings && args['python-without-kernelscope']) {
+    await step('interpreter without kernelscope: notification, then back', async () => {
+      const original = readFileSync(args.settings, 'utf8');
+      const settings = JSON.parse(original);
+      writeFileSync(args.settings, JSON.stringify({ ...settings, 'kernelscope.python': args['python-without-kernelscope'] }, null, 2));
+      const notice = page.locator('.notifications-toasts .notification-list-item', { hasText: 'kernelscope is not installed' }).first();
+      await notice.waitFor({ timeout: 30000 });
+      await page.waitForFunction(
+        () => Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /kernelscope: not installed/.test(e.textContent ?? '')),
+        null,
+        { timeout: 15000 },
+      );
+      results.missing = {
+        notification: (await notice.locator('.notification-list-item-message').textContent())?.trim(),
+        buttons: await notice.locator('.monaco-button').allTextContents(),
+        status: (await statusItem().textContent())?.trim(),
+      };
+      await shot(page, '08-kernelscope-not-installed');
+      // Back to the interpreter that has kernelscope: the server restarts and shows the run again.
+      writeFileSync(args.settings, original);
+      await page.waitForFunction(
+        () => Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /kernelscope: run \d+/.test(e.textContent ?? '')),
+        null,
+        { timeout: 60000 },
+      );
+      results.missing.statusAfterRestore = (await statusItem().textContent())?.trim();
+    });
+  }
 } catch (error) {
   failure = String(error?.stack ?? error);
+  results.notifications = await page.locator('.notifications-toasts .notification-list-item-message').allTextContents().catch(() => []);
+  if (results.notifications.length) failure += `\nnotifications shown: ${results.notifications.join(' | ')}`;
   log(`FAILED: ${failure}`);
   await shot(page, 'failure').catch(() => undefined);
 }
