@@ -77,24 +77,24 @@ def test_options_are_checked_and_remember_what_was_given():
 
 def test_hover_on_a_big_answer_stays_short():
     from kernelscope.lsp import render
-    from kernelscope.store import GraphChain, GraphRef, KernelRef, LineRef, Location, NodeRef, QueryResult
+    from kernelscope.lsp.index import GraphInfo, KernelInfo
+    from kernelscope.lsp.lines import GraphHit, KernelHit, LineAnswer
 
-    graph = GraphRef(id=1, key="0_0_0-forward", compile_id="0/0", kind="forward")
-    chain = GraphChain(graph=graph)
-    for layer in range(12):
-        for index in range(8):
-            name = f"n{layer}_{index}"
-            chain.post_nodes.append(NodeRef(stage="post", name=name, op="call_function", target="aten.gelu.default",
-                                            graph_file=None, graph_line=1, source=None, reason="",
-                                            module=f"blocks.{layer}.mlp", module_class="x.MLP"))
-            chain.kernels.append(KernelRef(name=f"triton_poi_fused_gelu_{layer}_{index}", kind="triton",
-                                           file=f"runs/1/k{layer}_{index}.py", nodes=[name], reason="fused",
-                                           lines=[LineRef(file="k.py", line=40, text="", reason="computes",
-                                                          nodes=[name])]))
-    result = QueryResult(location=Location(path="model.py", kind="source", run_id=1, absolute_path="/w/model.py"),
-                         line=7, text="x = gelu(x)", direction="down", graphs=[chain])
-    text = render.source_hover(result, None, None, lambda path, line: f"file:///{path}#L{line}", None)
+    answer = LineAnswer(run_id=1, path="model.py", line=7)
+    for graph_id in range(6):
+        info = GraphInfo(graph_id, f"{graph_id}_0_0-forward", f"{graph_id}/0", "forward", {"wrapper": "w.py"})
+        graph = GraphHit(info, post_nodes=96, module_class={f"blocks.{n}.mlp": "x.MLP" for n in range(12)})
+        for layer in range(12):
+            for index in range(8):
+                kernel = KernelInfo(layer * 8 + index, f"triton_poi_fused_gelu_{layer}_{index}", "triton",
+                                    f"runs/1/k{layer}_{index}.py", graph_id, info.key, info.compile_id, "forward")
+                graph.kernels.append(KernelHit(kernel, lines=[40, 41, 42, 50], first_value=41,
+                                               modules={f"blocks.{layer}.mlp"}))
+        answer.graphs.append(graph)
+    text = render.source_hover(answer, "x = gelu(x)", None, None, lambda path, line: f"file:///{path}#L{line}", None)
     assert "**forward [0/0]** — 96 kernels" in text
-    assert "`blocks.0.mlp` (MLP): 8 kernels" in text and "… 2 more" in text
-    assert "… 8 more module instances (64 kernels)" in text
-    assert len(text.splitlines()) < 40
+    assert "`blocks.0.mlp` (MLP): 8 kernels" in text and "… 5 more" in text  # 3 kernels shown per instance
+    assert "… 10 more module instances (80 kernels)" in text  # 2 instances shown per graph
+    assert "(L40-42, L50)" in text and "k0_0.py#L41" in text
+    assert "… 2 more graphs (192 kernels)" in text
+    assert len(text.splitlines()) < 60

@@ -5,7 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from kernelscope.lsp.provenance import Document, Provenance, generated_lines
+from kernelscope.lsp.provenance import Document, Provenance
 
 
 def checked_line(document: Document, position: types.Position) -> int:
@@ -23,8 +23,12 @@ def recorded_line(document: Document, position: types.Position) -> int | None:
     return document.line_map.recorded_line(checked_line(document, position))
 
 
-def line_range(line: int, text: str = "") -> types.Range:
-    """The whole of 1-based `line` as a 0-based range."""
+def line_range(line: int, text: str | None = None) -> types.Range:
+    """The whole of 1-based `line` as a 0-based range: to the end of its text when
+    known, else to the start of the next line (LSP's whole-line form)."""
+    if text is None:
+        return types.Range(start=types.Position(line=line - 1, character=0),
+                           end=types.Position(line=line, character=0))
     return types.Range(start=types.Position(line=line - 1, character=0),
                        end=types.Position(line=line - 1, character=len(text)))
 
@@ -36,8 +40,7 @@ def location(provenance: Provenance, stored_path: str, line: int, workspace: str
         line = line_map.current_line(line)
         if line is None:
             return None
-    return types.Location(uri=provenance.uri_for(stored_path, workspace),
-                          range=line_range(line, _text_at(provenance, stored_path, line, workspace)))
+    return types.Location(uri=provenance.uri_for(stored_path, workspace), range=line_range(line))
 
 
 def link(provenance: Provenance, workspace: str | None = None):
@@ -47,13 +50,6 @@ def link(provenance: Provenance, workspace: str | None = None):
         return f"{uri}#L{line}" if line else uri
 
     return make
-
-
-def _text_at(provenance: Provenance, stored_path: str, line: int, workspace: str | None) -> str:
-    if not stored_path.startswith("runs/"):
-        return ""
-    lines = generated_lines(str(provenance.absolute_path(stored_path, workspace)))
-    return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
 def param(params, *names, default=None):

@@ -18,11 +18,25 @@ _CHUNK = 500
 
 
 @dataclass
+class GraphInfo:
+    id: int
+    key: str
+    compile_id: str
+    kind: str  # forward | backward | inference
+    files: dict[str, str]  # pre_grad / post_grad / wrapper -> stored path
+
+    @property
+    def title(self) -> str:
+        return f"{self.kind} [{self.compile_id}]"
+
+
+@dataclass
 class KernelInfo:
     id: int
     name: str
     kind: str  # triton | template | extern
     file: str | None
+    graph_id: int
     graph_key: str
     compile_id: str
     graph_kind: str  # forward | backward | inference
@@ -46,9 +60,12 @@ class SourceLineSummary:
 
 
 class _Cache:
-    def __init__(self, size: int = 128):
+    """LRU of computed answers; a key being computed is computed once (others wait)."""
+
+    def __init__(self, size: int = 256):
         self._items: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self._building: dict = {}  # key -> lock held while computing it
         self._size = size
 
     def get(self, key, compute):
@@ -56,7 +73,16 @@ class _Cache:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
-        value = compute()
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                if key in self._items:
+                    return self._items[key]
+            try:
+                value = compute()
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
         if value is None:
             return None  # e.g. a run not written yet: ask again next time
         with self._lock:
@@ -69,8 +95,16 @@ class _Cache:
 _cache = _Cache()
 
 
-def _db_key(conn: sqlite3.Connection) -> str:
+def db_key(conn: sqlite3.Connection) -> str:
+    """The database file a connection reads (cache keys hold it: one server, one store)."""
     return conn.execute("PRAGMA database_list").fetchone()[2]
+
+
+def cached(key, compute):
+    return _cache.get(key, compute)
+
+
+_db_key = db_key
 
 
 def recorded_code(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, str]:
@@ -117,7 +151,7 @@ def file_links(store, run_id: int, path: str):
 def kernels_of_run(conn: sqlite3.Connection, run_id: int) -> dict[int, KernelInfo]:
     def compute():
         rows = conn.execute(
-            """SELECT k.id, k.name, k.kind, k.file, g.key, g.compile_id, g.kind AS graph_kind
+            """SELECT k.id, k.name, k.kind, k.file, g.id, g.key, g.compile_id, g.kind AS graph_kind
                FROM kernels k JOIN graphs g ON g.id = k.graph_id WHERE k.run_id = ? ORDER BY g.id, k.position""",
             (run_id,),
         )
@@ -126,72 +160,24 @@ def kernels_of_run(conn: sqlite3.Connection, run_id: int) -> dict[int, KernelInf
     return _cache.get(("kernels", _db_key(conn), run_id), compute)
 
 
+def graphs_of_run(conn: sqlite3.Connection, run_id: int) -> dict[int, GraphInfo]:
+    def compute():
+        graphs = {row[0]: GraphInfo(row[0], row[1], row[2], row[3], {}) for row in conn.execute(
+            "SELECT id, key, compile_id, kind FROM graphs WHERE run_id = ? ORDER BY id", (run_id,))}
+        for graph_id, kind, path in conn.execute(
+                "SELECT graph_id, kind, path FROM files WHERE run_id = ? AND kind IN ('pre_grad', 'post_grad', 'wrapper')",
+                (run_id,)):
+            graphs[graph_id].files[kind] = path
+        return graphs
+
+    return _cache.get(("graphs", _db_key(conn), run_id), compute)
+
+
 def source_lines(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, SourceLineSummary]:
     """Every line of source file `path` that reached a kernel in the run (lenses, hints)."""
-    return _cache.get(("source", _db_key(conn), run_id, path), lambda: _source_lines(conn, run_id, path))
+    from kernelscope.lsp import lines  # lines builds on this module
 
-
-def _source_lines(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, SourceLineSummary]:
-    kernels = kernels_of_run(conn, run_id)
-    rows = conn.execute("SELECT id, stage, source_line FROM nodes WHERE run_id = ? AND source_file = ?",
-                        (run_id, path)).fetchall()
-    line_of_node: dict[int, int] = {}
-    for node_id, stage, line in rows:
-        if line is not None:
-            line_of_node[node_id] = line
-    posts_of_line: dict[int, set[int]] = {}
-    pre_ids = [node_id for node_id, stage, line in rows if stage == "pre" and line is not None]
-    for node_id, stage, line in rows:
-        if stage == "post" and line is not None:
-            posts_of_line.setdefault(line, set()).add(node_id)
-    for post_id, pre_id in _select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links "
-                                            "WHERE pre_node_id IN ({})", pre_ids):
-        posts_of_line.setdefault(line_of_node[pre_id], set()).add(post_id)
-    direct_lines = set(posts_of_line)
-    # Outer frames (`x = block(x)`): every node whose call stack passes through the line.
-    outer: dict[int, set[int]] = {}
-    for node_id, stage, line in _frames(conn, """SELECT n.id, n.stage, f.line FROM stack_frames f
-                                               JOIN nodes n ON n.stack_id = f.stack_id
-                                               WHERE f.run_id = ? AND f.file = ? AND f.depth < (
-                                                   SELECT size - 1 FROM stacks WHERE id = f.stack_id)""",
-                                        (run_id, path)):
-        outer.setdefault(line, set()).add(node_id)
-    outer_nodes = {node_id for ids in outer.values() for node_id in ids}
-    post_of_pre: dict[int, set[int]] = {}
-    for post_id, pre_id in _select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links "
-                                            "WHERE pre_node_id IN ({})", outer_nodes):
-        post_of_pre.setdefault(pre_id, set()).add(post_id)
-    for line, ids in outer.items():
-        posts = posts_of_line.setdefault(line, set())
-        for node_id in ids:
-            posts.add(node_id)
-            posts |= post_of_pre.get(node_id, set())
-    all_posts = {post for posts in posts_of_line.values() for post in posts}
-    kernels_of_post: dict[int, set[int]] = {}
-    for kernel_id, node_id in _select_in(conn, "SELECT kernel_id, node_id FROM kernel_nodes WHERE node_id IN ({})",
-                                         all_posts):
-        kernels_of_post.setdefault(node_id, set()).add(kernel_id)
-    order = {kernel_id: position for position, kernel_id in enumerate(kernels)}  # graph, then kernel order
-    lines_of_kernel: dict[int, set[int]] = {}
-    summaries: dict[int, SourceLineSummary] = {}
-    for line, posts in sorted(posts_of_line.items()):
-        kernel_ids = sorted({k for post in posts for k in kernels_of_post.get(post, ())},
-                            key=lambda k: order.get(k, k))
-        if not kernel_ids:
-            continue
-        summaries[line] = SourceLineSummary(line, [kernels[k] for k in kernel_ids if k in kernels])
-        for kernel_id in kernel_ids:
-            if line in direct_lines and kernel_id in kernels and kernels[kernel_id].kind != "extern":
-                lines_of_kernel.setdefault(kernel_id, set()).add(line)
-    for line, summary in summaries.items():
-        if line not in direct_lines:
-            continue  # an outer line calls into many lines; "fused with" is about its own ops
-        fused = set()
-        for kernel in summary.kernels:
-            fused |= lines_of_kernel.get(kernel.id, set())
-        fused.discard(line)
-        summary.fused_with = sorted(fused)
-    return summaries
+    return lines.line_summaries(conn, run_id, path)
 
 
 def kernel_sources(conn: sqlite3.Connection, run_id: int, kernel_id: int) -> list[tuple[str, int]]:

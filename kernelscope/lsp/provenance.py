@@ -51,6 +51,8 @@ class Provenance:
         self.problem: str | None = None  # why an existing store could not be opened (old schema, damage)
         self._local = threading.local()
         self._generation = 0  # bumped when the store directory changes
+        self._uris: dict[tuple, str] = {}
+        self._located: dict[tuple, Location] = {}  # (path, selection, latest run) -> where it is
 
     # -- the store -------------------------------------------------------------------
 
@@ -96,7 +98,13 @@ class Provenance:
     def uri_for(self, stored_path: str, workspace: str | None = None) -> str:
         """The URI of a stored path: generated files (`runs/...`) live under the store,
         source files under the run's workspace (or are absolute)."""
-        return from_fs_path(str(self.absolute_path(stored_path, workspace)))
+        key = (stored_path, workspace, self._generation)
+        uri = self._uris.get(key)
+        if uri is None:
+            if len(self._uris) > 200_000:
+                self._uris.clear()
+            uri = self._uris[key] = from_fs_path(str(self.absolute_path(stored_path, workspace)))
+        return uri
 
     def absolute_path(self, stored_path: str, workspace: str | None = None) -> Path:
         path = Path(stored_path)
@@ -116,10 +124,16 @@ class Provenance:
         path = self.path_of_uri(uri)
         if store is None or path is None:
             return None
-        try:
-            location = self._locate(store, path)
-        except (StoreError, UserError):
-            return None
+        key = (str(path), self.selected_run, store.latest_run_id(), self._generation)
+        location = self._located.get(key)
+        if location is None:
+            try:
+                location = self._locate(store, path)
+            except (StoreError, UserError):
+                return None
+            if len(self._located) > 10_000:
+                self._located.clear()
+            self._located[key] = location
         if location.kind != SOURCE:
             return Document(uri, location, generated_lines(location.absolute_path))
         lines = text.splitlines() if text is not None else _read_lines(location.absolute_path)

@@ -12,10 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kernelscope.lsp.index import KernelInfo, SourceLineSummary
-from kernelscope.store import GraphChain, KernelRef, QueryResult, RunSummary
+from kernelscope.lsp.lines import GraphHit, KernelHit, LineAnswer
+from kernelscope.store import QueryResult, RunSummary
 
-MAX_KERNELS_PER_GROUP = 6
-MAX_GROUPS_PER_GRAPH = 4
+MAX_GRAPHS = 4
+# (module instances per graph, kernels per instance): fewer when more graphs are shown
+CAPS_FEW_GRAPHS, CAPS_MANY_GRAPHS = (3, 4), (2, 3)
 MAX_ITEMS = 5
 
 Link = Callable[[str, int | None], str]  # (stored path, 1-based line) -> URI with #L fragment
@@ -35,25 +37,27 @@ def run_label(summary: RunSummary | None, run_id: int) -> str:
     return f"run {run_id} ({summary.device}, {summary.mode})"
 
 
-def graph_title(chain: GraphChain) -> str:
-    return f"{chain.graph.kind} [{chain.graph.compile_id}]"
-
-
-def source_hover(result: QueryResult, summary: SourceLineSummary | None, run: RunSummary | None,
+def source_hover(answer: LineAnswer, text: str, summary: SourceLineSummary | None, run: RunSummary | None,
                  link: Link, stale: StaleNote | None) -> str:
     """What a model source line became, per graph and module instance."""
-    path = result.location.path
-    lines = [f"**kernelscope** · {run_label(run, result.location.run_id)} · `{_short(path)}:{result.line}`"]
+    path = answer.path
+    lines = [f"**kernelscope** · {run_label(run, answer.run_id)} · `{_short(path)}:{answer.line}`"]
     if stale is not None:
-        lines.append(_stale_text(stale, result.text))
-    if result.empty:
+        lines.append(_stale_text(stale, text))
+    if answer.empty:
         lines.append("\nNo compiled node comes from this line in this run.")
         return "\n".join(lines)
-    if any(getattr(node, "via", "") == "call" for chain in result.graphs for node in chain.post_nodes):
+    if any(graph.called for graph in answer.graphs):
         lines.append("\nthis line calls into what is listed (an outer frame of the nodes' call stacks)")
-    for chain in result.graphs:
+    caps = CAPS_FEW_GRAPHS if len(answer.graphs) <= 2 else CAPS_MANY_GRAPHS
+    for graph in answer.graphs[:MAX_GRAPHS]:
         lines.append("")
-        lines += _chain_down(chain, link)
+        lines += _graph_down(graph, link, *caps)
+    if len(answer.graphs) > MAX_GRAPHS:
+        rest = answer.graphs[MAX_GRAPHS:]
+        kernels = sum(len(graph.kernels) for graph in rest)
+        lines.append(f"\n… {len(rest)} more graphs ({_count(kernels, 'kernel')}): "
+                     + ", ".join(f"[{graph.graph.compile_id}]" for graph in rest[:8]) + (" …" if len(rest) > 8 else ""))
     if summary is not None and summary.fused_with:
         shown = [f"[L{line}]({link(path, line)})" for line in summary.fused_with[:MAX_ITEMS * 2]]
         more = len(summary.fused_with) - len(shown)
@@ -62,76 +66,65 @@ def source_hover(result: QueryResult, summary: SourceLineSummary | None, run: Ru
     return "\n".join(lines)
 
 
-def _chain_down(chain: GraphChain, link: Link) -> list[str]:
-    generated = [kernel for kernel in chain.kernels if kernel.kind != "extern"]
-    externs = [kernel for kernel in chain.kernels if kernel.kind == "extern"]
-    head = f"**{graph_title(chain)}** — {_count(len(generated), 'kernel')}"
+def _graph_down(graph: GraphHit, link: Link, max_groups: int, max_kernels: int) -> list[str]:
+    generated = [hit for hit in graph.kernels if hit.kernel.kind != "extern"]
+    externs = len(graph.kernels) - len(generated)
+    head = f"**{graph.graph.title}** — {_count(len(generated), 'kernel')}"
     if externs:
-        head += f", {_count(len(externs), 'extern call')}"
-    head += f" · {_count(len(chain.post_nodes), 'post-grad node')}"
+        head += f", {_count(externs, 'extern call')}"
+    head += f" · {_count(graph.post_nodes, 'post-grad node')}"
     out = [head]
-    module_of, class_of = _module_groups(chain)
-    groups: dict[str, list[KernelRef]] = {}
-    for kernel in chain.kernels:
-        modules = sorted({module_of.get(name, "") for name in kernel.nodes} - {""})
-        groups.setdefault(modules[0] if modules else "", []).append(kernel)
-    shown_groups = list(groups.items())[:MAX_GROUPS_PER_GRAPH]
-    for module, kernels in shown_groups:
+    depth = _group_depth(graph)
+    groups: dict[str, list[KernelHit]] = {}
+    for hit in graph.kernels:
+        modules = sorted({".".join(module.split(".")[:depth]) for module in hit.modules if module})
+        groups.setdefault(modules[0] if modules else "", []).append(hit)
+    shown_groups = list(groups.items())[:max_groups]
+    for module, hits in shown_groups:
         indent = ""
         if module:
-            module_class = f" ({class_of[module].rsplit('.', 1)[-1]})" if class_of.get(module) else ""
-            out.append(f"- `{module}`{module_class}: {_kernels_and_calls(kernels)}")
+            module_class = graph.module_class.get(module, "")
+            module_class = f" ({module_class.rsplit('.', 1)[-1]})" if module_class else ""
+            out.append(f"- `{module}`{module_class}: {_kernels_and_calls(hits)}")
             indent = "  "
-        for kernel in kernels[:MAX_KERNELS_PER_GROUP]:
-            out.append(indent + "- " + _kernel_item(kernel, link))
-        if len(kernels) > MAX_KERNELS_PER_GROUP:
-            out.append(indent + f"- … {len(kernels) - MAX_KERNELS_PER_GROUP} more")
+        for hit in hits[:max_kernels]:
+            out.append(indent + "- " + _kernel_item(hit, graph, link))
+        if len(hits) > max_kernels:
+            out.append(indent + f"- … {len(hits) - max_kernels} more")
     hidden = len(groups) - len(shown_groups)
     if hidden > 0:
-        count = sum(len(kernels) for _, kernels in list(groups.items())[MAX_GROUPS_PER_GRAPH:])
+        count = sum(len(hits) for _, hits in list(groups.items())[max_groups:])
         out.append(f"- … {hidden} more module instances ({_count(count, 'kernel')})")
-    if not chain.kernels and chain.post_nodes:
-        ops = sorted({node.target for node in chain.post_nodes})
-        out.append("- no kernel: " + ", ".join(f"`{op}`" for op in ops[:MAX_ITEMS])
-                   + (f" … {len(ops) - MAX_ITEMS} more" if len(ops) > MAX_ITEMS else ""))
+    if not graph.kernels and graph.post_nodes:
+        out.append("- no kernel (the nodes are views, constants or folded away)")
     return out
 
 
-def _module_groups(chain: GraphChain) -> tuple[dict[str, str], dict[str, str]]:
-    """node name -> the module instance it is shown under, and instance -> its class.
-
-    Instances are cut at the depth of the shallowest one in the answer, so an outer
-    line (`x = block(x)`) lists `blocks.0`, `blocks.1`, … with their submodules inside."""
-    paths = [getattr(node, "module", "") or "" for node in chain.post_nodes]
-    depths = [len(path.split(".")) for path in paths if path]
-    depth = min(depths) if depths else 0
-    module_of, class_of = {}, {}
-    for node, path in zip(chain.post_nodes, paths):
-        group = ".".join(path.split(".")[:depth]) if path else ""
-        module_of[node.name] = group
-        if path == group and getattr(node, "module_class", ""):
-            class_of[group] = node.module_class
-    return module_of, class_of
+def _group_depth(graph: GraphHit) -> int:
+    """Module instances are cut at the depth of the shallowest one in the answer, so an
+    outer line (`x = block(x)`) lists `blocks.0`, `blocks.1`, … with their submodules inside."""
+    depths = [len(module.split(".")) for hit in graph.kernels for module in hit.modules if module]
+    return min(depths) if depths else 0
 
 
-def _kernels_and_calls(kernels: list[KernelRef]) -> str:
-    calls = sum(1 for kernel in kernels if kernel.kind == "extern")
-    parts = [_count(len(kernels) - calls, "kernel")] if len(kernels) > calls else []
+def _kernels_and_calls(hits: list[KernelHit]) -> str:
+    calls = sum(1 for hit in hits if hit.kernel.kind == "extern")
+    parts = [_count(len(hits) - calls, "kernel")] if len(hits) > calls else []
     return ", ".join(parts + ([_count(calls, "extern call")] if calls else []))
 
 
-def _kernel_item(kernel: KernelRef, link: Link) -> str:
+def _kernel_item(hit: KernelHit, graph: GraphHit, link: Link) -> str:
+    kernel = hit.kernel
+    wrapper = graph.graph.files.get("wrapper")
     if kernel.kind == "extern":
         name = kernel.name.split("#", 1)[0]
-        call = kernel.calls[0] if kernel.calls else None
-        where = f" · [wrapper L{call.line}]({link(call.file, call.line)})" if call else ""
+        where = f" · [wrapper L{hit.calls[0]}]({link(wrapper, hit.calls[0])})" if hit.calls and wrapper else ""
         return f"`{name}` extern{where}"
-    line_numbers = sorted({line.line for line in kernel.lines})
-    first = line_numbers[0] if line_numbers else None
+    first = hit.first_value or hit.first_own or (hit.lines[0] if hit.lines else None)
     name = f"[`{kernel.name}`]({link(kernel.file, first)})" if kernel.file else f"`{kernel.name}`"
     text = f"{name} {kernel.kind}"
-    if line_numbers:
-        text += f" · {_count(len(line_numbers), 'line')} ({_ranges(line_numbers)})"
+    if hit.lines:
+        text += f" · {_count(len(hit.lines), 'line')} ({_ranges(hit.lines)})"
     return text
 
 

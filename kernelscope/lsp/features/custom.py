@@ -10,7 +10,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from kernelscope.lsp import index
 from kernelscope.lsp.editor import location, param, text_position
-from kernelscope.lsp.features.navigation import first_kernel_line, query_at
+from kernelscope.lsp.features.navigation import answer_at, first_kernel_line, kernel_def_line, query_at
 
 LINKED_RANGES, KERNELS_FOR_LINE, SOURCE_FOR_LINE, RUN_OVERVIEW = (
     "kernelscope/linkedRanges", "kernelscope/kernelsForLine", "kernelscope/sourceForLine",
@@ -46,15 +46,15 @@ def _range(loc: types.Location | None) -> dict | None:
 
 
 def linked_ranges(server, uri: str, position: types.Position) -> dict:
+    document, answer = answer_at(server, uri, position)
+    if document is not None and document.is_source:
+        return _linked_from_source(server, uri, position, document, answer)
     document, result = query_at(server, uri, position, "both")
     if result is None:
         return {"origin": None, "links": []}
     provenance = server.provenance
     run_id = document.run_id
-    origin_line = position.line + 1
-    origin_text = document.lines[position.line] if position.line < len(document.lines) else ""
-    origin = {"start": {"line": origin_line - 1, "character": 0},
-              "end": {"line": origin_line - 1, "character": len(origin_text)}}
+    origin = _origin(document, position)
     groups: dict[tuple[str, str], dict] = {}
 
     def add(loc: types.Location | None, role: str, label: str) -> None:
@@ -92,7 +92,49 @@ def linked_ranges(server, uri: str, position: types.Position) -> dict:
     return {"origin": origin, "links": list(groups.values())}
 
 
+def _origin(document, position: types.Position) -> dict:
+    text = document.lines[position.line] if position.line < len(document.lines) else ""
+    return {"start": {"line": position.line, "character": 0}, "end": {"line": position.line, "character": len(text)}}
+
+
+def _linked_from_source(server, uri: str, position: types.Position, document, answer) -> dict:
+    if answer is None or answer.empty:
+        return {"origin": None, "links": []}
+    provenance = server.provenance
+    groups: dict[tuple[str, str], dict] = {}
+
+    def add(stored: str | None, numbers: list[int], role: str, label: str) -> None:
+        if not stored or not numbers:
+            return
+        target = provenance.uri_for(stored)
+        entry = groups.setdefault((target, role), {"uri": target, "ranges": [], "role": role, "label": label})
+        entry["ranges"] += [_range(location(provenance, stored, number)) for number in numbers]
+
+    for graph in answer.graphs:
+        files, title = graph.graph.files, graph.graph.title
+        add(files.get("pre_grad"), graph.pre_lines, "pre_grad", f"pre-grad {title}")
+        add(files.get("post_grad"), graph.post_lines, "post_grad", f"post-grad {title}")
+        for hit in graph.kernels:
+            add(hit.kernel.file, hit.lines, "kernel", hit.kernel.name)
+        add(files.get("wrapper"), sorted({*graph.wrapper_lines, *(n for hit in graph.kernels for n in hit.calls)}),
+            "wrapper", f"wrapper {title}")
+    return {"origin": _origin(document, position), "links": list(groups.values())}
+
+
 def kernels_for_line(server, uri: str, position: types.Position) -> dict:
+    document, answer = answer_at(server, uri, position)
+    if document is not None and document.is_source:
+        if answer is None:
+            return {"kernels": []}
+        found = []
+        for graph in answer.graphs:
+            for hit in graph.kernels:
+                loc = None
+                if hit.kernel.kind != "extern" and hit.kernel.file:
+                    loc = location(server.provenance, hit.kernel.file, first_kernel_line(server.provenance, hit))
+                found.append({"name": hit.kernel.name, "kind": hit.kernel.kind, "graph": hit.kernel.graph_label,
+                              "uri": loc.uri if loc else None, "range": _range(loc)})
+        return {"kernels": found}
     document, result = query_at(server, uri, position, "down")
     if result is None:
         return {"kernels": []}
@@ -102,7 +144,7 @@ def kernels_for_line(server, uri: str, position: types.Position) -> dict:
         for kernel in chain.kernels:
             loc = None
             if kernel.kind != "extern" and kernel.file:
-                loc = location(provenance, kernel.file, first_kernel_line(provenance, kernel))
+                loc = location(provenance, kernel.file, kernel_def_line(provenance, kernel.file))
             kernels.append({"name": kernel.name, "kind": kernel.kind,
                             "graph": f"{chain.graph.compile_id} {chain.graph.kind}",
                             "uri": loc.uri if loc else None, "range": _range(loc)})

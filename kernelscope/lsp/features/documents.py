@@ -14,6 +14,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from kernelscope.lsp import lines
 from kernelscope.lsp.options import OptionsError
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ def setup(server) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
+        server.thread_pool.submit(_warm, server, params.text_document.uri, params.text_document.text)
         notify(params.text_document.uri, "open")
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -82,6 +84,17 @@ def setup(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
         notify(params.text_document.uri, "close")
+
+
+def _warm(server, uri: str, text: str) -> None:
+    """Answer every line of a freshly opened model file in the background (this thread's
+    own Store), so the first hover in it is a lookup."""
+    try:
+        document = server.provenance.document(uri, text)
+        if document is not None and document.is_source:
+            lines.file_index(server.provenance.store().conn, document.run_id, document.location.path)
+    except Exception:  # noqa: BLE001 - warming is an optimisation; requests compute what they need
+        log.exception("indexing %s failed", uri)
 
 
 def _workspace_root(params: types.InitializeParams) -> Path | None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from kernelscope.errors import StoreError, UserError
-from kernelscope.lsp import index, render
+from kernelscope.errors import UserError
+from kernelscope.lsp import index, lines, render
 from kernelscope.lsp.editor import checked_line, link, recorded_line
 
 
@@ -41,12 +41,10 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         return (f"**kernelscope** · {render.run_label(run, document.run_id)}\n\n⚠ **stale**: this line changed "
                 f"since run {document.run_id} was recorded, so it has no recorded provenance. "
                 "Compile again (kernelscope.compile) to see what it becomes.")
-    try:
-        result = server.provenance.query(document, line, "down")
-    except (StoreError, UserError):
-        return None
-    if result.empty:
+    answer = lines.source_line(store.conn, document.run_id, document.location.path, line)
+    if answer.empty:
         return None
     summary = index.source_lines(store.conn, document.run_id, document.location.path).get(line)
     stale = render.StaleNote(document.location.path, document.run_id, line, current) if document.stale else None
-    return render.source_hover(result, summary, run, link(server.provenance), stale)
+    text = document.lines[current - 1] if current <= len(document.lines) else ""
+    return render.source_hover(answer, text, summary, run, link(server.provenance), stale)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from kernelscope.errors import StoreError, UserError
+from kernelscope.lsp import lines
 from kernelscope.lsp.editor import checked_line, location, recorded_line
 from kernelscope.lsp.provenance import generated_lines
 from kernelscope.store import QueryResult
@@ -36,55 +37,76 @@ def query_at(server, uri: str, position: types.Position, direction: str):
     return document, result
 
 
+def answer_at(server, uri: str, position: types.Position):
+    """(document, LineAnswer) for a model source line; (document, None) without one."""
+    document = server.document(uri)
+    if document is None or not document.is_source:
+        return document, None
+    line = recorded_line(document, position)
+    if line is None:
+        return document, None
+    return document, lines.source_line(server.provenance.store().conn, document.run_id, document.location.path, line)
+
+
 def definitions(server, uri: str, position: types.Position) -> list[types.Location]:
+    document, answer = answer_at(server, uri, position)
+    provenance = server.provenance
+    if document is not None and document.is_source:
+        if answer is None:
+            return []
+        targets: list[types.Location | None] = []
+        for graph in answer.graphs:
+            for hit in graph.kernels:
+                if hit.kernel.kind != "extern" and hit.kernel.file:
+                    targets.append(location(provenance, hit.kernel.file, first_kernel_line(provenance, hit)))
+                elif hit.calls and graph.graph.files.get("wrapper"):
+                    targets.append(location(provenance, graph.graph.files["wrapper"], hit.calls[0]))
+        if not any(targets):
+            for graph in answer.graphs:
+                if graph.graph.files.get("post_grad"):
+                    targets += [location(provenance, graph.graph.files["post_grad"], line) for line in graph.post_lines]
+        return _unique(targets)
     document, result = query_at(server, uri, position, "both")
     if result is None:
         return []
-    provenance = server.provenance
-    targets: list[types.Location | None] = []
-    if document.is_source:
+    targets = []
+    if document.location.kind == "wrapper":
         for chain in result.graphs:
             for kernel in chain.kernels:
-                if kernel.kind != "extern" and kernel.file:
-                    targets.append(location(provenance, kernel.file, first_kernel_line(provenance, kernel)))
-                elif kernel.calls:
-                    targets.append(location(provenance, kernel.calls[0].file, kernel.calls[0].line))
-        if not any(targets):
-            for chain in result.graphs:
-                for node in chain.post_nodes:
-                    if node.graph_file:
-                        targets.append(location(provenance, node.graph_file, node.graph_line))
-    else:
-        if document.location.kind == "wrapper":
-            for chain in result.graphs:
-                for kernel in chain.kernels:
-                    if kernel.reason == "launched here" and kernel.file:
-                        targets.append(location(provenance, kernel.file, kernel_def_line(provenance, kernel.file)))
-        if not any(targets):
-            targets += source_locations(server, result)
+                if kernel.reason == "launched here" and kernel.file:
+                    targets.append(location(provenance, kernel.file, kernel_def_line(provenance, kernel.file)))
+    if not any(targets):
+        targets += source_locations(server, result)
     return _unique(targets)
 
 
 def reference_locations(server, uri: str, position: types.Position) -> list[types.Location]:
-    document, result = query_at(server, uri, position, "both")
+    document, answer = answer_at(server, uri, position)
+    if document is not None and document.is_source:
+        return [] if answer is None else _unique(linked_locations(server, answer))
+    document, result = query_at(server, uri, position, "up")
     if result is None:
         return []
-    if not document.is_source:
-        return _unique(source_locations(server, result))
+    return _unique(source_locations(server, result))
+
+
+def linked_locations(server, answer) -> list[tuple]:
+    """Every generated line of a model line's answer: graph lines, kernel lines, wrapper lines."""
     provenance = server.provenance
     found: list[types.Location | None] = []
-    for chain in result.graphs:
-        for node in chain.pre_nodes + chain.post_nodes:
-            if node.graph_file:
-                found.append(location(provenance, node.graph_file, node.graph_line))
-        for kernel in chain.kernels:
-            for line in kernel.lines:
-                found.append(location(provenance, line.file, line.line))
-            for call in kernel.calls:
-                found.append(location(provenance, call.file, call.line))
-        for line in chain.wrapper_lines:
-            found.append(location(provenance, line.file, line.line))
-    return _unique(found)
+    for graph in answer.graphs:
+        files = graph.graph.files
+        for kind, numbers in (("pre_grad", graph.pre_lines), ("post_grad", graph.post_lines)):
+            if files.get(kind):
+                found += [location(provenance, files[kind], number) for number in numbers]
+        for hit in graph.kernels:
+            if hit.kernel.file:
+                found += [location(provenance, hit.kernel.file, number) for number in hit.lines]
+            if files.get("wrapper"):
+                found += [location(provenance, files["wrapper"], number) for number in hit.calls]
+        if files.get("wrapper"):
+            found += [location(provenance, files["wrapper"], number) for number in graph.wrapper_lines]
+    return found
 
 
 def source_locations(server, result: QueryResult) -> list[types.Location | None]:
@@ -98,17 +120,13 @@ def source_locations(server, result: QueryResult) -> list[types.Location | None]
     return found
 
 
-def first_kernel_line(provenance, kernel) -> int:
-    """The first kernel line that computes a value of the answer's nodes: Inductor
+def first_kernel_line(provenance, hit) -> int:
+    """The first kernel line that computes a value of the line's nodes: Inductor
     names every value it computes `tmpN`, so that line, not the index set-up linked to
     the same node (`r0_1 = r0_index`); else the first line of the nodes' own, else
     the first linked line, else the `def` line."""
-    own = sorted((line.line, line.text.strip()) for line in kernel.lines if not line.reason.startswith("shared:"))
-    values = [number for number, text in own if text.startswith("tmp")]
-    if values or own:
-        return (values or [number for number, _ in own])[0]
-    linked = sorted(line.line for line in kernel.lines)
-    return linked[0] if linked else kernel_def_line(provenance, kernel.file)
+    return hit.first_value or hit.first_own or (hit.lines[0] if hit.lines else
+                                                kernel_def_line(provenance, hit.kernel.file))
 
 
 def kernel_def_line(provenance, kernel_file: str) -> int:

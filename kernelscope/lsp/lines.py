@@ -1,0 +1,231 @@
+"""What one model source line became, read lean for the editor.
+
+`Store.query` builds the whole chain with every generated line's text, which on a
+big model (a line reached by a hundred nodes, thousands of kernel lines) costs
+seconds; a hover, a jump or a lens needs only which kernels, which lines of them
+and which wrapper lines. Same tables, same indexes, same rules as the store's
+query (direct nodes and the nodes an outer frame calls into; pre-grad nodes reach
+post-grad ones through node_links), with the aggregation done in SQLite.
+Candidate for `kernelscope.store` (see the LSP report).
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+
+from kernelscope.lsp import index
+
+_CHUNK = 500
+
+
+@dataclass
+class KernelHit:
+    kernel: index.KernelInfo
+    lines: list[int] = field(default_factory=list)  # kernel lines of the line's nodes (1-based)
+    first_value: int | None = None  # first `tmpN = ...` line of the nodes' own (not shared) lines
+    first_own: int | None = None  # first line of the nodes' own
+    calls: list[int] = field(default_factory=list)  # wrapper lines that launch or call it
+    modules: set[str] = field(default_factory=set)
+
+
+@dataclass
+class GraphHit:
+    graph: index.GraphInfo
+    post_nodes: int = 0
+    called: bool = False  # some nodes are reached through an outer frame (`x = block(x)`)
+    kernels: list[KernelHit] = field(default_factory=list)
+    pre_lines: list[int] = field(default_factory=list)  # lines of pre_grad.py
+    post_lines: list[int] = field(default_factory=list)  # lines of post_grad.py
+    wrapper_lines: list[int] = field(default_factory=list)  # wrapper lines of the nodes (allocations, frees)
+    module_class: dict[str, str] = field(default_factory=dict)  # module path -> class
+
+
+@dataclass
+class LineAnswer:
+    run_id: int
+    path: str
+    line: int
+    graphs: list[GraphHit] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not any(graph.post_nodes or graph.kernels for graph in self.graphs)
+
+
+def source_line(conn: sqlite3.Connection, run_id: int, path: str, line: int) -> LineAnswer:
+    """What line `line` of source file `path` became in the run."""
+    answer = file_index(conn, run_id, path).answers.get(line)
+    return answer if answer is not None else LineAnswer(run_id, path, line)
+
+
+def line_summaries(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, index.SourceLineSummary]:
+    """Per line of the file: its kernels and the lines fused with it (code lenses, inlay hints)."""
+    return file_index(conn, run_id, path).summaries
+
+
+@dataclass
+class FileIndex:
+    answers: dict[int, LineAnswer]
+    summaries: dict[int, index.SourceLineSummary]
+
+
+def file_index(conn: sqlite3.Connection, run_id: int, path: str) -> FileIndex:
+    """Every line of one source file in one run, answered at once and cached: one pass
+    over the file's nodes costs what a few single-line queries would, and afterwards
+    a hover, jump or lens in that file is a lookup. Built when a file is opened."""
+    return index.cached(("file", index.db_key(conn), run_id, path), lambda: _build(conn, run_id, path))
+
+
+def _build(conn: sqlite3.Connection, run_id: int, path: str) -> FileIndex:
+    graphs = index.graphs_of_run(conn, run_id)
+    kernels = index.kernels_of_run(conn, run_id)
+    columns = "n.id, n.stage, n.graph_id, n.graph_line, n.module_path, n.module_class"
+    info: dict[int, tuple] = {}
+    direct_of: dict[int, set[int]] = {}  # source line -> nodes whose own line it is
+    called_of: dict[int, set[int]] = {}  # source line -> nodes it calls into (an outer frame)
+    for row in conn.execute(f"SELECT {columns}, n.source_line FROM nodes n WHERE n.run_id = ? AND n.source_file = ?",
+                            (run_id, path)):
+        info[row[0]] = tuple(row[:6])
+        direct_of.setdefault(row[6], set()).add(row[0])
+    for row in _optional(conn, f"""SELECT {columns}, f.line FROM stack_frames f JOIN nodes n ON n.stack_id = f.stack_id
+                                  WHERE f.run_id = ? AND f.file = ?
+                                  AND f.depth < (SELECT size - 1 FROM stacks WHERE id = f.stack_id)""",
+                         (run_id, path)):
+        info[row[0]] = tuple(row[:6])
+        called_of.setdefault(row[6], set()).add(row[0])
+    posts_of_pre: dict[int, set[int]] = {}
+    for post_id, pre_id in _select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links "
+                                            "WHERE pre_node_id IN ({})",
+                                      [node_id for node_id, row in info.items() if row[1] == "pre"]):
+        posts_of_pre.setdefault(pre_id, set()).add(post_id)
+    missing = {post for posts in posts_of_pre.values() for post in posts} - set(info)
+    for row in _select_in(conn, f"SELECT {columns} FROM nodes n WHERE n.id IN ({{}})", missing):
+        info[row[0]] = tuple(row)
+    all_posts = [node_id for node_id, row in info.items() if row[1] == "post"]
+    kernels_of_node: dict[int, list[int]] = {}
+    for kernel_id, node_id in _select_in(conn, "SELECT kernel_id, node_id FROM kernel_nodes WHERE node_id IN ({})",
+                                         all_posts):
+        kernels_of_node.setdefault(node_id, []).append(kernel_id)
+    kernel_rows: dict[int, list[tuple]] = {}  # node -> (kernel, line, shared, computes a value)
+    wrapper_rows: dict[int, list[tuple]] = {}  # node -> (graph, line)
+    for node_id, kernel_id, graph_id, number, shared, value in _select_in(
+            conn, """SELECT node_id, kernel_id, graph_id, line, reason LIKE 'shared:%', text LIKE 'tmp%'
+                     FROM generated_lines WHERE node_id IN ({})""", all_posts):
+        if kernel_id is None:
+            wrapper_rows.setdefault(node_id, []).append((graph_id, number))
+        else:
+            kernel_rows.setdefault(node_id, []).append((kernel_id, number, shared, value))
+    calls: dict[int, list[int]] = {}
+    for kernel_id, wrapper_line in _select_in(conn, "SELECT kernel_id, wrapper_line FROM kernel_calls "
+                                                    "WHERE kernel_id IN ({})",
+                                              {k for ids in kernels_of_node.values() for k in ids}):
+        calls.setdefault(kernel_id, []).append(wrapper_line)
+    order = {kernel_id: position for position, kernel_id in enumerate(kernels)}
+
+    answers: dict[int, LineAnswer] = {}
+    for line in sorted(set(direct_of) | set(called_of)):
+        if line is None:
+            continue
+        nodes = direct_of.get(line, set()) | called_of.get(line, set())
+        via_call = called_of.get(line, set()) - direct_of.get(line, set())
+        posts, called_posts = set(), set()
+        for node_id in nodes:
+            targets = {node_id} if info[node_id][1] == "post" else posts_of_pre.get(node_id, set())
+            posts |= targets
+            if node_id in via_call:
+                called_posts |= targets
+        answers[line] = _answer(run_id, path, line, posts, called_posts, info, graphs, kernels, order,
+                                kernels_of_node, kernel_rows, wrapper_rows, calls,
+                                pre_lines=[(info[n][2], info[n][3]) for n in nodes if info[n][1] == "pre"])
+    return FileIndex(answers, _summaries(answers, set(direct_of)))
+
+
+def _answer(run_id, path, line, posts, called_posts, info, graphs, kernels, order, kernels_of_node, kernel_rows,
+            wrapper_rows, calls, pre_lines) -> LineAnswer:
+    hits: dict[int, GraphHit] = {}
+
+    def hit(graph_id: int) -> GraphHit:
+        if graph_id not in hits:
+            hits[graph_id] = GraphHit(graphs[graph_id])
+        return hits[graph_id]
+
+    for graph_id, graph_line in pre_lines:
+        hit(graph_id).pre_lines.append(graph_line)
+    kernel_hits: dict[int, KernelHit] = {}
+    seen_lines: set[tuple[int, int]] = set()
+    for node_id in posts:
+        _, _, graph_id, graph_line, module, module_class = info[node_id]
+        graph = hit(graph_id)
+        graph.post_nodes += 1
+        graph.called |= node_id in called_posts
+        graph.post_lines.append(graph_line)
+        if module and module_class:
+            graph.module_class.setdefault(module, module_class)
+        for kernel_id in kernels_of_node.get(node_id, ()):
+            if kernel_id not in kernel_hits:
+                kernel_hits[kernel_id] = KernelHit(kernels[kernel_id], calls=sorted(calls.get(kernel_id, [])))
+            kernel_hits[kernel_id].modules.add(module or "")
+        for kernel_id, number, shared, value in kernel_rows.get(node_id, ()):
+            kernel_hit = kernel_hits.get(kernel_id)
+            if kernel_hit is None:
+                kernel_hits[kernel_id] = kernel_hit = KernelHit(kernels[kernel_id],
+                                                                calls=sorted(calls.get(kernel_id, [])))
+            if (kernel_id, number) not in seen_lines:
+                seen_lines.add((kernel_id, number))
+                kernel_hit.lines.append(number)
+            if not shared:
+                kernel_hit.first_own = min(number, kernel_hit.first_own or number)
+                if value:
+                    kernel_hit.first_value = min(number, kernel_hit.first_value or number)
+        for graph_id_, number in wrapper_rows.get(node_id, ()):
+            hit(graph_id_).wrapper_lines.append(number)
+    for kernel_id in sorted(kernel_hits, key=lambda k: order.get(k, k)):
+        kernel_hit = kernel_hits[kernel_id]
+        kernel_hit.lines.sort()
+        hit(kernel_hit.kernel.graph_id).kernels.append(kernel_hit)
+    for graph in hits.values():
+        graph.pre_lines = sorted(set(graph.pre_lines))
+        graph.post_lines = sorted(set(graph.post_lines))
+        graph.wrapper_lines = sorted(set(graph.wrapper_lines))
+    answer = LineAnswer(run_id, path, line)
+    answer.graphs = [hits[graph_id] for graph_id in sorted(hits)]
+    return answer
+
+
+def _summaries(answers: dict[int, LineAnswer], direct_lines: set[int]) -> dict[int, index.SourceLineSummary]:
+    summaries: dict[int, index.SourceLineSummary] = {}
+    lines_of_kernel: dict[int, set[int]] = {}
+    for line, answer in answers.items():
+        kernels = [hit.kernel for graph in answer.graphs for hit in graph.kernels]
+        if not kernels:
+            continue
+        summaries[line] = index.SourceLineSummary(line, kernels)
+        if line in direct_lines:
+            for kernel in kernels:
+                if kernel.kind != "extern":
+                    lines_of_kernel.setdefault(kernel.id, set()).add(line)
+    for line, summary in summaries.items():
+        if line not in direct_lines:
+            continue  # an outer line calls into many lines; "fused with" is about its own ops
+        fused = set()
+        for kernel in summary.kernels:
+            fused |= lines_of_kernel.get(kernel.id, set())
+        fused.discard(line)
+        summary.fused_with = sorted(fused)
+    return summaries
+
+
+def _optional(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
+    try:
+        return [tuple(row) for row in conn.execute(sql, params)]
+    except sqlite3.OperationalError:  # a store without call stacks (schema 1)
+        return []
+
+
+def _select_in(conn: sqlite3.Connection, sql: str, ids) -> list[tuple]:
+    ids = sorted(ids)
+    rows: list[tuple] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        rows += [tuple(row) for row in conn.execute(sql.format(", ".join("?" * len(chunk))), chunk)]
+    return rows
