@@ -205,7 +205,7 @@ def run_view(data: dict, label: str) -> RunView:
         ))
     breaks = [
         BreakView(file=(brk["source"] or {}).get("file"), line=(brk["source"] or {}).get("line"),
-                  reason=brk["reason"], compile_id=brk["compile_id"])
+                  reason=_break_reason(brk), compile_id=brk["compile_id"])
         for brk in run["graph_breaks"]
     ]
     return RunView(
@@ -243,3 +243,9 @@ def _kernel_view(kernel: dict, graph_label: str, phase: str, node_sources: dict[
         line_count=(kernel["file"] or {}).get("lines", 0),
         lines_by_source=tuple(sorted(lines_by_source.items())),
     )
+
+
+def _break_reason(brk: dict) -> str:
+    """What Dynamo could not trace, with its explanation (schema 3.0 keeps them apart)."""
+    explanation = brk.get("explanation") or ""
+    return f"{brk['reason']} - {explanation}" if explanation else brk["reason"]

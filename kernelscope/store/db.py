@@ -202,7 +202,7 @@ CREATE INDEX nodes_by_stack        ON nodes (stack_id);
 CREATE INDEX frames_by_line        ON stack_frames (run_id, file, line);
 CREATE INDEX stacks_by_run         ON stacks (run_id);
 CREATE INDEX lines_by_file_line    ON generated_lines (file, line);
-CREATE INDEX lines_by_node         ON generated_lines (node_id);
+CREATE INDEX lines_by_node         ON generated_lines (node_id, file, line);  -- covers line counts
 CREATE INDEX lines_by_graph        ON generated_lines (graph_id);
 CREATE INDEX lines_by_kernel       ON generated_lines (kernel_id);
 CREATE INDEX lines_by_run          ON generated_lines (run_id);

@@ -405,11 +405,14 @@ class _Reader:
         for row in _select_in(self.conn, "SELECT kernel_id, node_name FROM kernel_nodes WHERE node_id IN ({})",
                               post_ids):
             kernel_nodes.setdefault(row["kernel_id"], {})[row["node_name"]] = None
-        columns = "*" if detail else "graph_id, kernel_id, node_name, file, line"
-        line_rows = _select_in(self.conn, f"SELECT {columns} FROM generated_lines WHERE node_id IN ({{}})", post_ids)
-        for row in line_rows:
-            if row["kernel_id"] is not None:
-                kernel_nodes.setdefault(row["kernel_id"], {})
+        if detail:
+            line_rows = _select_in(self.conn, "SELECT * FROM generated_lines WHERE node_id IN ({})", post_ids)
+            for row in line_rows:
+                if row["kernel_id"] is not None:
+                    kernel_nodes.setdefault(row["kernel_id"], {})
+        else:  # from the covering index alone: (node, file, line) of every line below the nodes
+            line_rows = _select_in(self.conn, "SELECT node_id, file, line FROM generated_lines WHERE node_id IN ({})",
+                                   post_ids, plain=True)
         kernels = {row["id"]: row for row in _select_in(self.conn, "SELECT * FROM kernels WHERE id IN ({})",
                                                         kernel_nodes)}
         calls = _select_in(self.conn, "SELECT kernel_id, wrapper_line FROM kernel_calls WHERE kernel_id IN ({})",
@@ -426,9 +429,10 @@ class _Reader:
             )
             chains[kernel["graph_id"]].kernels.append(ref)
         if not detail:
-            for row in line_rows:
-                keys = self.line_keys.setdefault(row["graph_id"], {})
-                keys.setdefault(row["node_name"], set()).add((row["file"], row["line"]))
+            node_of = {row["id"]: (row["graph_id"], row["name"]) for row in post_rows}
+            for node_id, file, line in line_rows:
+                graph_id, name = node_of[node_id]
+                self.line_keys.setdefault(graph_id, {}).setdefault(name, set()).add((file, line))
             for call in calls:
                 kernel = kernels[call["kernel_id"]]
                 keys = self.line_keys.setdefault(kernel["graph_id"], {})
@@ -639,13 +643,17 @@ def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _select_in(conn: sqlite3.Connection, sql: str, ids: Iterable[int]) -> list[sqlite3.Row]:
-    """Run `sql` (with one `IN ({})`) over `ids` in chunks."""
+def _select_in(conn: sqlite3.Connection, sql: str, ids: Iterable[int], plain: bool = False) -> list:
+    """Run `sql` (with one `IN ({})`) over `ids` in chunks; `plain` rows are tuples
+    (no sqlite3.Row per row: for the many narrow rows of line counts)."""
     ids = sorted(ids)
-    rows: list[sqlite3.Row] = []
+    rows: list = []
+    cursor = conn.cursor()
+    if plain:
+        cursor.row_factory = None
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start:start + _CHUNK]
-        rows += conn.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
+        rows += cursor.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
     return rows
 
 

@@ -98,6 +98,7 @@ class _RunWriter:
         self.staging = staging
         self.source_files: set[str] = set()
         self.stack_ids: dict[tuple, int] = {}  # interned call stacks of this run
+        self.source_keys: dict[str, str] = {}  # recorded path -> stored key
 
     def write(self) -> None:
         graph_ids = [self._insert_graph(graph) for graph in self.record.graphs]
@@ -166,7 +167,7 @@ class _RunWriter:
         """The id of this call stack in the run, inserting it the first time it is seen."""
         if not stack:
             return None
-        frames = tuple(self._source_columns(frame) for frame in stack)
+        frames = tuple(map(self._source_columns, stack))
         if frames not in self.stack_ids:
             stack_id = self.conn.execute(
                 "INSERT INTO stacks (run_id, size) VALUES (?, ?)", (self.run_id, len(frames))
@@ -284,8 +285,10 @@ class _RunWriter:
     def _source_columns(self, source: SourceLocation | None) -> tuple:
         if source is None:
             return (None, None, "", "")
-        file = paths.source_key(source.file, self.record.workspace)
-        self.source_files.add(file)
+        file = self.source_keys.get(source.file)
+        if file is None:  # every frame of every stack names a file: normalize each path once
+            file = self.source_keys[source.file] = paths.source_key(source.file, self.record.workspace)
+            self.source_files.add(file)
         return (file, source.line, source.function, source.code)
 
     def _write_file(self, key: str, kind: str, text: str, graph_id: int, kernel_id: int | None = None) -> None:
