@@ -33,7 +33,9 @@ export function planHighlights(
     const key = uriKey(link.uri);
     const lines = byKey.get(key) ?? [];
     for (const range of link.ranges) {
-      lines.push({ range, role: link.role, label: link.label });
+      for (const line of linesOf(range)) {
+        lines.push({ range: wholeLine(line), role: link.role, label: link.label });
+      }
     }
     byKey.set(key, lines);
   }
@@ -42,7 +44,7 @@ export function planHighlights(
   for (const uri of visibleUris) {
     const key = uriKey(uri);
     const isRequesting = key === requestingKey;
-    const origin = isRequesting && answer?.origin ? [answer.origin] : [];
+    const origin = isRequesting && answer?.origin ? linesOf(answer.origin).map(wholeLine) : [];
     // The requesting editor shows only its origin: links into the same file
     // (e.g. another line of a kernel) would drown the cursor's own lines.
     const linked = isRequesting ? [] : mergeLines(byKey.get(key) ?? []);
@@ -51,11 +53,32 @@ export function planHighlights(
   return plan;
 }
 
-/** One entry per line range, labels of duplicates joined, sorted by line. */
+/**
+ * The 0-based lines a range covers. A range that ends at character 0 of a later
+ * line (LSP's whole-line form, `{start: L:0, end: L+1:0}`) does not cover that line.
+ */
+export function linesOf(range: Range): number[] {
+  const first = range.start.line;
+  let last = range.end.line;
+  if (last > first && range.end.character === 0) {
+    last -= 1;
+  }
+  const lines: number[] = [];
+  for (let line = first; line <= Math.max(first, last); line++) {
+    lines.push(line);
+  }
+  return lines;
+}
+
+function wholeLine(line: number): Range {
+  return { start: { line, character: 0 }, end: { line, character: 0 } };
+}
+
+/** One entry per line, labels of the links that reach it joined, sorted by line. */
 export function mergeLines(lines: LinkedLine[]): LinkedLine[] {
-  const merged = new Map<string, LinkedLine>();
+  const merged = new Map<number, LinkedLine>();
   for (const line of lines) {
-    const key = `${line.range.start.line}:${line.range.end.line}`;
+    const key = line.range.start.line;
     const existing = merged.get(key);
     if (!existing) {
       merged.set(key, { ...line });
@@ -63,7 +86,7 @@ export function mergeLines(lines: LinkedLine[]): LinkedLine[] {
       existing.label = existing.label ? `${existing.label}\n${line.label}` : line.label;
     }
   }
-  return [...merged.values()].sort((a, b) => a.range.start.line - b.range.start.line || a.range.end.line - b.range.end.line);
+  return [...merged.values()].sort((a, b) => a.range.start.line - b.range.start.line);
 }
 
 /** The first linked line of a file in the plan, to scroll it into view. */

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { firstLinkedLine, mergeLines, planHighlights } from '../src/linked';
+import { firstLinkedLine, linesOf, mergeLines, planHighlights } from '../src/linked';
 import type { LinkedRangesAnswer, Range } from '../src/protocol';
 
 const r = (start: number, end = start): Range => ({ start: { line: start, character: 0 }, end: { line: end, character: 0 } });
+/** LSP's whole-line form: lines first..last (0-based), ending at character 0 of the next line. */
+const whole = (first: number, last = first): Range => ({ start: { line: first, character: 0 }, end: { line: last + 1, character: 0 } });
 const MODEL = 'file:///ws/examples/mlp.py';
 const KERNEL = 'file:///ws/.kernelscope/runs/1/graphs/0_0_0-inference/kernels/triton_per_fused_gelu_0.py';
 const WRAPPER = 'file:///ws/.kernelscope/runs/1/graphs/0_0_0-inference/wrapper.py';
@@ -56,13 +58,29 @@ test('the kernel editor asking highlights the model lines', () => {
   assert.equal(firstLinkedLine(plan.get(MODEL)), 20);
 });
 
-test('mergeLines sorts and de-duplicates', () => {
+test('mergeLines sorts and de-duplicates per line', () => {
   assert.deepEqual(
     mergeLines([
       { range: r(9), role: 'kernel', label: 'a' },
-      { range: r(2, 4), role: 'kernel', label: '' },
+      { range: r(2), role: 'kernel', label: '' },
       { range: r(9), role: 'kernel', label: 'a' },
     ]).map((l) => [l.range.start.line, l.label]),
     [[2, ''], [9, 'a']],
   );
+});
+
+test("whole-line ranges (ending at character 0 of the next line) do not spill onto that line", () => {
+  assert.deepEqual(linesOf(whole(17)), [17]);
+  assert.deepEqual(linesOf(whole(17, 29)), [...Array(13).keys()].map((i) => 17 + i));
+  assert.deepEqual(linesOf({ start: { line: 4, character: 2 }, end: { line: 4, character: 9 } }), [4]);
+  assert.deepEqual(linesOf({ start: { line: 4, character: 0 }, end: { line: 6, character: 3 } }), [4, 5, 6]);
+  // Overlapping blocks and single lines of the same file: one decoration per line.
+  const plan = planHighlights(
+    { origin: whole(20), links: [{ uri: KERNEL, ranges: [whole(17, 29), whole(19), whole(37, 44)], role: 'kernel', label: 'k' }] },
+    MODEL,
+    [MODEL, KERNEL],
+  );
+  const lines = plan.get(KERNEL)!.linked.map((l) => l.range.start.line);
+  assert.deepEqual(lines, [...[...Array(13).keys()].map((i) => 17 + i), ...[...Array(8).keys()].map((i) => 37 + i)]);
+  assert.deepEqual(plan.get(MODEL)!.origin, [r(20)]);
 });
