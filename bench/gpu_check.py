@@ -2,14 +2,18 @@
 
 Run on a machine with an NVIDIA GPU:
 
-    python bench/gpu_check.py [--out results.json]
+    python bench/gpu_check.py --zoo --variants --jobs 8 --out results.json
 
-For every bundled example (inference and training) it records the model twice in
-fresh subprocesses, once with `--target cuda` (the real compile, kernels built
-and launched on the GPU) and once with `--target virtual-cuda`, and compares the
-Triton kernels: names, count, the nodes fused into each, and the kernel source
-text. It also reports line-level coverage of the real compile, which shows the
-probes work on that torch version.
+For every bundled example and (with --zoo) every model of bench/models/, inference
+and training, and (with --variants) the `--dynamic` and max-autotune-no-cudagraphs
+cases in VARIANTS, it records the model twice in fresh subprocesses, once with
+`--target cuda` (the real compile, kernels built and launched on the GPU) and once
+with `--target virtual-cuda`, and compares the Triton kernels: names, count, the
+nodes fused into each, the kernel source text, and the extern calls. Each row gets
+a verdict: "identical", "DIFFERENT", or — for max-autotune, whose GEMM template
+choices are made by timing on the GPU — "template choices differ (expected)". It
+also reports line-level coverage of the real compile (the probes work on that
+torch version) and virtual-cuda's device-query audit (devices/device_audit.py).
 """
 from __future__ import annotations
 
@@ -31,14 +35,39 @@ ZOO = {
     "llama": ("llama", "make", "make_train"),
     "llama_bf16": ("llama", "make_bf16", "make_bf16_train"),
     "transformer_encoder": ("transformer_encoder", "make", "make_train"),
+    "small_cnn": ("small_cnn", "make", "make_train"),
+    "moe": ("moe", "make", "make_train"),
+    "moe_bf16": ("moe", "make_bf16", "make_bf16_train"),
 }
+# Extra variants: (model, train, dynamic, mode). `dynamic` marks dim 0 of every input
+# dynamic. A `max-autotune-no-cudagraphs` compile picks GEMM templates by timing them
+# on the GPU; virtual-cuda cannot time anything, so those choices are expected to differ.
+VARIANTS = [
+    ("mlp", True, True, "default"),
+    ("small_cnn", True, True, "default"),
+    ("moe", True, True, "default"),
+    ("gpt2", False, True, "default"),
+    ("mlp", True, False, "max-autotune-no-cudagraphs"),
+    ("small_cnn", True, False, "max-autotune-no-cudagraphs"),
+]
+MODE_ENV = {
+    "default": {},
+    # What torch.compile(mode="max-autotune-no-cudagraphs") sets (torch/_inductor/list_mode_options).
+    "max-autotune-no-cudagraphs": {"TORCHINDUCTOR_MAX_AUTOTUNE": "1",
+                                   "TORCHINDUCTOR_COORDINATE_DESCENT_TUNING": "1"},
+}
+TEMPLATE_MODES = {"max-autotune-no-cudagraphs"}
 
 _CHILD = r"""
 import json, sys
 sys.path.insert(0, {repo!r})
 from pathlib import Path
 from kernelscope.engine.recorder import RecordOptions, record_factory
-run = record_factory({spec!r}, RecordOptions(device={device!r}, train={train!r}, workspace=Path({repo!r})))
+from kernelscope.engine.devices.device_audit import log_device_queries
+with log_device_queries() as audit:
+    run = record_factory({spec!r}, RecordOptions(device={device!r}, train={train!r}, dynamic={dynamic!r},
+                                                 workspace=Path({repo!r})))
+audit = dict(audit.summary(), cpu_answers=[list(k) + [n] for k, n in audit.answered("cpu").items()])
 graphs = []
 for g in run.graphs:
     kernels = []
@@ -50,18 +79,22 @@ for g in run.graphs:
                             source="\n".join(body), lines=len(body), specific=specific))
     graphs.append(dict(compile_id=g.compile_id, kind=g.kind, kernels=kernels))
 print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.triton_version,
-      provenance=run.provenance, warnings=run.warnings, graphs=graphs, timings=run.timings)))
+      provenance=run.provenance, warnings=run.warnings, graphs=graphs, timings=run.timings,
+      audit=audit)))
 """
 
 
-def record(example: str, device: str, train: bool) -> dict:
+def spec_for(example: str, train: bool) -> str:
     if example in ZOO:
         file, inference, training = ZOO[example]
-        spec = f"{REPO / 'bench' / 'models' / file}.py:{training if train else inference}"
-    else:
-        spec = str(REPO / "examples" / f"{example}.py") + ":make"
-    code = _CHILD.format(repo=str(REPO), spec=spec, device=device, train=train)
-    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1")
+        return f"{REPO / 'bench' / 'models' / file}.py:{training if train else inference}"
+    return str(REPO / "examples" / f"{example}.py") + ":make"
+
+
+def record(example: str, device: str, train: bool, dynamic: bool = False, mode: str = "default") -> dict:
+    code = _CHILD.format(repo=str(REPO), spec=spec_for(example, train), device=device, train=train,
+                         dynamic=dynamic)
+    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", HF_HUB_OFFLINE="1", **MODE_ENV[mode])
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     for line in done.stdout.splitlines():
         if line.startswith("KERNELSCOPE_JSON"):
@@ -69,14 +102,22 @@ def record(example: str, device: str, train: bool) -> dict:
     return {"error": (done.stderr or done.stdout)[-2000:]}
 
 
+def _graph_order(graph: dict):
+    frame, attempt = (int(part) for part in graph["compile_id"].split("/")[:2])
+    return frame, attempt, {"inference": 0, "forward": 0, "backward": 1}.get(graph["kind"], 2)
+
+
 def triton_kernels(result: dict) -> list[dict]:
+    """Triton kernels graph by graph, in (compile id, forward before backward) order: a GPU
+    compiles a backward graph at the first backward call, virtual-cuda right after its forward."""
+    graphs = sorted(result.get("graphs", []), key=_graph_order)
     return [dict(k, graph=g["compile_id"] + " " + g["kind"])
-            for g in result.get("graphs", []) for k in g["kernels"] if k["kind"] == "triton"]
+            for g in graphs for k in g["kernels"] if k["kind"] == "triton"]
 
 
-def compare(real: dict, virtual: dict) -> dict:
+def compare(real: dict, virtual: dict, mode: str = "default") -> dict:
     if "error" in real or "error" in virtual:
-        return {"error": real.get("error") or virtual.get("error")}
+        return {"error": real.get("error") or virtual.get("error"), "mode": mode}
     a, b = triton_kernels(real), triton_kernels(virtual)
     names_a, names_b = [k["name"] for k in a], [k["name"] for k in b]
     same_nodes = sum(1 for x, y in zip(a, b) if x["name"] == y["name"] and x["nodes"] == y["nodes"])
@@ -90,7 +131,16 @@ def compare(real: dict, virtual: dict) -> dict:
              x["source"].splitlines(), y["source"].splitlines(), "real", "virtual", lineterm="", n=1))[:3000]}
         for x, y in zip(a, b) if x["name"] == y["name"] and (x["nodes"] != y["nodes"] or x["source"] != y["source"])
     ]
+    identical = (names_a == names_b and same_nodes == same_source == len(a) == len(b)
+                 and extern_a == extern_b)
+    if identical:
+        verdict = "identical"
+    elif mode in TEMPLATE_MODES:
+        verdict = "template choices differ (expected)"
+    else:
+        verdict = "DIFFERENT"
     return {
+        "mode": mode, "verdict": verdict,
         "kernels_real": len(a), "kernels_virtual": len(b),
         "same_names": names_a == names_b,
         "same_fusion": same_nodes, "same_source": same_source,
@@ -99,8 +149,21 @@ def compare(real: dict, virtual: dict) -> dict:
         "differing_kernels": differing,
         "real_specific_line_share": round(sum(k["specific"] for k in a) / lines, 3) if lines else None,
         "real_provenance": real["provenance"], "real_warnings": real["warnings"],
+        "virtual_audit": virtual.get("audit"),
         "torch": real["torch"], "triton": real["triton"],
     }
+
+
+def cases(examples: list[str], variants: bool) -> list[tuple[str, bool, bool, str]]:
+    found = [(example, train, False, "default") for example in examples for train in (False, True)]
+    if variants:
+        found += [v for v in VARIANTS if v[0] in examples]
+    return found
+
+
+def row_name(example: str, train: bool, dynamic: bool, mode: str) -> str:
+    return " ".join([example] + (["train"] if train else []) + (["dynamic"] if dynamic else [])
+                    + ([mode] if mode != "default" else []))
 
 
 def main() -> int:
@@ -109,29 +172,31 @@ def main() -> int:
     parser.add_argument("--examples", nargs="*", default=EXAMPLES,
                         help=f"examples/ names, or model zoo names ({', '.join(ZOO)})")
     parser.add_argument("--zoo", action="store_true", help="add the model zoo to the examples")
+    parser.add_argument("--variants", action="store_true",
+                        help="add the --dynamic and max-autotune-no-cudagraphs variants (VARIANTS)")
     parser.add_argument("--jobs", type=int, default=4, help="recordings run in parallel")
     args = parser.parse_args()
     if args.zoo:
         args.examples = [*args.examples, *ZOO]
-    jobs = [(example, train, device) for example in args.examples for train in (False, True)
-            for device in ("cuda", "virtual-cuda")]
+    todo = cases(args.examples, args.variants)
+    jobs = [(case, device) for case in todo for device in ("cuda", "virtual-cuda")]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = dict(zip(jobs, pool.map(lambda job: record(job[0], job[2], job[1]), jobs)))
+        results = dict(zip(jobs, pool.map(
+            lambda job: record(job[0][0], job[1], job[0][1], job[0][2], job[0][3]), jobs)))
     rows = {}
-    for example in args.examples:
-        for train in (False, True):
-            key = f"{example}{' train' if train else ''}"
-            rows[key] = compare(results[(example, train, "cuda")], results[(example, train, "virtual-cuda")])
-            print(key, json.dumps(rows[key]), flush=True)
+    for case in todo:
+        key = row_name(*case)
+        rows[key] = compare(results[(case, "cuda")], results[(case, "virtual-cuda")], case[3])
+        print(key, json.dumps(rows[key]), flush=True)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
-    print(f"{'example':22} {'real':>5} {'virt':>5} {'names':>6} {'fusion':>7} {'source':>7}  extern (real | virtual)")
+    print(f"{'case':44} {'real':>5} {'virt':>5} {'names':>6} {'fusion':>7} {'source':>7}  verdict")
     for key, row in rows.items():
         if "error" in row:
-            print(f"{key:22} error: {row['error'][-300:]}")
+            print(f"{key:44} error: {row['error'][-300:]}")
             continue
-        print(f"{key:22} {row['kernels_real']:5} {row['kernels_virtual']:5} {str(row['same_names']):>6} "
-              f"{row['same_fusion']:7} {row['same_source']:7}  {row['extern_real']} | {row['extern_virtual']}")
+        print(f"{key:44} {row['kernels_real']:5} {row['kernels_virtual']:5} {str(row['same_names']):>6} "
+              f"{row['same_fusion']:7} {row['same_source']:7}  {row['verdict']}")
     return 0
 
 

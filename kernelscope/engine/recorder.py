@@ -141,25 +141,13 @@ def device_target(device: str, execute: bool = False):
 
     Used by recordings and by the benchmark's plain-compile baseline alike.
     """
-    from kernelscope.engine.devices import (
-        codegen_only,
-        cpu_triton,
-        cuda_attention,
-        cuda_decompositions,
-        virtual_cuda,
-    )
-    from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
+    from kernelscope.engine.devices import codegen_only, cpu_triton, cuda_attention, virtual_cuda
 
     warnings_for_run: list[str] = []
     with contextlib.ExitStack() as stack:
         if device == "virtual-cuda":
-            problem = ensure_cuda_device_guard()
-            if problem:
-                warnings_for_run.append(f"virtual-cuda may fail on some models: {problem}")
-            stack.enter_context(virtual_cuda.decide_passes_as_cuda())
             stack.enter_context(cuda_attention.attention_as_on_cuda())
-            stack.enter_context(cuda_decompositions.decompositions_as_on_cuda())
-            stack.enter_context(_inner_compile_replaced(virtual_cuda.make_inner_compile))
+            stack.enter_context(_compile_fx_replaced(virtual_cuda.make_compile_fx))
         elif device == "cpu-triton":
             stack.enter_context(cpu_triton.cpu_triton_backend(execute))
             if not execute:
@@ -194,6 +182,19 @@ def _quiet_recording_warnings():
         # virtual-cuda reports an sm_90 device; the TF32 hint is about a real GPU run.
         warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")
         yield
+
+
+@contextlib.contextmanager
+def _compile_fx_replaced(make_compile_fx):
+    """torch.compile's default backend (compile_fx) is replaced while inside."""
+    import torch._inductor.compile_fx as compile_fx_module
+
+    original = compile_fx_module.compile_fx
+    compile_fx_module.compile_fx = make_compile_fx(original)
+    try:
+        yield
+    finally:
+        compile_fx_module.compile_fx = original
 
 
 @contextlib.contextmanager
@@ -287,14 +288,39 @@ def _run_factory_model(model, inputs, options: RecordOptions, device: str) -> fl
             expected = model(*[t.detach() if isinstance(t, torch.Tensor) else t for t in inputs])
     options.on_phase("capture", "Dynamo, AOTAutograd")
     compiled = torch.compile(model, dynamic=True if options.dynamic else None)
-    if options.train:
-        outputs = compiled(*inputs)
-        options.on_phase("capture", "backward")
-        scalar_loss(outputs).backward()
-    else:
-        with torch.no_grad():
+    try:
+        if options.train:
             outputs = compiled(*inputs)
+            options.on_phase("capture", "backward")
+            scalar_loss(outputs).backward()
+        else:
+            with torch.no_grad():
+                outputs = compiled(*inputs)
+    except Exception as error:  # noqa: BLE001 - re-raised, with advice where we have some
+        if device == "cuda" and _mixes_devices(error):
+            raise TargetError(
+                f"--target cuda: the model mixes CPU and GPU tensors ({_first_line(error)}). "
+                "kernelscope moves an nn.Module and the example inputs the factory returns to the GPU, "
+                "but not tensors held elsewhere (a function closing over a CPU model, tensors made "
+                "in forward without a device): give the factory a `device` parameter and build the "
+                "model and inputs on it (kernelscope calls it with device='cuda'), or create them "
+                "on 'cuda' directly (the last good run in the store is unchanged)"
+            ) from error
+        raise
     return _max_error(outputs, expected) if compare else None
+
+
+def _mixes_devices(error: BaseException) -> bool:
+    # "... found two different devices cpu, cuda:0" (FakeTensor), "Expected all tensors to be
+    # on the same device, but found at least two devices" (eager and Dynamo)
+    return bool(re.search(r"two (different )?devices|on the same device", str(error)))
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    found = next((line for line in lines if re.search(r"two (different )?devices|on the same device", line)),
+                 lines[0] if lines else type(error).__name__)
+    return found[:300]
 
 
 def _raise_compile_error(error: BaseException, target_file: Path | None, probes=None) -> None:
@@ -443,7 +469,7 @@ def record_factory(spec: str, options: RecordOptions) -> RunRecord:
     import_seconds = import_torch(options)
     device = resolve_device(options.device)
     options.on_phase("import", str(target.path))
-    model, inputs = targets.load_factory(target)
+    model, inputs = targets.load_factory(target, targets.factory_device(device))
     inputs = _prepare_inputs(model, inputs, options, device)
     started = time.perf_counter()
     with Recording(device, options) as recording:

@@ -91,8 +91,27 @@ def _import_module(path: Path):
     return module
 
 
-def load_factory(target: FactoryTarget) -> tuple[Any, tuple]:
-    """Import the file and call the factory: returns (model_or_callable, example_inputs)."""
+def factory_device(target_device: str) -> str:
+    """The device a factory's `device` parameter gets: the GPU for `--target cuda`; the
+    CPU for virtual-cuda and cpu-triton, whose capture and eager run are on the CPU
+    (virtual-cuda compiles for the GPU from there)."""
+    return "cuda" if target_device == "cuda" else "cpu"
+
+
+def takes_device(factory) -> bool:
+    import inspect
+
+    try:
+        return "device" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def load_factory(target: FactoryTarget, device: str = "cpu") -> tuple[Any, tuple]:
+    """Import the file and call the factory: returns (model_or_callable, example_inputs).
+
+    A factory with a `device` parameter is called with `device=` (see factory_device),
+    so it can build its model and inputs there itself."""
     module = _import_module(target.path)
     factory = getattr(module, target.factory, None)
     if factory is None or not callable(factory):
@@ -102,7 +121,7 @@ def load_factory(target: FactoryTarget) -> tuple[Any, tuple]:
             f"(callables there: {', '.join(names[:8]) or 'none'})"
         )
     try:
-        result = factory()
+        result = factory(device=device) if takes_device(factory) else factory()
     except Exception as error:
         where = user_error_location(error, target.path) or str(target.path)
         raise TargetError(

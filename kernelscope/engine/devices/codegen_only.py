@@ -12,15 +12,33 @@ import types
 from unittest import mock
 
 
-def _codegen_only_loader(key, path, linemap=None, attrs=None):
-    module = types.ModuleType("kernelscope_codegen_only")
-    module.__file__ = path
+def is_output_code(path) -> bool:
+    """Whether `path` is a graph's generated module (its wrapper, which launches every
+    kernel) rather than a template kernel that max-autotune loads to time it."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return "def call(" in file.read()
+    except OSError:
+        return True
 
-    def call(args):
-        raise RuntimeError("kernelscope generated this code only; it is never run")
 
-    module.call = call
-    return module
+def codegen_only_loader(original_loader):
+    """PyCodeCache.load_by_key_path that never imports a graph's wrapper (importing it would
+    compile every kernel) and loads anything else (template kernels) as usual."""
+
+    def load_by_key_path(key, path, linemap=None, attrs=None, **kwargs):
+        if not is_output_code(path):
+            return original_loader(key, path, linemap=linemap, attrs=attrs, **kwargs)
+        module = types.ModuleType("kernelscope_codegen_only")
+        module.__file__ = path
+
+        def call(args):
+            raise RuntimeError("kernelscope generated this code only; it is never run")
+
+        module.call = call
+        return module
+
+    return load_by_key_path
 
 
 def copy_graph_module(gm):
@@ -48,7 +66,7 @@ def make_inner_compile(original_inner_compile, retarget=None, context=contextlib
             retarget(gm, example_inputs) if retarget else (copy_graph_module(gm), list(example_inputs))
         )
         with context(), mock.patch.object(
-            PyCodeCache, "load_by_key_path", staticmethod(_codegen_only_loader)
+            PyCodeCache, "load_by_key_path", staticmethod(codegen_only_loader(PyCodeCache.load_by_key_path))
         ):
             original_inner_compile(codegen_gm, codegen_inputs, **kwargs)
 

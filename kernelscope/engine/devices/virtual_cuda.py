@@ -1,12 +1,15 @@
 """virtual-cuda: the CUDA-target code Inductor would emit for an sm_90 GPU, without a GPU.
 
-How: Dynamo and AOTAutograd run on the user's real CPU tensors (so data-dependent
-Python, graph breaks and autograd behave as usual), and Inductor's inner compile
-of every forward/backward/inference graph is redone on fake *cuda* tensors while
-`torch.cuda` and Triton's driver pretend an H100 is present. Inductor writes its
-genuine CUDA wrapper and kernels; we keep the code and never load it (loading
-would compile every kernel to a cubin). The graph itself then runs eagerly on the
-CPU so the program goes on.
+How: Dynamo captures on the user's real CPU tensors (so data-dependent Python,
+graph breaks and the eager run behave as usual). Everything after the capture —
+AOTAutograd, its decompositions, the joint-graph passes, the partitioner and
+Inductor — runs on a copy of the graph whose inputs and device constants are fake
+*cuda* tensors, while `torch.cuda` and Triton's driver report an H100 (see
+`make_compile_fx`). So each decision torch makes in Python by device is made the
+GPU's way by construction, not case by case (`device_audit` checks it). Inductor
+writes its genuine CUDA wrapper and kernels; we keep the code and never load it
+(loading would compile every kernel to a cubin). Dynamo's own graph then runs
+eagerly on the CPU so the program goes on.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import contextlib
 import types
 from unittest import mock
 
-from kernelscope.engine.devices import codegen_only, triton_driver
+from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, triton_driver
 
 ARCH = 90
 
@@ -49,7 +52,6 @@ def pretend_cuda_present():
     """Patch the torch.cuda queries Inductor's codegen makes; restore everything after."""
     import torch
     from torch._dynamo import device_interface
-    from torch._inductor.fx_passes import joint_graph
     import torch._inductor.runtime.triton_helpers as triton_helpers
     import torch.utils._triton as torch_triton
 
@@ -82,7 +84,6 @@ def pretend_cuda_present():
         "is_bf16_supported": lambda *args, **kwargs: True,
         "get_raw_stream": lambda device: 0,
     }
-    original_lazy_init = joint_graph.lazy_init
 
     with contextlib.ExitStack() as stack:
         for name, fake in cuda_fakes.items():
@@ -97,15 +98,32 @@ def pretend_cuda_present():
         stack.enter_context(
             mock.patch.object(worker, "get_device_properties", staticmethod(lambda d=None: props))
         )
-        # Joint-graph pattern setup traces patterns with real tensors on the input
-        # device; a CPU build cannot create cuda tensors, so trace them on the CPU.
-        stack.enter_context(
-            mock.patch.object(
-                joint_graph,
-                "lazy_init",
-                lambda input_device=None: original_lazy_init(torch.device("cpu")),
-            )
-        )
+        # pad_mm times padded against unpadded matmuls on the GPU when its heuristics
+        # leave the choice open; nothing can be timed here: answer "don't pad" there.
+        pad_mm = _module_or_none("torch._inductor.fx_passes.pad_mm")
+        if pad_mm is not None and hasattr(pad_mm, "get_cached_should_pad"):
+            stack.enter_context(mock.patch.object(pad_mm, "get_cached_should_pad", lambda key: False))
+        # max-autotune times each GEMM/convolution choice (ATen, Triton templates) on the
+        # GPU; nothing can be timed here: every choice is reported as equally fast, so
+        # Inductor keeps its first (the GPU check reports these choices as expected to differ).
+        select_algorithm = _module_or_none("torch._inductor.select_algorithm")
+        selector = getattr(select_algorithm, "AlgorithmSelectorCache", None)
+        if selector is not None and hasattr(selector, "benchmark"):
+            stack.enter_context(mock.patch.object(
+                selector, "benchmark", lambda self, choices, *args, **kwargs: {choice: 0.0 for choice in choices}))
+        # Constant folding evaluates input-independent parts of a graph on real tensors
+        # of the graph's device; there is no GPU: they are computed on the CPU (the
+        # values are the same; the folded nodes keep their cuda fake values).
+        constant_folding = _module_or_none("torch._inductor.constant_folding")
+        if constant_folding is not None and hasattr(constant_folding, "ConstantFolder"):
+            folder = constant_folding.ConstantFolder
+            original_run = folder.run
+
+            def run_on_cpu(self, *args, **kwargs):
+                with _RealTensorsOnCpu():
+                    return original_run(self, *args, **kwargs)
+
+            stack.enter_context(mock.patch.object(folder, "run", run_on_cpu))
         # Generated modules would switch Triton to its real CUDA driver (needs libcuda).
         stack.enter_context(
             mock.patch.object(triton_helpers, "set_driver_to_gpu", lambda: None)
@@ -115,68 +133,6 @@ def pretend_cuda_present():
         torch_triton.has_triton.cache_clear()
         stack.callback(torch_triton.has_triton.cache_clear)
         yield
-
-
-def _cuda_fp32_matmul_uses_tf32() -> bool:
-    import torch
-
-    matmul = torch.backends.cuda.matmul
-    precision = getattr(matmul, "fp32_precision", None)  # torch >= 2.9
-    if precision is not None:
-        return precision == "tf32"
-    return bool(getattr(matmul, "allow_tf32", False))
-
-
-@contextlib.contextmanager
-def decide_passes_as_cuda():
-    """Make device-dependent graph passes decide as they would for a CUDA device.
-
-    Dynamo and AOTAutograd trace the CPU tensors, so Inductor's joint-graph passes
-    see CPU tensors. One of them changes the kernels a user gets: the attention
-    fusion (matmul-softmax-matmul -> scaled_dot_product_attention) refuses fp32
-    CUDA inputs unless TF32 matmuls are enabled, but accepts fp32 CPU inputs.
-    Without this, virtual-cuda showed a CPU flash-attention call where a real
-    GPU compile has bmm + a softmax kernel (seen on an H100, torch 2.11). Another,
-    bmm -> mm for batch 1, fires only for GPU tensors (LLaMA's rotary embedding).
-    """
-    import torch
-
-    with contextlib.ExitStack() as stack:
-        fuse_attention = _module_or_none("torch._inductor.fx_passes.fuse_attention")
-        original_sfdp_check = getattr(fuse_attention, "_sfdp_params_check", None)
-        if original_sfdp_check is not None:
-
-            def sfdp_params_check(match):
-                query = match.kwargs["query"].meta["val"]
-                if query.device.type == "cpu" and query.dtype == torch.float32 \
-                        and not _cuda_fp32_matmul_uses_tf32():
-                    return False
-                return original_sfdp_check(match)
-
-            stack.enter_context(mock.patch.object(fuse_attention, "_sfdp_params_check", sfdp_params_check))
-
-        # Joint-graph patterns that only fire on a GPU (e.g. bmm with batch 1 -> mm)
-        # ask `check_device(a, b, "cuda")`: the CPU tensors stand for the GPU here.
-        joint_graph = _module_or_none("torch._inductor.fx_passes.joint_graph")
-        original_check_device = getattr(joint_graph, "check_device", None)
-        if original_check_device is not None:
-
-            def check_device(a, b, device="cuda"):
-                if device == "cuda" and a.device.type == b.device.type == "cpu":
-                    return True
-                return original_check_device(a, b, device)
-
-            stack.enter_context(mock.patch.object(joint_graph, "check_device", check_device))
-        yield
-
-
-def _module_or_none(name: str):
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
 
 
 def _as_cuda(value):
@@ -194,8 +150,8 @@ def _graph_on_cuda(gm):
     """A copy of `gm` whose explicit device constants say cuda instead of cpu.
 
     The graph was captured on the CPU, so every device it names (a `device=`
-    keyword, `device_put`, the device argument of `prims.inductor_seeds` that
-    dropout's RNG uses, ...) is the capture device and becomes the virtual GPU.
+    keyword such as `torch.arange(n, device=x.device)`, `.to(device)`, ...) is the
+    capture device and becomes the virtual GPU.
     """
     import torch
     from torch.fx.node import map_aggregate
@@ -205,7 +161,7 @@ def _graph_on_cuda(gm):
 
     cuda_gm = codegen_only.copy_graph_module(gm)
     for node in cuda_gm.graph.nodes:
-        if node.op != "call_function":
+        if node.op not in ("call_function", "call_method"):
             continue
         node.args = map_aggregate(node.args, retarget)
         node.kwargs = map_aggregate(node.kwargs, retarget)
@@ -215,40 +171,149 @@ def _graph_on_cuda(gm):
     return cuda_gm
 
 
-def _fake_cuda_inputs(example_inputs, fake_mode):
+
+
+def _fake_cuda_inputs(gm, example_inputs, fake_mode):
+    """Leaf fake cuda tensors standing for the graph's inputs. Sizes come from Dynamo's own
+    fake tensors (the placeholders' example values), so symbolic sizes stay the same symbols."""
     import torch
-    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
-    cuda = torch.device("cuda", 0)
-    with unset_fake_temporarily():
-        return [
-            FakeTensor(
-                fake_mode,
-                torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta"),
-                cuda,
-            )
-            if isinstance(t, torch.Tensor)
-            else t
-            for t in example_inputs
-        ]
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    fakes = []
+    for index, value in enumerate(example_inputs):
+        traced = placeholders[index].meta.get("example_value") if index < len(placeholders) else None
+        if not isinstance(value, torch.Tensor):
+            # a size under dynamic shapes: Dynamo's symbol, as AOTAutograd would take it
+            fakes.append(traced if isinstance(traced, torch.SymInt) and isinstance(value, int) else value)
+            continue
+        dynamo_fake = fake_mode.from_tensor(value)  # Dynamo's own (memoized) fake of this input
+        if value.dim() == 0 and dynamo_fake.item_memo is not None:
+            # a Python number Dynamo passes as a 0-dim CPU tensor (dynamic shapes): a CPU
+            # tensor on a GPU too, and its `.item()` must stay Dynamo's symbol
+            fakes.append(dynamo_fake)
+            continue
+        like = traced if isinstance(traced, torch.Tensor) else dynamo_fake
+        fake = fake_cuda.fake_cuda_like(like, fake_mode)
+        if value.requires_grad and not fake.requires_grad:
+            fake.requires_grad_(True)
+        fakes.append(fake)
+    return fakes
 
 
-def make_inner_compile(original_inner_compile):
-    """Inductor's inner compile, retargeted: codegen for virtual cuda, run eagerly on CPU."""
+def _rederive_example_values(gm, fake_inputs, fake_mode) -> None:
+    """Put a cuda value on each node where Dynamo kept its CPU one (`example_value`, `val`),
+    so Inductor's pre-grad passes read cuda too: the values `gm` computes from the fake
+    cuda inputs, or, where the graph cannot be re-run on fake tensors (a data-dependent
+    step under dynamic shapes), each value re-made on cuda with its sizes and strides."""
+    import torch
+    import torch.fx
+    from torch._subclasses.fake_tensor import FakeTensor
 
-    def retarget(gm, example_inputs):
-        from torch._guards import detect_fake_mode
-        from torch._subclasses.fake_tensor import FakeTensorMode
-        from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    values = {}
 
-        fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode(
-            allow_non_fake_inputs=True
-        )
-        cuda_gm = _graph_on_cuda(gm)
-        cuda_inputs = _fake_cuda_inputs(example_inputs, fake_mode)
-        FakeTensorProp(cuda_gm, mode=fake_mode).propagate_dont_convert_inputs(*cuda_inputs)
-        return cuda_gm, cuda_inputs
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, node):
+            result = super().run_node(node)
+            values[node] = result
+            return result
 
-    return codegen_only.make_inner_compile(
-        original_inner_compile, retarget=retarget, context=pretend_cuda_present
-    )
+    try:
+        with fake_mode:
+            Recorder(gm).run(*fake_inputs)
+    except Exception:  # noqa: BLE001 - fall back to re-making each value on cuda
+        values = {}
+        for node in gm.graph.nodes:
+            value = node.meta.get("example_value", node.meta.get("val"))
+            if isinstance(value, FakeTensor) and value.fake_device.type == "cpu":
+                values[node] = fake_cuda.fake_cuda_like(value, fake_mode)
+            elif isinstance(value, torch.Tensor):
+                values[node] = value
+    for node, value in values.items():
+        for key in ("example_value", "val"):
+            if key in node.meta:
+                node.meta[key] = value
+
+
+def make_compile_fx(original_compile_fx):
+    """torch.compile's Inductor backend for virtual-cuda.
+
+    Dynamo captured the graph on the user's CPU tensors. The whole compile —
+    AOTAutograd with Inductor's decompositions, the joint-graph passes, the
+    partitioner, the forward and backward inner compiles — runs on a copy whose
+    device constants and inputs are fake cuda tensors, while `torch.cuda` and
+    Triton's driver report an H100. The backward is compiled at once (a GPU
+    compiles it at the first backward call; the code is the same). The generated
+    code is kept and never loaded; Dynamo gets its own graph back, so the program
+    runs eagerly on the CPU (autograd included) and goes on.
+    """
+    import torch
+    from torch._functorch import config as functorch_config
+    from torch._guards import detect_fake_mode
+    from torch._inductor.codecache import PyCodeCache
+
+    if not hasattr(functorch_config, "force_non_lazy_backward_lowering"):
+        raise RuntimeError(
+            f"virtual-cuda needs torch._functorch.config.force_non_lazy_backward_lowering, "
+            f"missing on torch {torch.__version__}")
+    compiling = []
+
+    def compile_fx(model_, example_inputs_, inner_compile=None, **kwargs):
+        if compiling:  # compile_fx calls itself (config patches, ...): that call is the GPU's
+            if inner_compile is not None:
+                kwargs["inner_compile"] = inner_compile
+            return original_compile_fx(model_, example_inputs_, **kwargs)
+        if inner_compile is not None:
+            kwargs["inner_compile"] = inner_compile
+        fake_mode = detect_fake_mode(example_inputs_)
+        compiling.append(True)
+        try:
+            with pretend_cuda_present(), fake_cuda.cuda_fake_tensors(), \
+                    device_audit.compiling_with(fake_mode), \
+                    functorch_config.patch(force_non_lazy_backward_lowering=True), \
+                    mock.patch.object(PyCodeCache, "load_by_key_path",
+                                      staticmethod(codegen_only.codegen_only_loader(PyCodeCache.load_by_key_path))):
+                cuda_gm = _graph_on_cuda(model_)
+                fake_inputs = _fake_cuda_inputs(cuda_gm, example_inputs_, fake_mode)
+                _rederive_example_values(cuda_gm, fake_inputs, fake_mode)
+                original_compile_fx(cuda_gm, fake_inputs, **kwargs)
+        finally:
+            compiling.pop()
+        return model_.forward
+
+    return compile_fx
+
+
+def _module_or_none(name: str):
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def _cpu(value):
+    import torch
+
+    if isinstance(value, torch.device) and value.type == "cuda":
+        return torch.device("cpu")
+    if isinstance(value, str) and value.startswith("cuda"):
+        return "cpu"
+    return value
+
+
+class _RealTensorsOnCpu:
+    """A dispatch mode that makes real (not fake) ops asked for cuda run on the CPU."""
+
+    def __new__(cls):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class RealTensorsOnCpu(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = dict(kwargs or {})
+                if "device" in kwargs:
+                    kwargs["device"] = _cpu(kwargs["device"])
+                args = tuple(_cpu(arg) for arg in args)
+                return func(*args, **kwargs)
+
+        return RealTensorsOnCpu()

@@ -1,0 +1,185 @@
+"""Fake cuda tensors that a CPU-only process can trace autograd through (virtual-cuda).
+
+virtual-cuda compiles every graph (AOTAutograd, its decompositions and joint-graph
+passes, the partitioner, Inductor) on FakeTensors whose device is `cuda:0`, so each
+decision torch makes in Python by device is made the GPU's way by construction.
+Two things stand in the way on a machine without a GPU:
+
+- A FakeTensor's C++ side carries its fake device's dispatch keys and answers
+  `device()` with it. Autograd's engine then asks the accelerator runtime for the
+  current CUDA stream ("Cannot access accelerator device when none is available"),
+  and device guards need a CUDA build ("PyTorch is not linked with support for
+  cuda devices", an abort). AOTAutograd traces the backward through that engine.
+- `torch.tensor(data, device="cuda")` builds a real cuda tensor before a fake mode
+  lifts it (Inductor's attention patterns do this while they are traced).
+
+So, while `cuda_fake_tensors()` is active, `torch.tensor` builds on the CPU and
+copies into a cuda tensor (fake ops under FakeTensorMode; the result is not a
+constant), and a fake cuda tensor is *CPU-backed*: its dispatch keys are the CPU's
+and the C++ `device()` query answers `cpu`, while every Python read — `t.device`, `t.is_cuda`, `t.get_device()`, which is what
+  AOTAutograd, the decompositions and Inductor consult — answers `cuda:0`.
+
+The C++ answer has a cost: C++ composite ops that decompose while AOTAutograd
+traces read it too. Where one builds a tensor on "its input's device" (`type_as`,
+`*_like`, `to(options)`), the op it dispatches says `device=cpu` while its input
+is a fake cuda tensor; `_on_cuda_kwargs` gives such ops `cuda:0` before they are
+recorded (counted by `device_audit`). Choices made in C++ by device stay the CPU's:
+the one known to change kernels, `scaled_dot_product_attention`'s backend, is
+decided as on an sm_90 GPU by `cuda_attention`; others are what the GPU check
+(bench/gpu_check.py) is for. `device_audit` records which kind of query answered what.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from kernelscope.engine.devices import device_audit
+
+
+def _is_cuda_fake(tensor) -> bool:
+    return tensor.fake_device.type == "cuda"
+
+
+@contextlib.contextmanager
+def cuda_fake_tensors():
+    """While inside, FakeTensors created on cuda are CPU-backed (see the module docstring)."""
+    import torch
+    import torch._subclasses.fake_tensor as fake_tensor_module
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    device_op = torch.ops.prim.device.default
+    original_make_subclass = torch.Tensor.__dict__.get("_make_subclass")
+    original_handler = fake_tensor_module._DISPATCH_META_HANDLERS[device_op]
+    original_dispatch = FakeTensor.__dict__["__torch_dispatch__"]
+    original_device = FakeTensor.__dict__["device"]
+    base_make_subclass = torch.Tensor._make_subclass
+
+    def make_subclass(cls, elem, *args, device_for_backend_keys=None, **kwargs):
+        # FakeTensor.__new__ builds its C++ tensor here, keyed for its fake device.
+        if isinstance(cls, type) and issubclass(cls, FakeTensor) and device_for_backend_keys is not None \
+                and torch.device(device_for_backend_keys).type == "cuda":
+            device_for_backend_keys = torch.device("cpu")
+        return base_make_subclass(cls, elem, *args, device_for_backend_keys=device_for_backend_keys, **kwargs)
+
+    def answers_cpu_to_cpp(args) -> bool:
+        tensor = args[0] if len(args) == 1 else None
+        if isinstance(tensor, FakeTensor) and not tensor.fake_mode.in_kernel_invocation \
+                and _is_cuda_fake(tensor):
+            device_audit.note_cpp_query(tensor)
+            return True
+        return False
+
+    def device_handler(args):
+        # C++ `device()` of a fake tensor while FakeTensorMode is the active mode.
+        return torch.device("cpu") if answers_cpu_to_cpp(args) else original_handler(args)
+
+    def dispatch(cls, func, types, args=(), kwargs=None):
+        # The same query when the tensor's own __torch_dispatch__ answers it.
+        if func is device_op and answers_cpu_to_cpp(args):
+            return torch.device("cpu")
+        return original_dispatch.__func__(cls, func, types, args, kwargs if kwargs is not None else {})
+
+    def device(self):
+        answer = original_device.fget(self)
+        device_audit.note_python_query(self, "device", answer)
+        return answer
+
+    def is_cuda(self):
+        answer = original_device.fget(self)
+        device_audit.note_python_query(self, "is_cuda", answer)
+        return answer.type == "cuda"
+
+    def get_device(self):
+        answer = original_device.fget(self)
+        device_audit.note_python_query(self, "get_device", answer)
+        return -1 if answer.type == "cpu" else (answer.index or 0)
+
+    original_tensor = torch.tensor
+
+    def tensor(data, *args, device=None, requires_grad=False, **kwargs):
+        # torch.tensor builds a real tensor on `device` before FakeTensorMode lifts it, which
+        # needs CUDA: build it on the CPU, then move it (a fake op while a fake mode runs).
+        if device is None or torch.device(device).type != "cuda":
+            return original_tensor(data, *args, device=device, requires_grad=requires_grad, **kwargs)
+        on_cpu = original_tensor(data, *args, **kwargs)
+        moved = torch.empty(on_cpu.shape, dtype=on_cpu.dtype, device=device).copy_(on_cpu)
+        return moved.requires_grad_(True) if requires_grad else moved
+
+    import torch.fx.experimental.proxy_tensor as proxy_tensor
+
+    original_proxy_call = proxy_tensor.proxy_call
+    original_fake_dispatch = fake_tensor_module.FakeTensorMode.dispatch
+
+    def proxy_call(proxy_mode, func, pre_dispatch, args, kwargs):
+        # Every op AOTAutograd records passes here first (make_fx's proxy mode).
+        return original_proxy_call(proxy_mode, func, pre_dispatch, args, _on_cuda_kwargs(args, kwargs))
+
+    def fake_dispatch(self, func, types, args=(), kwargs=None):
+        return original_fake_dispatch(self, func, types, args, _on_cuda_kwargs(args, kwargs or {}))
+
+    torch.tensor = tensor
+    proxy_tensor.proxy_call = proxy_call
+    fake_tensor_module.FakeTensorMode.dispatch = fake_dispatch
+    torch.Tensor._make_subclass = staticmethod(make_subclass)
+    fake_tensor_module._DISPATCH_META_HANDLERS[device_op] = device_handler
+    FakeTensor.__torch_dispatch__ = classmethod(dispatch)
+    FakeTensor.device = property(device, original_device.fset)
+    FakeTensor.is_cuda = property(is_cuda)
+    FakeTensor.get_device = get_device
+    try:
+        yield
+    finally:
+        torch.tensor = original_tensor
+        proxy_tensor.proxy_call = original_proxy_call
+        fake_tensor_module.FakeTensorMode.dispatch = original_fake_dispatch
+        if original_make_subclass is None:
+            del torch.Tensor._make_subclass
+        else:
+            torch.Tensor._make_subclass = original_make_subclass
+        fake_tensor_module._DISPATCH_META_HANDLERS[device_op] = original_handler
+        FakeTensor.__torch_dispatch__ = original_dispatch
+        FakeTensor.device = original_device
+        del FakeTensor.is_cuda
+        del FakeTensor.get_device
+
+
+def _on_cuda_kwargs(args, kwargs):
+    """`kwargs` with a `device=cpu` made cuda:0 when the op works on fake cuda tensors.
+
+    C++ composite ops take the device of a new tensor from an input's options, and
+    the C++ query answers `cpu` (see the module docstring): `mask.type_as(x)` becomes
+    `_to_copy(mask, dtype, device=cpu)`, where a GPU has `device=cuda:0`. An op that
+    takes a fake cuda tensor and is told `cpu` is given the GPU's answer instead.
+    (A model's own `.to("cpu")` is a device constant of the graph, already retargeted
+    to cuda with the others.)"""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    device = kwargs.get("device") if kwargs else None
+    if device is None or torch.device(device).type != "cpu":
+        return kwargs
+    if not any(isinstance(arg, FakeTensor) and _is_cuda_fake(arg) for arg in _tensors(args)):
+        return kwargs
+    device_audit.note_cpp_answer_corrected()
+    return {**kwargs, "device": torch.device("cuda", 0)}
+
+
+def _tensors(args):
+    for arg in args:
+        if isinstance(arg, (list, tuple)):
+            yield from arg
+        else:
+            yield arg
+
+
+def fake_cuda_like(tensor, fake_mode):
+    """A fresh leaf FakeTensor on cuda:0 in `fake_mode`, with `tensor`'s sizes (symbolic
+    ones kept), strides, dtype and requires_grad."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        meta = torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device="meta")
+    fake = FakeTensor(fake_mode, meta, torch.device("cuda", 0))
+    if tensor.requires_grad:
+        fake.requires_grad_(True)
+    return fake
