@@ -316,6 +316,9 @@ def test_queries_use_indexes_not_scans(workspace):
     up = store.query(kernel, 4)
     store.query(".kernelscope/runs/2/graphs/0_0_0-inference/wrapper.py", 1235)
     store.query("examples/mlp.py", GELU_LINE)
+    outer = store.query("examples/mlp.py", MAKE_LINE)  # an outer frame: via call
+    store.query("examples/mlp.py", MAKE_LINE, detail=False, rollup=True)
+    store.lines_for_file("examples/mlp.py")
     store.lines_for_file(kernel)
     store.lines_for_file(".kernelscope/runs/2/graphs/0_0_0-inference/wrapper.py")
     elapsed = time.perf_counter() - started
@@ -323,6 +326,7 @@ def test_queries_use_indexes_not_scans(workspace):
 
     assert [k.name for k in down.graphs[0].kernels] == ["triton_poi_fused_mul_1234"]
     assert [(s.file, s.line) for s in up.graphs[0].sources] == [("examples/big.py", 1236)]
+    assert [node.via for chain in outer.graphs for node in chain.post_nodes] == ["call"]
     assert len(statements) > 10
     scans = []
     for statement in statements:
@@ -333,5 +337,5 @@ def test_queries_use_indexes_not_scans(workspace):
             if whole_table or whole_run:
                 scans.append((detail, statement))
     assert scans == []
-    print(f"6 lookups on a 2,000-kernel run: {elapsed * 1000:.1f} ms")
+    print(f"9 lookups on a 2,000-kernel run: {elapsed * 1000:.1f} ms")
     store.close()
