@@ -34,13 +34,21 @@ def line_range(line: int, text: str | None = None) -> types.Range:
 
 
 def location(provenance: Provenance, stored_path: str, line: int, workspace: str | None = None,
-             line_map=None) -> types.Location | None:
-    """A stored file and 1-based line as an editor location (None when the line moved away)."""
+             line_map=None) -> dict | None:
+    """A stored file and 1-based line as an LSP Location in JSON form (whole line; None
+    when the line moved away). Plain dicts: answers can hold thousands of them, and
+    building lsprotocol objects costs 50 times more."""
     if line_map is not None:
         line = line_map.current_line(line)
         if line is None:
             return None
-    return types.Location(uri=provenance.uri_for(stored_path, workspace), range=line_range(line))
+    return {"uri": provenance.uri_for(stored_path, workspace),
+            "range": {"start": {"line": line - 1, "character": 0}, "end": {"line": line, "character": 0}}}
+
+
+def typed(loc: dict) -> types.Location:
+    start, end = loc["range"]["start"], loc["range"]["end"]
+    return types.Location(uri=loc["uri"], range=types.Range(start=types.Position(**start), end=types.Position(**end)))
 
 
 def link(provenance: Provenance, workspace: str | None = None):

@@ -38,11 +38,8 @@ def setup(server) -> None:
         return run_overview(server, run_id)
 
 
-def _range(loc: types.Location | None) -> dict | None:
-    if loc is None:
-        return None
-    return {"start": {"line": loc.range.start.line, "character": loc.range.start.character},
-            "end": {"line": loc.range.end.line, "character": loc.range.end.character}}
+def _range(loc: dict | None) -> dict | None:
+    return None if loc is None else loc["range"]
 
 
 def linked_ranges(server, uri: str, position: types.Position) -> dict:
@@ -58,9 +55,9 @@ def linked_ranges(server, uri: str, position: types.Position) -> dict:
     groups: dict[tuple[str, str], dict] = {}
 
     def add(loc: types.Location | None, role: str, label: str) -> None:
-        if loc is None or loc.uri == uri:
+        if loc is None or loc["uri"] == uri:
             return
-        entry = groups.setdefault((loc.uri, role), {"uri": loc.uri, "ranges": [], "role": role, "label": label})
+        entry = groups.setdefault((loc["uri"], role), {"uri": loc["uri"], "ranges": [], "role": role, "label": label})
         key = _range(loc)
         if key not in entry["ranges"]:
             entry["ranges"].append(key)
@@ -133,7 +130,7 @@ def kernels_for_line(server, uri: str, position: types.Position) -> dict:
                 if hit.kernel.kind != "extern" and hit.kernel.file:
                     loc = location(server.provenance, hit.kernel.file, first_kernel_line(server.provenance, hit))
                 found.append({"name": hit.kernel.name, "kind": hit.kernel.kind, "graph": hit.kernel.graph_label,
-                              "uri": loc.uri if loc else None, "range": _range(loc)})
+                              "uri": loc["uri"] if loc else None, "range": _range(loc)})
         return {"kernels": found}
     document, result = query_at(server, uri, position, "down")
     if result is None:
@@ -147,7 +144,7 @@ def kernels_for_line(server, uri: str, position: types.Position) -> dict:
                 loc = location(provenance, kernel.file, kernel_def_line(provenance, kernel.file))
             kernels.append({"name": kernel.name, "kind": kernel.kind,
                             "graph": f"{chain.graph.compile_id} {chain.graph.kind}",
-                            "uri": loc.uri if loc else None, "range": _range(loc)})
+                            "uri": loc["uri"] if loc else None, "range": _range(loc)})
     return {"kernels": kernels}
 
 
@@ -168,7 +165,7 @@ def source_for_line(server, uri: str, position: types.Position) -> dict:
             if loc is None:
                 continue
             code = f" {source.code.strip()}" if source.code else ""
-            sources.append({"uri": loc.uri, "range": _range(loc),
+            sources.append({"uri": loc["uri"], "range": _range(loc),
                             "label": f"{os.path.basename(source.file)}:{source.line}{code}"})
     return {"sources": sources}
 

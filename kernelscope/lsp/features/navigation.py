@@ -14,11 +14,11 @@ from kernelscope.store import QueryResult
 
 def setup(server) -> None:
     @server.guarded_feature(types.TEXT_DOCUMENT_DEFINITION)
-    def definition(server, params: types.DefinitionParams) -> list[types.Location] | None:
+    def definition(server, params: types.DefinitionParams) -> list[dict] | None:
         return definitions(server, params.text_document.uri, params.position) or None
 
     @server.guarded_feature(types.TEXT_DOCUMENT_REFERENCES)
-    def references(server, params: types.ReferenceParams) -> list[types.Location] | None:
+    def references(server, params: types.ReferenceParams) -> list[dict] | None:
         return reference_locations(server, params.text_document.uri, params.position) or None
 
 
@@ -48,13 +48,13 @@ def answer_at(server, uri: str, position: types.Position):
     return document, lines.source_line(server.provenance.store().conn, document.run_id, document.location.path, line)
 
 
-def definitions(server, uri: str, position: types.Position) -> list[types.Location]:
+def definitions(server, uri: str, position: types.Position) -> list[dict]:
     document, answer = answer_at(server, uri, position)
     provenance = server.provenance
     if document is not None and document.is_source:
         if answer is None:
             return []
-        targets: list[types.Location | None] = []
+        targets: list[dict | None] = []
         for graph in answer.graphs:
             for hit in graph.kernels:
                 if hit.kernel.kind != "extern" and hit.kernel.file:
@@ -80,36 +80,36 @@ def definitions(server, uri: str, position: types.Position) -> list[types.Locati
     return _unique(targets)
 
 
-def reference_locations(server, uri: str, position: types.Position) -> list[types.Location]:
+def reference_locations(server, uri: str, position: types.Position) -> list[dict]:
     document, answer = answer_at(server, uri, position)
     if document is not None and document.is_source:
-        return [] if answer is None else _unique(linked_locations(server, answer))
+        return [] if answer is None else _unique(entry_locations(server, answer))
     document, result = query_at(server, uri, position, "up")
     if result is None:
         return []
     return _unique(source_locations(server, result))
 
 
-def linked_locations(server, answer) -> list[tuple]:
-    """Every generated line of a model line's answer: graph lines, kernel lines, wrapper lines."""
+def entry_locations(server, answer) -> list[dict | None]:
+    """Where a model line went, one place per thing: each kernel at its first computed
+    line, each launch or extern call in the wrapper (the post-grad nodes of a graph
+    where nothing reached a kernel). Every linked line is in `kernelscope/linkedRanges`;
+    a references list of thousands would help nobody."""
     provenance = server.provenance
-    found: list[types.Location | None] = []
+    found: list[dict | None] = []
     for graph in answer.graphs:
         files = graph.graph.files
-        for kind, numbers in (("pre_grad", graph.pre_lines), ("post_grad", graph.post_lines)):
-            if files.get(kind):
-                found += [location(provenance, files[kind], number) for number in numbers]
+        if files.get("post_grad") and not graph.kernels:
+            found += [location(provenance, files["post_grad"], number) for number in graph.post_lines]
         for hit in graph.kernels:
             if hit.kernel.file:
-                found += [location(provenance, hit.kernel.file, number) for number in hit.lines]
+                found.append(location(provenance, hit.kernel.file, first_kernel_line(provenance, hit)))
             if files.get("wrapper"):
                 found += [location(provenance, files["wrapper"], number) for number in hit.calls]
-        if files.get("wrapper"):
-            found += [location(provenance, files["wrapper"], number) for number in graph.wrapper_lines]
     return found
 
 
-def source_locations(server, result: QueryResult) -> list[types.Location | None]:
+def source_locations(server, result: QueryResult) -> list[dict | None]:
     """The model lines of an answer, where they are in the files now."""
     found = []
     for chain in result.graphs:
@@ -137,12 +137,12 @@ def kernel_def_line(provenance, kernel_file: str) -> int:
     return 1
 
 
-def _unique(locations: list[types.Location | None]) -> list[types.Location]:
+def _unique(locations: list[dict | None]) -> list[dict]:
     seen, unique = set(), []
     for item in locations:
         if item is None:
             continue
-        key = (item.uri, item.range.start.line)
+        key = (item["uri"], item["range"]["start"]["line"])
         if key not in seen:
             seen.add(key)
             unique.append(item)

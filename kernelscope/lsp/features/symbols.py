@@ -4,7 +4,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from kernelscope.lsp import index, render
-from kernelscope.lsp.editor import location
+from kernelscope.lsp.editor import location, typed
 from kernelscope.lsp.features.navigation import kernel_def_line
 
 MAX_SYMBOLS = 500
@@ -30,7 +30,7 @@ def symbols(server, query: str) -> list[types.SymbolInformation]:
         path = graph.files.get("post_grad") or graph.files.get("wrapper")
         if path and wanted in name.lower():
             found.append(types.SymbolInformation(
-                name=name, kind=types.SymbolKind.Module, location=location(provenance, path, 1),
+                name=name, kind=types.SymbolKind.Module, location=typed(location(provenance, path, 1)),
                 container_name=f"run {run_id}"))
     for kernel in index.kernels_of_run(store.conn, run_id).values():
         if len(found) >= MAX_SYMBOLS:
@@ -39,6 +39,6 @@ def symbols(server, query: str) -> list[types.SymbolInformation]:
             continue
         found.append(types.SymbolInformation(
             name=kernel.name, kind=types.SymbolKind.Function,
-            location=location(provenance, kernel.file, kernel_def_line(provenance, kernel.file)),
+            location=typed(location(provenance, kernel.file, kernel_def_line(provenance, kernel.file))),
             container_name=render.kernel_detail(kernel)))
     return found
