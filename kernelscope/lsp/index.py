@@ -8,6 +8,7 @@ to eager. Runs never change once written, so results are cached by run id.
 """
 from __future__ import annotations
 
+import gc
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -85,6 +86,9 @@ class _Cache:
                     self._building.pop(key, None)
         if value is None:
             return None  # e.g. a run not written yet: ask again next time
+        # Cached answers live long and hold many objects: keep them out of the cyclic
+        # collector's scans, whose full passes over a big index stalled requests for ~1 s.
+        gc.freeze()
         with self._lock:
             self._items[key] = value
             while len(self._items) > self._size:
