@@ -117,6 +117,7 @@ def cuda_fake_tensors():
         return original_fake_dispatch(self, func, types, args, _on_cuda_kwargs(args, kwargs or {}))
 
     torch.tensor = tensor
+    _install_python_to()
     proxy_tensor.proxy_call = proxy_call
     fake_tensor_module.FakeTensorMode.dispatch = fake_dispatch
     torch.Tensor._make_subclass = staticmethod(make_subclass)
@@ -129,6 +130,7 @@ def cuda_fake_tensors():
         yield
     finally:
         torch.tensor = original_tensor
+        _remove_python_to()
         proxy_tensor.proxy_call = original_proxy_call
         fake_tensor_module.FakeTensorMode.dispatch = original_fake_dispatch
         if original_make_subclass is None:
@@ -140,6 +142,75 @@ def cuda_fake_tensors():
         FakeTensor.device = original_device
         del FakeTensor.is_cuda
         del FakeTensor.get_device
+
+
+# -- Tensor.to, decided on the Python device -------------------------------------------
+#
+# `x.to(device)` is a C++ composite: it returns `x` itself when nothing changes, else
+# `_to_copy`. It compares devices in C++, where a fake cuda tensor says `cpu`, so on the
+# fake cuda tensors every `.to("cuda")` would become a copy a GPU never makes (seen:
+# LLaMA's rotary embedding and masks). While AOTAutograd traces (Python dispatcher on),
+# these overloads run ATen's own logic (TensorConversions.cpp: to_impl, to_will_alias)
+# in Python, on the Python device.
+
+_TO_OVERLOADS = ("dtype_layout", "device", "dtype", "other")
+
+
+def _to_python(self, *args, **kwargs):
+    import torch
+
+    dtype = layout = device = pin_memory = None
+    rest = list(args)
+    if rest and isinstance(rest[0], torch.Tensor):  # to.other
+        other = rest.pop(0)
+        dtype, layout, device = other.dtype, other.layout, other.device
+    elif rest and isinstance(rest[0], (torch.device, str)):  # to.device
+        device = torch.device(rest.pop(0))
+        dtype = rest.pop(0) if rest else kwargs.pop("dtype")
+    elif rest and isinstance(rest[0], torch.dtype):  # to.dtype
+        dtype = rest.pop(0)
+    dtype = kwargs.pop("dtype", dtype)
+    layout = kwargs.pop("layout", layout)
+    device = kwargs.pop("device", device)
+    pin_memory = kwargs.pop("pin_memory", pin_memory)
+    names = ["non_blocking", "copy", "memory_format"]
+    values = dict(zip(names, rest))
+    values.update({name: kwargs[name] for name in names if name in kwargs})
+    non_blocking, copy = values.get("non_blocking", False), values.get("copy", False)
+    memory_format = values.get("memory_format")
+    if device is not None:
+        device = torch.device(device)
+        if device.index is None and device.type == "cuda":
+            device = torch.device("cuda", 0)
+    preserve = memory_format is None or memory_format == torch.preserve_format
+    if ((dtype is None or dtype == self.dtype) and (layout is None or layout == self.layout)
+            and (device is None or device == self.device) and not copy
+            and (preserve or torch._prims_common.suggest_memory_format(self) == memory_format)):
+        return self
+    return torch.ops.aten._to_copy.default(
+        self, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+        non_blocking=non_blocking, memory_format=memory_format)
+
+
+def _install_python_to() -> None:
+    import torch
+    from torch._C import DispatchKey
+
+    for name in _TO_OVERLOADS:
+        overload = getattr(torch.ops.aten.to, name)
+        overload.py_kernels[DispatchKey.CompositeImplicitAutograd] = _to_python
+        overload._dispatch_cache.clear()
+
+
+def _remove_python_to() -> None:
+    import torch
+    from torch._C import DispatchKey
+
+    for name in _TO_OVERLOADS:
+        overload = getattr(torch.ops.aten.to, name)
+        if overload.py_kernels.get(DispatchKey.CompositeImplicitAutograd) is _to_python:
+            del overload.py_kernels[DispatchKey.CompositeImplicitAutograd]
+        overload._dispatch_cache.clear()
 
 
 def _on_cuda_kwargs(args, kwargs):

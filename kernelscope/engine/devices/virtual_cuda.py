@@ -157,6 +157,10 @@ def _graph_on_cuda(gm):
     from torch.fx.node import map_aggregate
 
     def retarget(value):
+        # devices as torch.device, and as the strings "cpu" / "cpu:0" (an autocast region's
+        # device type, `.to("cpu")`, Dynamo's constant for `x.device.type`)
+        if isinstance(value, str) and value in ("cpu", "cpu:0"):
+            return "cuda"
         return _as_cuda(value) if isinstance(value, torch.device) else value
 
     cuda_gm = codegen_only.copy_graph_module(gm)
@@ -187,7 +191,8 @@ def _fake_cuda_inputs(gm, example_inputs, fake_mode):
             fakes.append(traced if isinstance(traced, torch.SymInt) and isinstance(value, int) else value)
             continue
         dynamo_fake = fake_mode.from_tensor(value)  # Dynamo's own (memoized) fake of this input
-        if value.dim() == 0 and dynamo_fake.item_memo is not None:
+        grapharg = placeholders[index].meta.get("grapharg") if index < len(placeholders) else None
+        if grapharg is not None and getattr(grapharg, "is_tensor", True) is False:
             # a Python number Dynamo passes as a 0-dim CPU tensor (dynamic shapes): a CPU
             # tensor on a GPU too, and its `.item()` must stay Dynamo's symbol
             fakes.append(dynamo_fake)
