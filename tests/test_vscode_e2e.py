@@ -152,6 +152,8 @@ USER_SETTINGS = {
     "chat.disableAIFeatures": True,
     "git.enabled": False,
     "update.mode": "none",
+    "editor.autoClosingBrackets": "never",
+    "editor.autoClosingQuotes": "never",
 }
 
 
@@ -223,13 +225,17 @@ def test_extension_in_code_server(tmp_path):
     check_against_store(workspace, results)
 
 
+def gelu_kernel_text(store, run_id: int) -> str:
+    kernel = next(k for k in store.show(run_id).kernels if "gelu" in k.name and k.kind == "triton")
+    return store.absolute_path(kernel.file).read_text()
+
+
 def check_against_store(workspace: Path, results: dict) -> None:
     from kernelscope.store import Store
 
     store = Store(workspace / ".kernelscope", create=False)
-    runs = store.runs()
-    assert len(runs) == 1, "Compile recorded exactly one run"
-    run_id = runs[0].id
+    runs = sorted(run.id for run in store.runs())
+    run_id = runs[0]  # the Compile's run; watch mode recorded the later one
     assert results["statusAfterCompile"].endswith(f"kernelscope: run {run_id}")
 
     answer = store.query(workspace / "examples" / "mlp.py", MODEL_LINE, run_id, "down")
@@ -278,6 +284,24 @@ def check_against_store(workspace: Path, results: dict) -> None:
     assert any(re.match(r"mlp\.py:21\b", s) for s in overview["sources"]), overview["sources"]
     assert names <= {t.split(" ")[0] for t in overview["kernels"]}
     assert results["overviewClick"]["activeTab"].startswith(results["overviewClick"]["kernel"])
+
+    # Reveal source from that kernel line: the model editor, at the line.
+    assert results["revealSource"]["tab"] == "mlp.py"
+    assert results["revealSource"]["line"] in model_lines
+
+    # The status bar's run picker lists the run; the inlay-hints setting reaches the server.
+    assert any(f"Run {run_id} — examples/mlp.py:make" in row for row in results["runPicker"]), results["runPicker"]
+    assert any("Follow the latest run" in row for row in results["runPicker"])
+    assert results["inlayHints"] == {"before": True, "off": False, "back": True}
+
+    # Watch mode: on, an edit saved records a new run that the status bar shows, off.
+    watch = results["watch"]
+    assert watch["watching"] and watch["stopped"]
+    assert watch["statusAfterSave"].endswith(f"kernelscope: run {runs[-1]}") and runs[-1] > run_id, (watch, runs)
+    assert 'h = F.gelu(h, approximate="tanh")' in (workspace / "examples" / "mlp.py").read_text()
+    assert "libdevice.erf" in gelu_kernel_text(store, run_id)
+    edited = gelu_kernel_text(store, runs[-1])
+    assert "libdevice.tanh" in edited and "libdevice.erf" not in edited
 
     # An interpreter without kernelscope: a notification with the install command; back: the server restarts.
     missing = results["missing"]

@@ -65,7 +65,10 @@ page.on('console', (msg) => {
 
 // ---- helpers over VS Code's DOM -------------------------------------------
 
-const statusItem = () => page.locator('.statusbar-item', { hasText: /kernelscope/ }).first();
+// The extension's item ("kernelscope.status"; VS Code prefixes the extension id); the
+// server's $/progress may add another status-bar entry that also says kernelscope.
+const STATUS = '.statusbar-item[id$="kernelscope.status"]';
+const statusItem = () => page.locator(STATUS);
 const cursorStatus = () => page.locator('[id="status.editor.selection"]');
 
 async function runCommand(title) {
@@ -81,6 +84,13 @@ async function runCommand(title) {
 
 async function openFile(name) {
   await page.keyboard.press('Escape');
+  // Quick open acts on the focused group; a webview holding the focus would swallow the keys.
+  const tab = page.locator('.editor-group-container').first().locator('.tab', { hasText: name }).first();
+  if (await tab.count()) {
+    await tab.click();
+    await page.locator('.editor-group-container.active .tab.active', { hasText: name }).waitFor({ timeout: 15000 });
+    return;
+  }
   await page.keyboard.press('Control+P');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
@@ -181,7 +191,7 @@ try {
     await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
     await statusItem().waitFor({ timeout: 60000 });
     await page.waitForFunction(
-      () => Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /kernelscope: (no run|run \d+)/.test(e.textContent ?? '')),
+      () => Array.from(document.querySelectorAll('.statusbar-item[id$="kernelscope.status"]')).some((e) => /kernelscope: (no run|run \d+)/.test(e.textContent ?? '')),
       null,
       { timeout: 60000 },
     );
@@ -196,12 +206,12 @@ try {
   await step('kernelscope: Compile', async () => {
     await runCommand('kernelscope: Compile');
     await page.waitForFunction(
-      () => Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /kernelscope: compiling/.test(e.textContent ?? '')),
+      () => Array.from(document.querySelectorAll('.statusbar-item[id$="kernelscope.status"]')).some((e) => /kernelscope: compiling/.test(e.textContent ?? '')),
       null,
       { timeout: 30000 },
     ).catch(() => log('did not see "compiling" (the compile may have been faster than the poll)'));
     await page.waitForFunction(
-      () => Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /kernelscope: (run \d+|failed)/.test(e.textContent ?? '')),
+      () => Array.from(document.querySelectorAll('.statusbar-item[id$="kernelscope.status"]')).some((e) => /kernelscope: (run \d+|failed)/.test(e.textContent ?? '')),
       null,
       { timeout: Number(args['compile-timeout']) * 1000 },
     );
@@ -287,6 +297,18 @@ try {
       modelLines: await waitForDecoratedLines(results.linked.linkedColor, 0),
     };
     await shot(page, '05-linked-kernel-to-model');
+  });
+
+  await step('Reveal source of this line (from the kernel)', async () => {
+    await runCommand('kernelscope: Reveal source of this line');
+    await page.waitForFunction(
+      () => document.querySelector('.editor-group-container.active .tab.active .label-name')?.textContent?.trim() === 'mlp.py',
+      null,
+      { timeout: 15000 },
+    );
+    await page.waitForTimeout(300);
+    results.revealSource = { tab: await activeTab(), line: await cursorLine() };
+    await page.keyboard.press('Control+2');
     await page.keyboard.press('Control+W'); // close the kernel: the overview gets the room
     await page.waitForFunction(() => document.querySelectorAll('.editor-group-container').length === 1);
   });
@@ -321,6 +343,42 @@ try {
     await shot(page, '07-overview-click-opens-kernel');
   });
 
+  await step('status bar opens the run picker', async () => {
+    await page.keyboard.press('Escape');
+    await statusItem().click();
+    const rows = page.locator('.quick-input-widget .monaco-list-row');
+    await rows.first().waitFor({ timeout: 15000 });
+    await page.waitForTimeout(300);
+    results.runPicker = (await rows.allTextContents()).map((t) => t.trim());
+    await shot(page, '08-run-picker');
+    await page.keyboard.press('Escape');
+  });
+
+  const hintsShown = () =>
+    page.evaluate(() => Array.from(document.querySelectorAll('.editor-group-container')[0]?.querySelectorAll('.view-line') ?? [])
+      .some((l) => /→\s*triton_/.test(l.textContent ?? ''))); // view lines use non-breaking spaces
+  const waitHints = async (wanted) => {
+    const deadline = Date.now() + 20000;
+    while (Date.now() < deadline) {
+      if ((await hintsShown()) === wanted) return wanted;
+      await page.waitForTimeout(250);
+    }
+    return !wanted;
+  };
+
+  if (args.settings) {
+    await step('inlay hints setting reaches the server', async () => {
+      await openFile('mlp.py');
+      results.inlayHints = { before: await waitHints(true) };
+      const original = readFileSync(args.settings, 'utf8');
+      writeFileSync(args.settings, JSON.stringify({ ...JSON.parse(original), 'kernelscope.inlayHints': false }, null, 2));
+      results.inlayHints.off = await waitHints(false);
+      await shot(page, '09-inlay-hints-off');
+      writeFileSync(args.settings, original);
+      results.inlayHints.back = await waitHints(true);
+    });
+  }
+
   if (args.settings && args['python-without-kernelscope']) {
     await step('interpreter without kernelscope: notification, then back', async () => {
       const original = readFileSync(args.settings, 'utf8');
@@ -329,7 +387,7 @@ try {
       const notice = page.locator('.notifications-toasts .notification-list-item', { hasText: 'kernelscope is not installed' }).first();
       await notice.waitFor({ timeout: 30000 });
       await page.waitForFunction(
-        () => Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /kernelscope: not installed/.test(e.textContent ?? '')),
+        () => Array.from(document.querySelectorAll('.statusbar-item[id$="kernelscope.status"]')).some((e) => /kernelscope: not installed/.test(e.textContent ?? '')),
         null,
         { timeout: 15000 },
       );
@@ -338,17 +396,63 @@ try {
         buttons: await notice.locator('.monaco-button').allTextContents(),
         status: (await statusItem().textContent())?.trim(),
       };
-      await shot(page, '08-kernelscope-not-installed');
+      await shot(page, '10-kernelscope-not-installed');
       // Back to the interpreter that has kernelscope: the server restarts and shows the run again.
       writeFileSync(args.settings, original);
       await page.waitForFunction(
-        () => Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /kernelscope: run \d+/.test(e.textContent ?? '')),
+        () => Array.from(document.querySelectorAll('.statusbar-item[id$="kernelscope.status"]')).some((e) => /kernelscope: run \d+/.test(e.textContent ?? '')),
         null,
         { timeout: 60000 },
       );
       results.missing.statusAfterRestore = (await statusItem().textContent())?.trim();
     });
   }
+
+  await step('Toggle watch: an edit and a save record a new run', async () => {
+    const watching = () => statusItem().locator('.codicon-eye').count();
+    await runCommand('kernelscope: Toggle watch');
+    await page.waitForFunction(
+      () => Array.from(document.querySelectorAll('.statusbar-item[id$="kernelscope.status"]')).some((e) => /kernelscope/.test(e.textContent ?? '') && e.querySelector('.codicon-eye')),
+      null,
+      { timeout: 60000 },
+    );
+    const runShown = async () => Number(/run (\d+)/.exec((await statusItem().textContent()) ?? '')?.[1] ?? 0);
+    results.watch = { watching: (await watching()) > 0, runAtStart: await runShown() };
+    const before = results.watch.runAtStart;
+    results.watch.runBeforeSave = before;
+    await openFile('mlp.py');
+    await goToLine(LINE);
+    // h = F.gelu(h)  ->  h = F.gelu(h, approximate="tanh"): the new kernel computes tanh, not erf.
+    await page.keyboard.press('End');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.type(', approximate="tanh")');
+    await page.keyboard.press('Control+S');
+    // Wait for a newer run, then until the status has settled for 5 s (the watch's own
+    // first build may land first; builds run one after another).
+    let last = '';
+    let since = Date.now();
+    const deadline = Date.now() + 150000;
+    while (Date.now() < deadline) {
+      const text = ((await statusItem().textContent()) ?? '').trim();
+      if (text !== last) {
+        last = text;
+        since = Date.now();
+      }
+      const run = Number(/kernelscope: run (\d+)/.exec(text)?.[1] ?? 0);
+      if (run > before && Date.now() - since > 5000) break;
+      await page.waitForTimeout(250);
+    }
+    results.watch.editedLine = (await (await editorLineLocator(0, 'F.gelu')).textContent())?.replace(/\u00a0/g, ' ').trim();
+    results.watch.statusAfterSave = (await statusItem().textContent())?.trim();
+    await shot(page, '11-watch-new-run');
+    await runCommand('kernelscope: Toggle watch');
+    await page.waitForFunction(
+      () => !Array.from(document.querySelectorAll('.statusbar-item[id$="kernelscope.status"]')).some((e) => /kernelscope/.test(e.textContent ?? '') && e.querySelector('.codicon-eye')),
+      null,
+      { timeout: 30000 },
+    );
+    results.watch.stopped = (await watching()) === 0;
+  });
 } catch (error) {
   failure = String(error?.stack ?? error);
   results.notifications = await page.locator('.notifications-toasts .notification-list-item-message').allTextContents().catch(() => []);

@@ -116,7 +116,7 @@ export function registerCommands(
             { placeHolder: 'Source lines of this generated line' },
           ))?.source;
       if (!source) return;
-      const sourceEditor = await openAt(source.uri, source.range.start.line, columnFor(source.uri, vscode.ViewColumn.One), true);
+      const sourceEditor = await openAt(source.uri, source.range.start.line, columnFor(source.uri, vscode.ViewColumn.One));
       sourceEditor.revealRange(toRange(source.range), vscode.TextEditorRevealType.InCenter);
       await highlighter.refresh(editor);
     } catch (error) {

@@ -13,7 +13,7 @@ import { interpreterChanged, resolveInterpreter, serverCommand, type ResolvedInt
 import { Methods, type StatusParams } from './protocol';
 import { activePythonExecutable } from './python';
 import { checkFailureMessage, checkInterpreter } from './serverCheck';
-import { serverOptionsPayload, type KernelscopeSettings } from './settings';
+import { needsRestart, serverOptionsPayload, type KernelscopeSettings, type ServerOptionsPayload } from './settings';
 import type { ClientState } from './statusText';
 
 /** The interpreter setting, and the other settings only where the user set them (workspace folder, workspace or user). */
@@ -42,6 +42,7 @@ export class ServerManager implements vscode.Disposable {
   private state: ClientState = 'stopped';
   private lastStatus: StatusParams | undefined;
   private starting: Promise<void> | undefined;
+  private sentOptions: ServerOptionsPayload | undefined;
   private readonly stateEmitter = new vscode.EventEmitter<{ state: ClientState; status?: StatusParams }>();
   /** Fires on every change of the client's state or the server's status. */
   readonly onDidChange = this.stateEmitter.event;
@@ -116,7 +117,7 @@ export class ServerManager implements vscode.Disposable {
       documentSelector: [{ scheme: 'file', language: 'python' }],
       outputChannel: this.output,
       traceOutputChannel: this.output,
-      initializationOptions: serverOptionsPayload(readSettings(), interpreter.python),
+      initializationOptions: (this.sentOptions = serverOptionsPayload(readSettings(), interpreter.python)),
       workspaceFolder: workspaceFolder(),
     };
     const client = new LanguageClient('kernelscope', 'kernelscope', serverOptions, clientOptions);
@@ -189,14 +190,20 @@ export class ServerManager implements vscode.Disposable {
     }
   }
 
-  /** Send changed settings (other than the interpreter) to the running server. */
+  /** Send changed settings (other than the interpreter) to the running server; restart it when one was removed. */
   async sendSettings(): Promise<void> {
     const client = this.current;
-    if (client) {
-      await client.sendNotification(DidChangeConfigurationNotification.type, {
-        settings: { kernelscope: serverOptionsPayload(readSettings(), this.interpreter?.python) },
-      });
+    if (!client) {
+      return;
     }
+    const options = serverOptionsPayload(readSettings(), this.interpreter?.python);
+    if (needsRestart(this.sentOptions, options)) {
+      this.output.info('A kernelscope setting was removed: restarting the server so that pyproject.toml or the default applies');
+      await this.restart();
+      return;
+    }
+    this.sentOptions = options;
+    await client.sendNotification(DidChangeConfigurationNotification.type, { settings: { kernelscope: options } });
   }
 
   dispose(): void {

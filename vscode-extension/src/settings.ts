@@ -38,8 +38,19 @@ export function serverOptionsPayload(settings: Partial<KernelscopeSettings>, pyt
   if (settings.train !== undefined) {
     payload.train = Boolean(settings.train);
   }
-  if (settings.inlayHints !== undefined) {
-    payload.inlayHints = Boolean(settings.inlayHints);
-  }
+  // No pyproject.toml equivalent: always the effective value (default on).
+  payload.inlayHints = settings.inlayHints ?? true;
   return payload;
+}
+
+/**
+ * Whether a settings change can go to the running server as didChangeConfiguration:
+ * the server keeps options it was once given, so a setting the user removed
+ * (falling back to pyproject.toml or the default) needs a fresh server.
+ */
+export function needsRestart(previous: ServerOptionsPayload | undefined, next: ServerOptionsPayload): boolean {
+  if (previous === undefined) {
+    return false;
+  }
+  return (Object.keys(previous) as (keyof ServerOptionsPayload)[]).some((key) => !(key in next));
 }

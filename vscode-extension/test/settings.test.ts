@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { serverOptionsPayload } from '../src/settings';
+import { needsRestart, serverOptionsPayload } from '../src/settings';
 
 test('only the settings the user set are sent, so pyproject.toml decides the rest', () => {
-  assert.deepEqual(serverOptionsPayload({}, '/p/python'), { python: '/p/python' });
-  assert.deepEqual(serverOptionsPayload({ target: '  ' }, undefined), { python: null });
+  assert.deepEqual(serverOptionsPayload({}, '/p/python'), { python: '/p/python', inlayHints: true });
+  assert.deepEqual(serverOptionsPayload({ target: '  ' }, undefined), { python: null, inlayHints: true });
 });
 
 test('set settings become the contract keys', () => {
@@ -12,9 +12,20 @@ test('set settings become the contract keys', () => {
     serverOptionsPayload({ target: ' examples/mlp.py:make ', deviceTarget: 'cpu-triton', train: true, inlayHints: false }, '/p/python'),
     { target: 'examples/mlp.py:make', deviceTarget: 'cpu-triton', train: true, inlayHints: false, python: '/p/python' },
   );
-  assert.deepEqual(serverOptionsPayload({ train: false }, undefined), { train: false, python: null });
+  assert.deepEqual(serverOptionsPayload({ train: false }, undefined), { train: false, python: null, inlayHints: true });
 });
 
 test('an unknown device target is left to the server default', () => {
   assert.equal(serverOptionsPayload({ deviceTarget: 'tpu' }, undefined).deviceTarget, undefined);
+});
+
+test('removing a setting restarts the server; changing or adding one does not', () => {
+  const withTrain = serverOptionsPayload({ train: true }, '/p');
+  const without = serverOptionsPayload({}, '/p');
+  assert.equal(needsRestart(undefined, without), false);
+  assert.equal(needsRestart(without, withTrain), false);
+  assert.equal(needsRestart(withTrain, serverOptionsPayload({ train: false }, '/p')), false);
+  assert.equal(needsRestart(withTrain, without), true);
+  // inlayHints is always sent, so turning it off and back to the default is a plain notification.
+  assert.equal(needsRestart(serverOptionsPayload({ inlayHints: false }, '/p'), without), false);
 });
