@@ -314,6 +314,7 @@ try {
   });
 
   await step('Show run: overview and fusion picture', async () => {
+    await page.keyboard.press('Control+B'); // hide the side bar: room for the overview
     await runCommand('kernelscope: Show run');
     const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
     await frame.locator('svg.fusion').waitFor({ timeout: 30000 });
@@ -327,8 +328,8 @@ try {
       coverageRows: Array.from(body.querySelectorAll('#coverage tbody tr')).map((tr) => Array.from(tr.children).map((td) => td.textContent?.trim())),
     }));
     results.overview = overview;
-    // Hover a kernel so the picture shows its edges lit up, then keep the screenshot.
-    await frame.locator('svg.fusion .fnode.kernel.clickable').first().hover();
+    // Hover the GELU line so the picture shows its edge lit up, then keep the screenshot.
+    await frame.locator('svg.fusion .fnode.source', { hasText: 'gelu' }).first().hover();
     await page.waitForTimeout(300);
     await shot(page, '06-run-overview');
     // Click a kernel node: the extension opens that kernel file.
