@@ -217,6 +217,7 @@ def test_extension_in_code_server(tmp_path):
         server_log.close()
         keep_logs(user_data)
     (ARTIFACTS / "scenario.log").write_text(scenario.stdout + scenario.stderr)
+    (ARTIFACTS / "stopped-processes.json").write_text(json.dumps(stopped))
     results = json.loads((ARTIFACTS / "results.json").read_text())
     assert scenario.returncode == 0 and results["failure"] is None, (
         f"{results.get('failure')}\n--- scenario output ---\n{scenario.stdout[-4000:]}{scenario.stderr[-4000:]}")
