@@ -112,7 +112,7 @@ def test_query_of_a_source_line_leads_with_a_summary(mlp_store, cli):
     assert code == 0
     assert out.splitlines()[2:7] == [
         "  graph 0/0 forward: 5 post-grad nodes · 1 Triton kernels · 0 extern calls · 9 generated lines",
-        "    (no module instance)  direct: 1 Triton, 0 extern, 9 generated lines, 5 post-grad nodes",
+        "    (top level: no submodule)  direct: 1 Triton, 0 extern, 9 generated lines, 5 post-grad nodes",
         "      source lines: examples/mlp.py:13",
         "      Triton: triton_poi_fused_gelu_0",
         "  graph 0/0 backward: 4 post-grad nodes · 1 Triton kernels · 0 extern calls · 9 generated lines",

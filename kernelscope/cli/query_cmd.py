@@ -102,7 +102,7 @@ def build_summary(result: QueryResult) -> Branch:
                         f"{len(triton)} Triton kernels · {len(externs)} extern calls · "
                         f"{chain.generated_lines} generated lines", "bold cyan")
         for summary in chain.modules:
-            name = summary.module or "(no module instance)"
+            name = summary.module or "(top level: no submodule)"
             kind = f" ({summary.module_class.rsplit('.', 1)[-1]})" if summary.module_class else ""
             module = Branch(f"{name}{kind}  {summary.via or 'direct'}: {len(summary.triton_kernels)} Triton, "
                             f"{len(summary.extern_calls)} extern, {summary.generated_lines} generated lines, "
