@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fusionSvg, layoutFusion } from '../src/overview/fusion';
-import { escapeHtml, shorten } from '../src/overview/html';
+import { KERNEL_LABEL_CHARS, SOURCE_LABEL_CHARS, fusionSvg, layoutFusion } from '../src/overview/fusion';
+import { escapeHtml, shorten, shortenEnd } from '../src/overview/html';
 import { coverageText, formatCreated, overviewBodyHtml, overviewShellHtml, passOf } from '../src/overview/page';
 import type { RunOverview } from '../src/protocol';
 
@@ -69,6 +69,19 @@ test('svg: clickable nodes carry uri and line, externs are not clickable, one pa
   assert.doesNotMatch(svg, /style=/, 'no inline styles (the CSP forbids them)');
 });
 
+test('labels fit their boxes; kernels carry their pass (fw/bw) to tell same-named externs apart', () => {
+  const overview = sample();
+  overview.fusion.sources[0].code = 'x'.repeat(200);
+  overview.fusion.kernels[1].name = 'triton_per_fused_' + 'y'.repeat(200);
+  const graphs = new Map(overview.kernels.map((k) => [k.id, k.graph]));
+  const layout = layoutFusion(overview.fusion, new Map(), graphs);
+  assert.ok(layout.sources.every((s) => s.label.length <= SOURCE_LABEL_CHARS));
+  assert.ok(layout.kernels.every((k) => k.label.length <= KERNEL_LABEL_CHARS));
+  assert.ok(SOURCE_LABEL_CHARS * 7.3 + 16 <= layout.sources[0].width);
+  assert.deepEqual(layout.kernels.map((k) => k.tag), ['bw', 'fw', 'fw']);
+  assert.match(fusionSvg(overview), /<text class="tag" [^>]*text-anchor="end">bw<\/text>/);
+});
+
 test('an empty fusion says so', () => {
   assert.match(fusionSvg({ fusion: { sources: [], kernels: [], edges: [] }, kernels: [] }), /No fusion links/);
 });
@@ -104,6 +117,7 @@ test('helpers', () => {
   assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
   assert.equal(shorten('abcdefghij', 6), 'abc…ij');
   assert.equal(shorten('abc', 6), 'abc');
+  assert.equal(shortenEnd('abcdefghij', 6), 'abcde…');
   assert.match(formatCreated(1795424302.4), /^20\d\d-\d\d-\d\d \d\d:\d\d:\d\d$/);
   assert.equal(formatCreated(new Date(2026, 10, 23, 9, 5, 7).getTime() / 1000), '2026-11-23 09:05:07');
   assert.equal(formatCreated('yesterday'), 'yesterday');

@@ -8,7 +8,7 @@
  */
 import type { FusionEdge, FusionKernel, FusionSource, RunOverview } from '../protocol';
 import { baseName } from '../uris';
-import { escapeHtml, shorten } from './html';
+import { escapeHtml, passOf, shorten, shortenEnd } from './html';
 
 export interface PlacedNode {
   id: string;
@@ -17,6 +17,7 @@ export interface PlacedNode {
   width: number;
   height: number;
   label: string;
+  tag: string; // fw / bw / inf for kernels
   title: string;
   uri: string | null;
   line: number;
@@ -44,13 +45,20 @@ const KERNEL_WIDTH = 400;
 const GAP = 160;
 const MARGIN = 12;
 const HEADER = 26;
+// Label budgets in characters: 12px monospace is about 7.3px a character, 8px padding each side.
+export const SOURCE_LABEL_CHARS = Math.floor((SOURCE_WIDTH - 16) / 7.3);
+export const KERNEL_LABEL_CHARS = Math.floor((KERNEL_WIDTH - 16 - 24) / 7.3); // room for the fw/bw tag
 
 /**
  * Place the nodes: sources in file/line order, kernels ordered by the mean
  * position of the lines fused into them (fewer crossings), both columns spread
  * over the same height.
  */
-export function layoutFusion(fusion: RunOverview['fusion'], kernelKinds: Map<string, string> = new Map()): FusionLayout {
+export function layoutFusion(
+  fusion: RunOverview['fusion'],
+  kernelKinds: Map<string, string> = new Map(),
+  kernelGraphs: Map<string, string> = new Map(),
+): FusionLayout {
   const sources = [...fusion.sources].sort(
     (a, b) => a.uri.localeCompare(b.uri) || a.line - b.line || a.id.localeCompare(b.id),
   );
@@ -78,7 +86,8 @@ export function layoutFusion(fusion: RunOverview['fusion'], kernelKinds: Map<str
     y: rowY(i, sources.length),
     width: SOURCE_WIDTH,
     height: NODE_HEIGHT,
-    label: shorten(`${baseName(s.uri)}:${s.line + 1}  ${s.code.trim()}`, 56),
+    label: shortenEnd(`${baseName(s.uri)}:${s.line + 1}  ${s.code.trim()}`, SOURCE_LABEL_CHARS),
+    tag: '',
     title: `${baseName(s.uri)}:${s.line + 1}  ${s.code.trim()}`,
     uri: s.uri,
     line: s.line,
@@ -93,8 +102,9 @@ export function layoutFusion(fusion: RunOverview['fusion'], kernelKinds: Map<str
       y: rowY(i, kernels.length),
       width: KERNEL_WIDTH,
       height: NODE_HEIGHT,
-      label: shorten(k.name, 58),
-      title: `${k.name} (${kind})`,
+      label: shorten(k.name, KERNEL_LABEL_CHARS),
+      tag: passOf(kernelGraphs.get(k.id) ?? ''),
+      title: `${k.name} (${kind}${kernelGraphs.get(k.id) ? `, ${kernelGraphs.get(k.id)}` : ''})`,
       uri: k.uri,
       line: 0,
       kind,
@@ -132,6 +142,7 @@ function nodeSvg(node: PlacedNode, side: 'source' | 'kernel'): string {
     `<title>${escapeHtml(node.title)}</title>` +
     `<rect x="${node.x}" y="${round(node.y)}" width="${node.width}" height="${node.height}" rx="4"/>` +
     `<text x="${node.x + 8}" y="${round(node.y + node.height / 2 + 4)}">${escapeHtml(node.label)}</text>` +
+    (node.tag ? `<text class="tag" x="${node.x + node.width - 6}" y="${round(node.y + node.height / 2 + 4)}" text-anchor="end">${escapeHtml(node.tag)}</text>` : '') +
     `</g>`
   );
 }
@@ -139,7 +150,8 @@ function nodeSvg(node: PlacedNode, side: 'source' | 'kernel'): string {
 /** The whole picture as an `<svg>` element string. */
 export function fusionSvg(overview: Pick<RunOverview, 'fusion' | 'kernels'>): string {
   const kinds = new Map(overview.kernels.map((k) => [k.id, k.kind]));
-  const layout = layoutFusion(overview.fusion, kinds);
+  const graphs = new Map(overview.kernels.map((k) => [k.id, k.graph]));
+  const layout = layoutFusion(overview.fusion, kinds, graphs);
   if (layout.sources.length === 0 && layout.kernels.length === 0) {
     return '<p class="empty">No fusion links in this run.</p>';
   }

@@ -8,7 +8,9 @@
 import type { RunOverview } from '../protocol';
 import { baseName } from '../uris';
 import { fusionSvg } from './fusion';
-import { escapeHtml } from './html';
+import { escapeHtml, passOf } from './html';
+
+export { passOf };
 
 function openLink(uri: string | null | undefined, line: number | null | undefined, text: string, title?: string): string {
   if (!uri) {
@@ -27,14 +29,6 @@ export function formatCreated(created: unknown): string {
   const d = new Date(seconds * 1000);
   const two = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
-}
-
-/** "fw", "bw" or "inf" from a graph label such as "0/0 forward". */
-export function passOf(graph: string): string {
-  if (/backward/.test(graph)) return 'bw';
-  if (/forward/.test(graph)) return 'fw';
-  if (/inference/.test(graph)) return 'inf';
-  return '';
 }
 
 /** One coverage value as text: fractions as percentages, {covered,total} pairs as "p% (c/t)". */
