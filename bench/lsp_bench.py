@@ -18,6 +18,7 @@ import argparse
 import dataclasses
 import json
 import os
+import pickle
 import random
 import shutil
 import statistics
@@ -74,6 +75,23 @@ def source_files(run) -> set[str]:
     return {file for file in files if not file.startswith("<")}
 
 
+def _copy_sources(run, folder: Path) -> None:
+    """Keep the recorded source files beside a pickled recording (another machine lacks them)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for file in source_files(run):
+        path = Path(file) if Path(file).is_absolute() else REPO / file
+        shutil.copyfile(path, folder / path.name)
+
+
+def _relocate(run, record_file: str) -> None:
+    """Point a pickled recording's source files at the copies beside it."""
+    global REPO_SOURCES
+    REPO_SOURCES = Path(record_file).resolve().parent / "sources"
+
+
+REPO_SOURCES: Path | None = None
+
+
 def replicate(run, workspace: Path, min_kernels: int, layers: int):
     """One run with the graphs of `run` copied until it has `min_kernels` kernels."""
     per_copy = sum(len(graph.kernels) for graph in run.graphs)
@@ -85,6 +103,8 @@ def replicate(run, workspace: Path, min_kernels: int, layers: int):
         mapping = {}
         for file in originals:
             path = Path(file) if Path(file).is_absolute() else REPO / file
+            if REPO_SOURCES is not None:
+                path = REPO_SOURCES / path.name
             target = workspace / "model" / f"group_{group:03d}" / path.name
             if not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -180,14 +200,28 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=300, help="requests per kind")
     parser.add_argument("--starts", type=int, default=10, help="server starts to time")
     parser.add_argument("--keep", metavar="DIR", help="build the workspace here and keep it")
+    parser.add_argument("--save-record", metavar="FILE", help="also pickle the recording here (then stop)")
+    parser.add_argument("--load-record", metavar="FILE",
+                        help="use a pickled recording instead of recording (a machine without torch)")
     args = parser.parse_args()
 
     workspace = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="kernelscope-lsp-bench-"))
     store_dir = workspace / ".kernelscope"
     if not (store_dir / "kernelscope.sqlite").exists():
         started = time.perf_counter()
-        run = record(args.target, args.device, train=True)
+        if args.load_record:
+            with open(args.load_record, "rb") as file:
+                run = pickle.load(file)
+            _relocate(run, args.load_record)
+        else:
+            run = record(args.target, args.device, train=True)
         recorded = time.perf_counter() - started
+        if args.save_record:
+            _copy_sources(run, Path(args.save_record).parent / "sources")
+            with open(args.save_record, "wb") as file:
+                pickle.dump(run, file)
+            print(f"pickled the recording to {args.save_record}")
+            return 0
         big, copies = replicate(run, workspace, args.kernels, args.layers)
         started = time.perf_counter()
         with Store(store_dir) as store:
