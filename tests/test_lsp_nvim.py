@@ -18,7 +18,7 @@ from lsp_support import REPO, line_of
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
 SCRIPT = Path(__file__).parent / "data" / "nvim_lsp_client.lua"
 MLP = REPO / "examples" / "mlp.py"
-DEVICE = "cpu-triton"
+DEVICE = "virtual-cuda"
 
 
 @pytest.mark.slow
