@@ -232,6 +232,22 @@ async def test_graph_breaks_are_diagnostics_with_a_quick_fix(examples):
 
 
 @pytest.mark.slow
+async def test_fallbacks_to_eager_are_diagnostics(recordings, tmp_path):
+    model = REPO / "bench" / "models" / "transformer_encoder.py"
+    with Store(tmp_path / "store") as store:
+        store.write_run(recordings.get_zoo("transformer_encoder"))
+    session = await start_session(REPO, {"store": str(tmp_path / "store")})
+    try:
+        session.open(model)
+        found = await session.wait_for_diagnostics(model, lambda d: any(x.code == "fallback" for x in d))
+        (fallback,) = [d for d in found if d.code == "fallback"]
+        assert fallback.range.start.line == line_of(model, "self.encoder(x)")
+        assert "_transformer_encoder_layer_fwd" in fallback.message and "(2 calls)" in fallback.message
+    finally:
+        await session.stop()
+
+
+@pytest.mark.slow
 async def test_custom_requests_of_the_vscode_contract(examples, example_store):
     gelu = line_of(MLP, "F.gelu(h)")
     position = {"textDocument": {"uri": uri(MLP)}, "position": {"line": gelu, "character": 0}}

@@ -120,17 +120,22 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
             range=where, severity=types.DiagnosticSeverity.Information, source=SOURCE, code="recompile",
             message=f"recompiled [{recompile.compile_id}]: guard failed: {recompile.reason}{stale}",
         ))
+    fallbacks: dict[tuple[int, str, str], int] = {}  # (line, op, graph) -> calls
     for kernel in index.kernels_of_run(store.conn, document.run_id).values():
         if not kernel.is_fallback:
             continue
         for file, line in index.kernel_sources(store.conn, document.run_id, kernel.id):
-            where = at(line) if file == key else None
-            if where is not None:
-                found.append(types.Diagnostic(
-                    range=where, severity=types.DiagnosticSeverity.Information, source=SOURCE, code="fallback",
-                    message=f"runs eagerly: `{kernel.name.split('#', 1)[0]}` falls back to ATen "
-                            f"(no generated kernel) in {kernel.graph_kind} [{kernel.compile_id}]{stale}",
-                ))
+            if file == key:
+                name = (line, kernel.name.split("#", 1)[0], f"{kernel.graph_kind} [{kernel.compile_id}]")
+                fallbacks[name] = fallbacks.get(name, 0) + 1
+    for (line, op, graph), calls in sorted(fallbacks.items()):
+        where = at(line)
+        if where is not None:
+            times = f" ({calls} calls)" if calls > 1 else ""
+            found.append(types.Diagnostic(
+                range=where, severity=types.DiagnosticSeverity.Information, source=SOURCE, code="fallback",
+                message=f"runs eagerly: `{op}` falls back to ATen (no generated kernel) in {graph}{times}{stale}",
+            ))
     return found
 
 
