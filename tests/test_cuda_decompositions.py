@@ -73,12 +73,20 @@ def test_fake_cuda_tensors_answer_cuda_in_python_and_run_autograd():
 
 def test_the_patches_are_undone_afterwards():
     import torch
-    from torch._subclasses.fake_tensor import FakeTensor
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch._subclasses.functional_tensor import FunctionalTensor
+    from torch.fx.experimental import proxy_tensor
 
-    before = (torch.tensor, FakeTensor.__dict__["device"], FakeTensor.__dict__["__torch_dispatch__"])
+    def state():
+        return (FakeTensor.__dict__["device"], FakeTensor.__dict__["__torch_dispatch__"],
+                FakeTensorMode.__dict__["avoid_device_init"], proxy_tensor.proxy_call,
+                proxy_tensor.CONSTANT_NUMEL_LIMIT, dict(torch.ops.aten.to.device.py_kernels))
+
+    before = state()
     with fake_cuda_mode():
-        assert torch.tensor is not before[0]
-    assert (torch.tensor, FakeTensor.__dict__["device"], FakeTensor.__dict__["__torch_dispatch__"]) == before
+        assert state() != before and "device" in FunctionalTensor.__dict__
+    assert state() == before
     assert "is_cuda" not in FakeTensor.__dict__ and "_make_subclass" not in torch.Tensor.__dict__
+    assert "device" not in FunctionalTensor.__dict__
     plain = traced_targets(torch.bmm, torch.randn(2, 1, 8), torch.randn(2, 8, 1))
     assert "aten.bmm.default" not in plain  # the CPU still decomposes as the CPU does

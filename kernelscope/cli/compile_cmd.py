@@ -12,7 +12,9 @@ def add_parser(subparsers) -> None:
         "compile",
         help="compile a model factory and record its provenance",
         description="Import PATH.py, call FACTORY() -> (model_or_callable, example_inputs), "
-        "compile it with torch.compile and record every graph, kernel and link into the store.",
+        "compile it with torch.compile and record every graph, kernel and link into the store. "
+        "A factory with a `device` parameter is called as FACTORY(device=...): 'cuda' for "
+        "--target cuda, 'cpu' for virtual-cuda and cpu-triton (their capture runs on the CPU).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  kernelscope compile examples/mlp.py:make\n"

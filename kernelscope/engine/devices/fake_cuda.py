@@ -11,11 +11,12 @@ Two things stand in the way on a machine without a GPU:
   and device guards need a CUDA build ("PyTorch is not linked with support for
   cuda devices", an abort). AOTAutograd traces the backward through that engine.
 - `torch.tensor(data, device="cuda")` builds a real cuda tensor before a fake mode
-  lifts it (Inductor's attention patterns do this while they are traced).
+  lifts it, and a fake mode computes ops on constants for real (Inductor's attention
+  patterns, and models' `torch.tensor(0.0, device=mask.device)`).
 
-So, while `cuda_fake_tensors()` is active, `torch.tensor` builds on the CPU and
-copies into a cuda tensor (fake ops under FakeTensorMode; the result is not a
-constant), and a fake cuda tensor is *CPU-backed*: its dispatch keys are the CPU's
+So, while `cuda_fake_tensors()` is active, FakeTensorMode is told the device is
+unavailable (`avoid_device_init`, its own switch for CPU-only builds: build on the
+CPU, move as a fake op, no real compute for cuda), and a fake cuda tensor is *CPU-backed*: its dispatch keys are the CPU's
 and the C++ `device()` query answers `cpu`, while every Python read — `t.device`, `t.is_cuda`, `t.get_device()`, which is what
   AOTAutograd, the decompositions and Inductor consult — answers `cuda:0`.
 
@@ -93,17 +94,6 @@ def cuda_fake_tensors():
         device_audit.note_python_query(self, "get_device", answer)
         return -1 if answer.type == "cpu" else (answer.index or 0)
 
-    original_tensor = torch.tensor
-
-    def tensor(data, *args, device=None, requires_grad=False, **kwargs):
-        # torch.tensor builds a real tensor on `device` before FakeTensorMode lifts it, which
-        # needs CUDA: build it on the CPU, then move it (a fake op while a fake mode runs).
-        if device is None or torch.device(device).type != "cuda":
-            return original_tensor(data, *args, device=device, requires_grad=requires_grad, **kwargs)
-        on_cpu = original_tensor(data, *args, **kwargs)
-        moved = torch.empty(on_cpu.shape, dtype=on_cpu.dtype, device=device).copy_(on_cpu)
-        return moved.requires_grad_(True) if requires_grad else moved
-
     import torch.fx.experimental.proxy_tensor as proxy_tensor
 
     original_proxy_call = proxy_tensor.proxy_call
@@ -116,7 +106,29 @@ def cuda_fake_tensors():
     def fake_dispatch(self, func, types, args=(), kwargs=None):
         return original_fake_dispatch(self, func, types, args, _on_cuda_kwargs(args, kwargs or {}))
 
-    torch.tensor = tensor
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    def functional_device(self):
+        # AOTAutograd's functionalization wraps each fake tensor; the wrapper's C++ device
+        # is the fake's C++ answer (`cpu`). Python reads on it (made by composite ops'
+        # Python kernels, which run above functionalization) get the fake's Python answer.
+        inner = torch._from_functional_tensor(self.elem)
+        return inner.device if isinstance(inner, FakeTensor) else functional_cpp_device.__get__(self)
+
+    functional_cpp_device = torch._C.TensorBase.device
+    FunctionalTensor.device = property(functional_device)
+    FunctionalTensor.is_cuda = property(lambda self: functional_device(self).type == "cuda")
+    FunctionalTensor.get_device = lambda self: (-1 if functional_device(self).type == "cpu"
+                                                else functional_device(self).index or 0)
+    # There is no GPU: FakeTensorMode's own answer for an unavailable device (build
+    # `torch.tensor(..., device="cuda")` on the CPU and move it as a fake op; no real
+    # compute for cuda constants). `torch.cuda.is_available()` is faked, so say it here.
+    original_avoid = fake_tensor_module.FakeTensorMode.__dict__["avoid_device_init"]
+    fake_tensor_module.FakeTensorMode.avoid_device_init = property(lambda self: True)
+    # make_fx keeps real values of small traced tensors (to answer `.item()` later) by
+    # computing each op on them for real: for cuda there is no device to compute on.
+    original_constant_limit = proxy_tensor.CONSTANT_NUMEL_LIMIT
+    proxy_tensor.CONSTANT_NUMEL_LIMIT = 0
     _install_python_to()
     proxy_tensor.proxy_call = proxy_call
     fake_tensor_module.FakeTensorMode.dispatch = fake_dispatch
@@ -129,7 +141,9 @@ def cuda_fake_tensors():
     try:
         yield
     finally:
-        torch.tensor = original_tensor
+        fake_tensor_module.FakeTensorMode.avoid_device_init = original_avoid
+        proxy_tensor.CONSTANT_NUMEL_LIMIT = original_constant_limit
+        del FunctionalTensor.device, FunctionalTensor.is_cuda, FunctionalTensor.get_device
         _remove_python_to()
         proxy_tensor.proxy_call = original_proxy_call
         fake_tensor_module.FakeTensorMode.dispatch = original_fake_dispatch
@@ -154,6 +168,20 @@ def cuda_fake_tensors():
 # in Python, on the Python device.
 
 _TO_OVERLOADS = ("dtype_layout", "device", "dtype", "other")
+
+
+def _to_python_kernel(overload):
+    def kernel(*args, **kwargs):
+        import torch
+        from torch._subclasses.fake_tensor import FakeTensor
+        from torch._subclasses.functional_tensor import FunctionalTensor
+
+        self = args[0] if args else kwargs.get("self")
+        if isinstance(self, (FakeTensor, FunctionalTensor)) and self.device.type == "cuda":
+            return _to_python(*args, **kwargs)
+        return overload._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, *args, **kwargs)  # ATen's own
+
+    return kernel
 
 
 def _to_python(self, *args, **kwargs):
@@ -198,7 +226,9 @@ def _install_python_to() -> None:
 
     for name in _TO_OVERLOADS:
         overload = getattr(torch.ops.aten.to, name)
-        overload.py_kernels[DispatchKey.CompositeImplicitAutograd] = _to_python
+        kernel = _to_python_kernel(overload)
+        kernel.kernelscope_python_to = True
+        overload.py_kernels[DispatchKey.CompositeImplicitAutograd] = kernel
         overload._dispatch_cache.clear()
 
 
@@ -208,7 +238,7 @@ def _remove_python_to() -> None:
 
     for name in _TO_OVERLOADS:
         overload = getattr(torch.ops.aten.to, name)
-        if overload.py_kernels.get(DispatchKey.CompositeImplicitAutograd) is _to_python:
+        if getattr(overload.py_kernels.get(DispatchKey.CompositeImplicitAutograd), "kernelscope_python_to", False):
             del overload.py_kernels[DispatchKey.CompositeImplicitAutograd]
         overload._dispatch_cache.clear()
 
