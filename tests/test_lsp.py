@@ -5,6 +5,7 @@ per session); the fast ones use a small synthetic run and check robustness.
 """
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
@@ -301,3 +302,53 @@ async def test_generated_files_links_highlights_and_symbols(examples, example_st
     await examples.command("kernelscope.selectRun", example_store[1]["mlp"])
     symbols = await examples.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="graph"))
     assert {s.name for s in symbols} == {"graph [0/0] forward", "graph [0/0] backward"}
+
+
+async def test_opening_and_hovering_never_runs_workspace_code(synthetic):
+    marker = synthetic / "ran.txt"
+    model = synthetic / "model.py"
+    model.write_text(f"open({str(marker)!r}, 'w').write('imported')\n\n\ndef make():\n"
+                     f"    open({str(marker)!r}, 'w').write('called')\n")
+    session = await start_session(synthetic, {})
+    try:
+        session.open(model)
+        session.open(synthetic / "examples" / "mlp.py")
+        await session.hover(model, 4)
+        await session.lenses(uri(model))
+        await session.hover(synthetic / "examples" / "mlp.py", line_of(synthetic / "examples" / "mlp.py", "gelu(h)"))
+        await asyncio.sleep(1.0)  # the store poll and background indexing have run
+        assert not marker.exists()
+        children = Path(f"/proc/{session.client._server.pid}/task")
+        assert children.exists()  # the server is alive and started no engine worker:
+        assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _is_worker_of(p, session)]
+    finally:
+        await session.stop()
+
+
+def _is_worker_of(proc: Path, session) -> bool:
+    try:
+        stat = (proc / "stat").read_text()
+        cmdline = (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return int(stat.rsplit(")", 1)[1].split()[1]) == session.client._server.pid and b"engine.worker" in cmdline
+
+
+async def test_configuration_changes_apply(synthetic):
+    session = await start_session(synthetic, {})
+    try:
+        source = synthetic / "examples" / "mlp.py"
+        session.open(source)
+        params = types.InlayHintParams(text_document=types.TextDocumentIdentifier(uri=uri(source)),
+                                       range=types.Range(start=types.Position(line=0, character=0),
+                                                         end=types.Position(line=60, character=0)))
+        hints = await session.client.text_document_inlay_hint_async(params)
+        assert any("gelu" in hint.label for hint in hints)
+        session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"kernelscope": {"inlayHints": False}}))
+        assert not await session.client.text_document_inlay_hint_async(params)
+        session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"kernelscope": {"store": "elsewhere"}}))
+        assert await session.hover(source, line_of(source, "gelu(h)")) is None  # no store there
+    finally:
+        await session.stop()
