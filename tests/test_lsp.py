@@ -352,3 +352,20 @@ async def test_configuration_changes_apply(synthetic):
         assert await session.hover(source, line_of(source, "gelu(h)")) is None  # no store there
     finally:
         await session.stop()
+
+
+async def test_a_store_that_cannot_be_read_is_reported(tmp_path):
+    (tmp_path / ".kernelscope").mkdir()
+    (tmp_path / ".kernelscope" / "kernelscope.sqlite").write_bytes(b"not a database at all" * 100)
+    model = tmp_path / "model.py"
+    model.write_text("x = 1\n")
+    session = await start_session(tmp_path, {})
+    try:
+        status = await session.wait_for_status(lambda s: s["state"] == "failed", timeout=10)
+        assert "kernelscope.sqlite" in status["message"]
+        assert any("kernelscope.sqlite" in message.message for message in session.client.messages)
+        session.open(model)
+        hover = await session.hover(model, 0)
+        assert hover is not None and "not a readable SQLite database" in hover.contents.value
+    finally:
+        await session.stop()
