@@ -230,11 +230,6 @@ def graph_source_lines(conn: sqlite3.Connection, run_id: int, frame_id: int) -> 
     return sorted((row[0], row[1]) for row in rows)
 
 
-def line_count(conn: sqlite3.Connection, run_id: int, path: str) -> int | None:
-    row = conn.execute("SELECT line_count FROM files WHERE path = ? AND run_id = ?", (path, run_id)).fetchone()
-    return None if row is None else row[0]
-
-
 def _frames(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
     """Rows of the call-stack tables (store schema 2); none from an older store."""
     try:
