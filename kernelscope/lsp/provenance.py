@@ -124,7 +124,8 @@ class Provenance:
         path = self.path_of_uri(uri)
         if store is None or path is None:
             return None
-        key = (str(path), self.selected_run, store.latest_run_id(), self._generation)
+        runs = tuple(store.conn.execute("SELECT MAX(id), COUNT(*) FROM runs").fetchone())  # new or deleted runs
+        key = (str(path), self.selected_run, runs, self._generation)
         location = self._located.get(key)
         if location is None:
             try:
