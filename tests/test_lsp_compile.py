@@ -79,16 +79,20 @@ async def test_compile_command_reports_progress_and_refreshes(tmp_path):
 
 
 async def test_worker_killed_mid_compile_is_restarted_and_the_last_run_stays(tmp_path):
-    session = await start_session(REPO, {"store": str(tmp_path / "store"), "deviceTarget": DEVICE})
+    session = await start_session(REPO, {"store": str(tmp_path / "store"), "deviceTarget": DEVICE,
+                                         "train": True})  # forward and backward: a longer compile to kill
     try:
         good = _plain(await session.command("kernelscope.compile", {"target": TARGET}))["runId"]
         server_pid = session.client._server.pid
         (killed,) = worker_pids(server_pid)
+        tokens = set(session.client.progress_reports)
         compile_ = asyncio.ensure_future(session.command("kernelscope.compile", {"target": TARGET}))
-        await session.wait_for_status(lambda status: status["state"] == "compiling" and len(
-            [s for s in session.statuses if s["state"] == "compiling"]) >= 2)
-        await asyncio.sleep(0.3)  # inside the record request
-        os.kill(killed, signal.SIGKILL)
+        for _ in range(600):  # until the engine reports its first phase of this compile
+            new = [values for token, values in session.client.progress_reports.items() if token not in tokens]
+            if new and any(isinstance(value, types.WorkDoneProgressReport) for value in new[0]):
+                break
+            await asyncio.sleep(0.01)
+        os.kill(killed, signal.SIGKILL)  # mid-compile
         with pytest.raises(JsonRpcException, match="SIGKILL"):
             await compile_
         assert session.statuses[-1]["state"] == "failed"
