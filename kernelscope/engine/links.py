@@ -38,6 +38,7 @@ def build_graph(
     record.post_grad_text, record.post_grad_nodes = _post_grad_nodes(
         capture, pre_grad, forward_by_seq_nr, skip_prefixes
     )
+    _pre_grad_from_inductor_mapping(record, inductor_mapping or {})
     record.wrapper_text = capture.wrapper_text
     record.inductor_mapping = inductor_mapping
     _link_wrapper_and_kernels(record, capture, inductor_mapping or {})
@@ -54,6 +55,26 @@ def _pre_grad_nodes(pre_grad: PreGradCapture, skip_prefixes) -> list[FxNode]:
                             n.get("nn_module_stack"))
         for n in pre_grad.gm
     ]
+
+
+def _pre_grad_from_inductor_mapping(record: GraphRecord, mapping: dict) -> None:
+    """Post-grad nodes whose FX provenance does not reach the pre-grad graph (e.g. a
+    weight transposed for the backward while AOTAutograd partitions the joint graph)
+    take the pre-grad nodes Inductor's own mapping names (`postToPre`), else those of
+    the same source line in the same module instance (as the TORCH_TRACE importer does)."""
+    post_to_pre = mapping.get("postToPre") if isinstance(mapping.get("postToPre"), dict) else {}
+    pre_names = {node.name for node in record.pre_grad_nodes}
+    by_line: dict[tuple, list[str]] = {}
+    for pre in record.pre_grad_nodes:
+        if pre.source is not None and pre.op not in ("placeholder", "output"):
+            by_line.setdefault((pre.source.file, pre.source.line, pre.module_path), []).append(pre.name)
+    for node in record.post_grad_nodes:
+        if node.op != "call_function" or node.from_pre_grad:
+            continue
+        named = {str(name) for name in post_to_pre.get(node.name) or () if str(name) in pre_names}
+        if not named and node.source is not None:
+            named = set(by_line.get((node.source.file, node.source.line, node.module_path), ()))
+        node.from_pre_grad = sorted(named)
 
 
 def _pre_grad_ancestors(node, pre_grad_graph_id: int) -> list[str]:
