@@ -6,6 +6,8 @@ from lsprotocol import types
 from kernelscope.errors import UserError
 from kernelscope.lsp import index, lines, render
 from kernelscope.lsp.editor import checked_line, link, recorded_line
+from kernelscope.lsp.features.code_lens import device_time_suffix
+from kernelscope.store import profiles
 
 
 def setup(server) -> None:
@@ -47,4 +49,8 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
     summary = index.source_lines(store.conn, document.run_id, document.location.path).get(line)
     stale = render.StaleNote(document.location.path, document.run_id, line, current) if document.stale else None
     text = document.lines[current - 1] if current <= len(document.lines) else ""
-    return render.source_hover(answer, text, summary, run, link(server.provenance), stale)
+    hover = render.source_hover(answer, text, summary, run, link(server.provenance), stale)
+    device_time = device_time_suffix(profiles.file_line_times(store.conn, document.run_id, document.location.path), line)
+    if device_time:
+        hover += f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} (profiled; shared = the kernels also serve other lines)"
+    return hover

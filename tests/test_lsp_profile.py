@@ -1,0 +1,51 @@
+"""GPU time in the language server: a run imported from a real H100 job's TORCH_TRACE
+log, with that job's profiler trace attached, shows device time in code lenses and
+hovers of the model lines ("0.42 ms · 31% of step", shared when the kernel serves
+several lines)."""
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from kernelscope.profile.attach import attach_trace
+from kernelscope.store import Store
+from kernelscope.store.profiles import line_times
+from kernelscope.trace_import import ImportOptions, import_log
+from lsp_support import REPO, line_of, start_session, uri
+from test_profile import DATA, JOB_CHECKOUT
+
+MLP = REPO / "examples" / "mlp.py"
+
+
+@pytest.fixture(scope="module")
+def profiled_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lsp-profile")
+    log = root / "dedicated_log_torch_trace_job.log"
+    log.write_bytes(gzip.decompress((DATA / "mlp_train.torch_trace.log.gz").read_bytes()))
+    result = import_log(log, ImportOptions(workspace=REPO, path_map=[(JOB_CHECKOUT, str(REPO))]))
+    with Store(root / "store") as store:
+        run_id = store.write_run(result.runs[0].run)
+        profile, _ = attach_trace(store, DATA / "mlp_train.trace.json.gz", run_id)
+        times = {line: us for (file, line), (us, _shared) in line_times(profile).items()
+                 if file == "examples/mlp.py"}
+    return root / "store", times
+
+
+async def test_lenses_and_hover_show_device_time(profiled_store):
+    store, times = profiled_store
+    assert times, "the attached trace gives the MLP's lines device time"
+    session = await start_session(REPO, {"store": str(store)})
+    try:
+        session.open(MLP)
+        lenses = await session.lenses(uri(MLP))
+        timed = {lens.range.start.line + 1: lens.command.title for lens in lenses if "of step" in lens.command.title}
+        assert set(timed) == {line for line, us in times.items() if us > 0}, (timed, times)
+        gelu = line_of(MLP, "F.gelu(h)")
+        assert "% of step" in timed[gelu + 1] and "shared" in timed[gelu + 1]  # fused with LayerNorm's line
+        hover = (await session.hover(MLP, gelu)).contents.value
+        assert "**GPU time**: " in hover and "of step" in hover
+        print(timed[gelu + 1], hover.splitlines()[-1], sep="\n")
+        assert "GPU time" not in ((await session.hover(MLP, line_of(MLP, "import torch"))) or "")
+    finally:
+        await session.stop()
