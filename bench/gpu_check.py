@@ -120,7 +120,8 @@ def triton_kernels(result: dict) -> list[dict]:
 
 def compare(real: dict, virtual: dict, mode: str = "default") -> dict:
     if "error" in real or "error" in virtual:
-        return {"error": real.get("error") or virtual.get("error"), "mode": mode}
+        side = "both" if "error" in real and "error" in virtual else "cuda" if "error" in real else "virtual-cuda"
+        return {"error": real.get("error") or virtual.get("error"), "error_in": side, "mode": mode}
     a, b = triton_kernels(real), triton_kernels(virtual)
     names_a, names_b = [k["name"] for k in a], [k["name"] for k in b]
     same_nodes = sum(1 for x, y in zip(a, b) if x["name"] == y["name"] and x["nodes"] == y["nodes"])
@@ -198,7 +199,7 @@ def main() -> int:
     print(f"{'case':44} {'real':>5} {'virt':>5} {'names':>6} {'fusion':>7} {'source':>7}  verdict")
     for key, row in rows.items():
         if "error" in row:
-            print(f"{key:44} error: {row['error'][-300:]}")
+            print(f"{key:44} error ({row['error_in']}): {row['error'][-300:]}")
             continue
         print(f"{key:44} {row['kernels_real']:5} {row['kernels_virtual']:5} {str(row['same_names']):>6} "
               f"{row['same_fusion']:7} {row['same_source']:7}  {row['verdict']}")

@@ -164,6 +164,7 @@ def _graph_on_cuda(gm):
         return _as_cuda(value) if isinstance(value, torch.device) else value
 
     cuda_gm = codegen_only.copy_graph_module(gm)
+    _keep_dynamo_metadata(gm, cuda_gm)
     for node in cuda_gm.graph.nodes:
         if node.op not in ("call_function", "call_method"):
             continue
@@ -175,6 +176,19 @@ def _graph_on_cuda(gm):
     return cuda_gm
 
 
+
+
+def _keep_dynamo_metadata(gm, copy) -> None:
+    """What Dynamo hands AOTAutograd beside the graph, which a deep copy drops: the
+    parameters' sources and each placeholder's `_dynamo_source`. Without them AOTAutograd
+    does not know which inputs are parameters (static inputs), and the partitioner saves
+    other tensors for the backward than on a GPU."""
+    copy.meta = dict(gm.meta)
+    if hasattr(gm, "_param_name_to_source"):
+        copy._param_name_to_source = gm._param_name_to_source
+    for original, copied in zip(gm.graph.nodes, copy.graph.nodes):
+        if hasattr(original, "_dynamo_source"):
+            copied._dynamo_source = original._dynamo_source
 
 
 def _fake_cuda_inputs(gm, example_inputs, fake_mode):
