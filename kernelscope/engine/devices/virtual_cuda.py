@@ -204,14 +204,13 @@ def _fake_cuda_inputs(gm, example_inputs, fake_mode):
             # a size under dynamic shapes: Dynamo's symbol, as AOTAutograd would take it
             fakes.append(traced if isinstance(traced, torch.SymInt) and isinstance(value, int) else value)
             continue
-        dynamo_fake = fake_mode.from_tensor(value)  # Dynamo's own (memoized) fake of this input
         grapharg = placeholders[index].meta.get("grapharg") if index < len(placeholders) else None
         if grapharg is not None and getattr(grapharg, "is_tensor", True) is False:
             # a Python number Dynamo passes as a 0-dim CPU tensor (dynamic shapes): a CPU
-            # tensor on a GPU too, and its `.item()` must stay Dynamo's symbol
-            fakes.append(dynamo_fake)
+            # tensor on a GPU too, and its `.item()` must stay Dynamo's symbol (memoized fake)
+            fakes.append(fake_mode.from_tensor(value))
             continue
-        like = traced if isinstance(traced, torch.Tensor) else dynamo_fake
+        like = traced if isinstance(traced, torch.Tensor) else fake_mode.from_tensor(value)
         fake = fake_cuda.fake_cuda_like(like, fake_mode)
         if value.requires_grad and not fake.requires_grad:
             fake.requires_grad_(True)
