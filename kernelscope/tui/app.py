@@ -7,7 +7,7 @@ are dropped.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from textual import on, work
@@ -44,6 +44,13 @@ from kernelscope.watch.events import (
 )
 
 PANE_KEYS = {SOURCE: "1", POST_GRAD: "2", KERNEL: "3", WRAPPER: "4"}
+# Only what the other panes show: a model line needs what is below it, a kernel line what is
+# above it (its launch comes from the run's facts); graph and wrapper lines need both.
+# Runs up to this size get their facts (source lines per kernel, module instances) read in the
+# background at once; bigger runs on demand (`f`, the module filter, sorting by source lines):
+# reading them means dumping the whole run (about 50 s for 5,000 kernels here).
+FACTS_AUTO_KERNELS = 1000
+QUERY_DIRECTION = {SOURCE: "down", POST_GRAD: "both", KERNEL: "up", WRAPPER: "both"}
 # Enter follows the chain down to the first of these panes with linked lines.
 FOLLOW_DOWN = {SOURCE: [POST_GRAD, KERNEL, WRAPPER], POST_GRAD: [KERNEL, WRAPPER], KERNEL: [WRAPPER],
                WRAPPER: [KERNEL, POST_GRAD]}
@@ -56,7 +63,6 @@ class OpenFile:
     path: str  # stored key
     label: str  # what the pane title shows
     text: str
-    markers: list[int] = field(default_factory=list)
 
 
 class KernelscopeApp(App):
@@ -72,6 +78,7 @@ class KernelscopeApp(App):
         Binding("b", "breaks", "breaks"),
         Binding("m", "modules", "module"),
         Binding("x", "clear_module", "all modules", show=False),
+        Binding("f", "load_facts", "load facts", show=False),
         Binding("question_mark", "help", "keys"),
         Binding("q", "quit", "quit"),
     ]
@@ -79,9 +86,18 @@ class KernelscopeApp(App):
     # -- messages the workers post back -------------------------------------------------
 
     class RunLoaded(Message):
-        def __init__(self, details: RunDetails, rows: list[KernelRow], source: OpenFile | None, cursor_line: int):
+        def __init__(self, details: RunDetails, rows: list[KernelRow], source: OpenFile | None, cursor_line: int,
+                     kept: bool):
             super().__init__()
             self.details, self.rows, self.source, self.cursor_line = details, rows, source, cursor_line
+            self.kept = kept  # the cursor's source line was carried over from the previous run
+
+    class MarkersLoaded(Message):
+        """The lines of a source file that have links (gutter marks), computed after the first paint."""
+
+        def __init__(self, run_id: int, path: str, lines: list[int]):
+            super().__init__()
+            self.run_id, self.path, self.lines = run_id, path, lines
 
     class LinksReady(Message):
         def __init__(self, generation: int, links: LinkSet, files: dict[str, OpenFile]):
@@ -120,7 +136,8 @@ class KernelscopeApp(App):
     def __init__(self, store: str | Path, run_id: int | None = None, compile_request: CompileRequest | None = None):
         super().__init__()
         self.store_root = Path(store).absolute()
-        self.gateway = StoreGateway(self.store_root)
+        self.gateway = StoreGateway(self.store_root)  # interactive reads: cursor moves, files
+        self.bulk_gateway = StoreGateway(self.store_root)  # whole-run reads that must not delay them
         self.requested_run = run_id
         self.compile_request = compile_request
         self.details: RunDetails | None = None
@@ -131,6 +148,9 @@ class KernelscopeApp(App):
         self.last_links: LinkSet | None = None
         self.last_query: tuple[str, int] | None = None  # (pane, line) of the links on screen
         self._compile_driver: CompileDriver | None = None
+        self._awaiting_first_line = False
+        self.facts_loading = False
+        self._launches: dict[str, dict[str, list[int]]] = {}  # wrapper -> kernel -> launch lines (links worker)
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
@@ -158,6 +178,7 @@ class KernelscopeApp(App):
         if self._compile_driver is not None:
             self._compile_driver.stop()
         self.gateway.close()
+        self.bulk_gateway.close()
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -185,12 +206,13 @@ class KernelscopeApp(App):
     def show_file(self, role: str, file: OpenFile, cursor_line: int | None = None) -> None:
         view = self.view(role)
         view.load(file.path, file.text, cursor_line, lex_strings=role != WRAPPER)
-        view.set_markers(file.markers)
         self.pane(role).show_file(file.label)
+        if role == SOURCE and self.run_id is not None:
+            self.load_markers(file.path, self.run_id)
 
     # -- workers: all store reads and compiles --------------------------------------------
 
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False, description="load run")
     def load_run(self, run_id: int | None, keep: tuple[str, int] | None = None, quiet: bool = False) -> None:
         try:
             details = self.gateway.call(lambda store: store.show(run_id))
@@ -199,10 +221,15 @@ class KernelscopeApp(App):
                 return
             raise
         rows = kernel_rows(details)
-        source, line = self.gateway.call(_initial_source, details, keep)
-        self.post_message(self.RunLoaded(details, rows, source, line))
+        source, line, kept = self.gateway.call(_initial_source, details, keep)
+        self.post_message(self.RunLoaded(details, rows, source, line, kept))
 
-    @work(thread=True, exclusive=True, group="links", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="markers", exit_on_error=False, description="load markers")
+    def load_markers(self, path: str, run_id: int) -> None:
+        links = self.gateway.call(lambda store: store.lines_for_file(path, run_id))
+        self.post_message(self.MarkersLoaded(run_id, path, [line.line for line in links.lines]))
+
+    @work(thread=True, exclusive=True, group="links", exit_on_error=False, description="query links")
     def query_links(self, generation: int, origin: str, path: str, line: int, run_id: int, workspace: str,
                     shown: dict[str, str | None], module: str, details: RunDetails | None = None,
                     rows: list[KernelRow] | None = None) -> None:
@@ -210,7 +237,8 @@ class KernelscopeApp(App):
             return generation == self.link_generation
 
         try:
-            result = self.gateway.call(lambda store: store.query(path, line, run_id), still_wanted=still_wanted)
+            result = self.gateway.call(lambda store: store.query(path, line, run_id, QUERY_DIRECTION[origin]),
+                                       still_wanted=still_wanted)
         except Stale:
             return
         links = link_set(result, origin, shown, module)
@@ -233,10 +261,13 @@ class KernelscopeApp(App):
         if known:
             lines = known[0]
         else:
-            lines = launch_lines(self.gateway.call(_open_file, wrapper_path, run_id).text, location.kernel)
+            if wrapper_path not in self._launches:
+                text = self.gateway.call(_open_file, wrapper_path, run_id).text
+                self._launches = {wrapper_path: launch_lines(text)}  # one wrapper's index at a time
+            lines = self._launches[wrapper_path].get(location.kernel, [])
         add_kernel_launches(links, wrapper_path, lines)
 
-    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False, description="open kernel")
     def open_kernel(self, row: KernelRow, run_id: int, wrapper_path: str | None) -> None:
         if row.file:
             file, line = self.gateway.call(_open_kernel, row.file, run_id)
@@ -246,21 +277,21 @@ class KernelscopeApp(App):
             line = row.wrapper_lines[0] if row.wrapper_lines else _line_containing(file.text, row.name.split("#")[0])
             self.post_message(self.FileOpened(WRAPPER, file, line))
 
-    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False, description="open source")
     def open_source(self, path: str, line: int, run_id: int, workspace: str) -> None:
         file = self.gateway.call(_open_source, path, run_id, workspace)
         self.post_message(self.FileOpened(SOURCE, file, line))
 
-    @work(thread=True, exclusive=True, group="facts", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="facts", exit_on_error=False, description="load facts")
     def load_facts(self, run_id: int) -> None:
-        dump = self.gateway.call(lambda store: store.dump(run_id))
+        dump = self.bulk_gateway.call(lambda store: store.dump(run_id))
         self.post_message(self.FactsLoaded(run_id, dump))
 
-    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False, description="list runs")
     def list_runs(self) -> None:
         self.post_message(self.RunsListed(self.gateway.call(lambda store: store.runs())))
 
-    @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="diff", exit_on_error=False, description="compare")
     def compare(self, before: int, after: int) -> None:
         from kernelscope.diff import compare_runs, load_side
         from kernelscope.diff.report import render
@@ -268,7 +299,7 @@ class KernelscopeApp(App):
         diff = compare_runs(load_side(str(before), self.store_root), load_side(str(after), self.store_root))
         self.post_message(self.DiffReady(f"kernelscope diff {before} {after}", render(diff, [], 0, "text")))
 
-    @work(thread=True, exclusive=True, group="compile", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="compile", exit_on_error=False, description="compile target")
     def compile_target(self) -> None:
         self._compile_driver = CompileDriver(self.compile_request, lambda event: self.post_message(self.CompileEvent(event)))
         self._compile_driver.drive()
@@ -298,6 +329,7 @@ class KernelscopeApp(App):
                             + (f" · {len(details.graph_breaks)} graph break(s)" if details.graph_breaks else ""))
         self.status.set_error("")
         self.facts_loaded = False
+        self.facts_loading = False
         self.modules = []
         self.last_links = self.last_query = None
         self.query_one(KernelList).set_rows(message.rows)
@@ -309,8 +341,35 @@ class KernelscopeApp(App):
             self.pane(SOURCE).show_file(None)
         else:
             self.show_file(SOURCE, message.source, message.cursor_line)
-            self.request_links(SOURCE, message.cursor_line)
-        self.load_facts(summary.id)
+            # A carried-over line is queried now; otherwise the cursor goes to the first linked line
+            # once the gutter marks are in (they can take a while on a big run: the screen comes first).
+            self._awaiting_first_line = not message.kept
+            if message.kept:
+                self.request_links(SOURCE, message.cursor_line)
+        if summary.kernel_count <= FACTS_AUTO_KERNELS:
+            self.action_load_facts()
+
+    def action_load_facts(self) -> None:
+        """Read the run's facts in the background (once per run)."""
+        if self.run_id is None or self.facts_loaded or self.facts_loading:
+            return
+        self.facts_loading = True
+        if self.details.summary.kernel_count > FACTS_AUTO_KERNELS:
+            self.status.set_progress("reading the run's kernel facts (source lines, modules) in the background…")
+        self.load_facts(self.run_id)
+
+    @on(MarkersLoaded)
+    def _markers_loaded(self, message: MarkersLoaded) -> None:
+        view = self.view(SOURCE)
+        if message.run_id != self.run_id or message.path != view.path:
+            return
+        view.set_markers(message.lines)
+        if self._awaiting_first_line:
+            self._awaiting_first_line = False
+            if message.lines:
+                view.move_cursor(message.lines[0], center=True)
+            else:
+                self.request_links(SOURCE, view.cursor_line)
 
     def request_links(self, origin: str, line: int) -> None:
         view = self.view(origin)
@@ -322,6 +381,8 @@ class KernelscopeApp(App):
 
     @on(CodeView.CursorMoved)
     def _cursor_moved(self, message: CodeView.CursorMoved) -> None:
+        if message.view.role == SOURCE:
+            self._awaiting_first_line = False
         self.request_links(message.view.role, message.line)
 
     @on(LinksReady)
@@ -335,6 +396,8 @@ class KernelscopeApp(App):
             view = self.view(role)
             if role in message.files:
                 self.show_file(role, message.files[role], pane.focus_line)
+            elif pane.focus_line is not None:
+                view.move_cursor(pane.focus_line, announce=False)  # its cursor waits on the linked line
             view.set_linked(pane.lines, pane.focus_line)
         self.last_links = links
         self.last_query = (links.origin, self.view(links.origin).cursor_line)
@@ -365,6 +428,10 @@ class KernelscopeApp(App):
         wrapper = next((graph.files.get("wrapper") for graph in self.details.graphs if graph.key == message.row.graph), None)
         self.open_kernel(message.row, self.details.summary.id, wrapper)
 
+    @on(KernelList.FactsWanted)
+    def _facts_wanted(self) -> None:
+        self.action_load_facts()
+
     @on(FileOpened)
     def _file_opened(self, message: FileOpened) -> None:
         self.show_file(message.pane, message.file, message.line)
@@ -379,6 +446,9 @@ class KernelscopeApp(App):
         kernel_list = self.query_one(KernelList)
         self.modules = add_run_facts(kernel_list.rows, message.dump)
         self.facts_loaded = True
+        self.facts_loading = False
+        if self.status.progress.startswith("reading the run's kernel facts"):
+            self.status.set_progress("")
         kernel_list.refresh_rows()
 
     @on(RunsListed)
@@ -449,6 +519,7 @@ class KernelscopeApp(App):
             self.open_source(where[0], where[1], self.details.summary.id, self.details.workspace)
 
     def action_modules(self) -> None:
+        self.action_load_facts()
         self.push_screen(ModuleFilterScreen(self.modules, self.module, self.facts_loaded), self._module_chosen)
 
     def _module_chosen(self, module) -> None:
@@ -468,13 +539,12 @@ class KernelscopeApp(App):
 
 
 def _open_file(store: Store, path: str, run_id: int, workspace: str | None = None) -> OpenFile:
-    """A file of the run; a source file (`workspace` given) also gets its linked lines as gutter markers."""
+    """A file of the run; a source file (`workspace` given) is labelled relative to the workspace."""
     location = store.locate(path, run_id)
     text = _read(location.absolute_path)
-    if workspace is None:
-        return OpenFile(path, _generated_label(path), text)
-    markers = [line.line for line in store.lines_for_file(path, run_id).lines]
-    return OpenFile(path, display_path(path, workspace), text, markers)
+    key = location.path  # one spelling per file, as the store's answers name it
+    label = _generated_label(key) if workspace is None else display_path(key, workspace)
+    return OpenFile(key, label, text)
 
 
 def _open_kernel(store: Store, path: str, run_id: int) -> tuple[OpenFile, int]:
@@ -493,9 +563,11 @@ def _open_source(store: Store, path: str, run_id: int, workspace: str) -> OpenFi
         return OpenFile(path, display_path(path, workspace), _read(absolute))
 
 
-def _initial_source(store: Store, details: RunDetails, keep: tuple[str, int] | None) -> tuple[OpenFile | None, int]:
-    """The source file to open with a run, and the cursor line: the kept position when the
-    run has that file, else the run's target file at its first linked line."""
+def _initial_source(store: Store, details: RunDetails,
+                    keep: tuple[str, int] | None) -> tuple[OpenFile | None, int, bool]:
+    """The source file to open with a run, the cursor line, and whether that line was kept:
+    the kept position when the run has that file, else the run's target file (line 1; the
+    first linked line follows with the gutter marks)."""
     run_id = details.summary.id
     candidates = ([keep[0]] if keep else []) + [target_file(details.summary.target)]
     candidates += [brk.file for brk in details.graph_breaks if brk.file]
@@ -505,16 +577,15 @@ def _initial_source(store: Store, details: RunDetails, keep: tuple[str, int] | N
         except (StoreError, UserError):
             continue
         if keep and path == keep[0]:
-            return file, keep[1]
-        return file, (file.markers or [1])[0]
+            return file, keep[1], True
+        return file, 1, False
     for kernel in details.kernels:  # a target whose model lives in other files
         if kernel.file:
             for line in store.lines_for_file(kernel.file, run_id).lines:
                 for chain in store.query(kernel.file, line.line, run_id, "up").graphs:
                     for source in chain.sources:
-                        file = _open_file(store, source.file, run_id, details.workspace)
-                        return file, source.line
-    return None, 1
+                        return _open_file(store, source.file, run_id, details.workspace), source.line, True
+    return None, 1, False
 
 
 def _read(path: str) -> str:

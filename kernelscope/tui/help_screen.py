@@ -18,13 +18,14 @@ KEYS = """\
   u, backspace  up to the model source line
   mouse      click a line to move there, double-click to follow, wheel to scroll
 
-[b]Kernels[/b]  5 or k focus the list · / search · s change the sort (or click a header) · enter open
+[b]Kernels[/b]  5 focuses the list · / search · s change the sort (or click a header) · enter open
   filter words: part of a name, kind:triton, kind:extern, fw, bw, inf, graph:0/1
 
 [b]Views[/b]
   r  runs: enter switches, c marks two runs to compare (kernelscope diff)
   b  graph breaks and recompiles, with their reasons: enter jumps to the source line
   m  module-instance filter (one layer), x clears it
+  f  read the run's kernel facts now (source lines per kernel, modules; automatic up to 1,000 kernels)
   ?  this help        q  quit
 """
 

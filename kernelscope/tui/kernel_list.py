@@ -11,7 +11,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Input
+from textual.events import Click
+from textual.widgets import Input, Static
+
+from kernelscope.tui.kernel_table import GAP, KernelTable
 
 from kernelscope.tui.run_data import SORT_COLUMNS, KernelFilter, KernelRow, has_device_time, sort_key
 
@@ -40,16 +43,19 @@ class KernelList(Vertical):
         self.shown_rows: list[KernelRow] = []
         self.filter = KernelFilter()
         self.sort_column = "phase"
+        self.columns: list[str] = []
+        self.header_widths: list[int] = []
         self.border_title = "kernels"
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter kernels: words of the name, kind:triton, fw, bw, graph:0/1  (/)",
                     id="kernel-filter")
-        yield DataTable(id="kernel-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="kernel-header")
+        yield KernelTable(id="kernel-table")
 
     @property
-    def table(self) -> DataTable:
-        return self.query_one(DataTable)
+    def table(self) -> KernelTable:
+        return self.query_one(KernelTable)
 
     def set_rows(self, rows: list[KernelRow]) -> None:
         self.rows = rows
@@ -62,27 +68,28 @@ class KernelList(Vertical):
     def refresh_rows(self) -> None:
         """Redraw the table from `rows`, keeping the kernel under the cursor where it can."""
         table = self.table
-        current = self.shown_rows[table.cursor_row].key if self.shown_rows and 0 <= table.cursor_row < len(self.shown_rows) else None
-        columns = [name for name in SORT_COLUMNS if name != "device" or has_device_time(self.rows)]
+        current = self.shown_rows[table.cursor_row].key if 0 <= table.cursor_row < len(self.shown_rows) else None
+        self.columns = [name for name in SORT_COLUMNS if name != "device" or has_device_time(self.rows)]
         self.shown_rows = sorted((row for row in self.rows if self.filter.keeps(row)), key=sort_key(self.sort_column))
-        table.clear(columns=True)
-        for name in columns:
-            label = COLUMNS[name] + (" ▼" if name == self.sort_column else "")
-            table.add_column(label, key=name)
-        table.add_rows([_cells(row, columns) for row in self.shown_rows])
+        labels = [COLUMNS[name] + (" ▼" if name == self.sort_column else "") for name in self.columns]
+        cells = [_cells(row, self.columns) for row in self.shown_rows]
+        widths = [max([len(label)] + [len(row[index]) for row in cells]) for index, label in enumerate(labels)]
+        self.query_one("#kernel-header", Static).update(
+            "".join(label.ljust(width + GAP) for label, width in zip(labels, widths)))
+        self.header_widths = widths
+        cursor = next((index for index, row in enumerate(self.shown_rows) if row.key == current), 0)
+        table.set_rows(cells, widths, cursor)
         shown = f"{len(self.shown_rows)} of {len(self.rows)}" if len(self.shown_rows) != len(self.rows) else str(len(self.rows))
         module = f" · module {self.filter.module}" if self.filter.module else ""
         self.border_title = f"kernels ({shown}){module} · sorted by {COLUMNS[self.sort_column]}"
-        if current is not None:
-            for index, row in enumerate(self.shown_rows):
-                if row.key == current:
-                    table.move_cursor(row=index, animate=False)
-                    break
+
+    class FactsWanted(Message):
+        """Sorting by source lines needs the run's facts."""
 
     def action_next_sort(self) -> None:
         columns = [name for name in SORT_COLUMNS if name != "device" or has_device_time(self.rows)]
         self.sort_column = columns[(columns.index(self.sort_column) + 1) % len(columns)]
-        self.refresh_rows()
+        self._sorted()
 
     def action_search(self) -> None:
         self.query_one(Input).focus()
@@ -96,15 +103,26 @@ class KernelList(Vertical):
     def _filter_submitted(self) -> None:
         self.table.focus()
 
-    @on(DataTable.HeaderSelected)
-    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
-        self.sort_column = str(event.column_key.value)
+    @on(Click, "#kernel-header")
+    def _header_clicked(self, event: Click) -> None:
+        """A click on a column's title sorts by that column."""
+        start = 0
+        for name, width in zip(self.columns, self.header_widths):
+            if start <= event.x < start + width + GAP:
+                self.sort_column = name
+                self._sorted()
+                return
+            start += width + GAP
+
+    def _sorted(self) -> None:
+        if self.sort_column == "sources" and any(row.source_lines is None for row in self.rows):
+            self.post_message(self.FactsWanted())
         self.refresh_rows()
 
-    @on(DataTable.RowSelected)
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
-        if 0 <= event.cursor_row < len(self.shown_rows):
-            self.post_message(self.KernelChosen(self, self.shown_rows[event.cursor_row]))
+    @on(KernelTable.RowChosen)
+    def _row_chosen(self, event: KernelTable.RowChosen) -> None:
+        if 0 <= event.index < len(self.shown_rows):
+            self.post_message(self.KernelChosen(self, self.shown_rows[event.index]))
 
 
 def _cells(row: KernelRow, columns: list[str]) -> list:

@@ -111,10 +111,15 @@ def add_kernel_launches(links: LinkSet, wrapper_path: str, launch_lines: list[in
         links.panes[WRAPPER] = PaneLinks(wrapper_path, lines, lines[0] if lines else None)
 
 
-def launch_lines(text: str, kernel: str) -> list[int]:
-    """The wrapper lines that launch `kernel` (`kernel.run(...)`), when the run's facts are not loaded."""
-    needle = f"{kernel}.run("
-    return [number for number, line in enumerate(text.splitlines(), 1) if needle in line]
+def launch_lines(text: str) -> dict[str, list[int]]:
+    """The wrapper's launch lines per kernel (`name.run(...)`), for when the run's facts are not loaded."""
+    launches: dict[str, list[int]] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if ".run(" in line:
+            name = line.strip().split(".run(", 1)[0]
+            if name.isidentifier():
+                launches.setdefault(name, []).append(number)
+    return launches
 
 
 def describe(chain: GraphChain, kernel: KernelRef | None, graph_count: int) -> str:

@@ -77,6 +77,7 @@ class CodeView(ScrollView, can_focus=True):
         self._starts_in_string: list[bool] = []
         self._segments: dict[int, list[Segment]] = {}
         self._scroll_target: tuple[int, bool] | None = None
+        self._fresh = False  # a file was loaded and not yet placed after layout
 
     # -- content ---------------------------------------------------------------------
 
@@ -92,6 +93,7 @@ class CodeView(ScrollView, can_focus=True):
         self.virtual_size = Size(width, len(self.lines))
         self.cursor_line = self._clamp(cursor_line or 1)
         self.scroll_to(x=0, y=0, animate=False, immediate=True)
+        self._fresh = True
         self._bring_into_view(self.cursor_line, center=True)
         self.refresh()
 
@@ -214,7 +216,11 @@ class CodeView(ScrollView, can_focus=True):
         height = max(self.scrollable_content_region.height, 1)
         top = self.scroll_offset.y
         if center:
-            if not top <= line - 1 < top + height:
+            # A newly loaded file is placed the same way every time, as soon as the view has a size.
+            recenter = self._fresh and self.scrollable_content_region.height > 0
+            if recenter:
+                self._fresh = False
+            if recenter or not top <= line - 1 < top + height:
                 self.scroll_to(y=max(line - 1 - height // 3, 0), animate=False, immediate=True)
         elif line - 1 < top:
             self.scroll_to(y=line - 1, animate=False, immediate=True)
