@@ -158,9 +158,11 @@ USER_SETTINGS = {
 
 
 def python_without_kernelscope(root: Path) -> Path:
-    """An interpreter that cannot import kernelscope: the system python3, isolated (-I) and without site-packages (-S)."""
+    """An interpreter that cannot import kernelscope: the venv's base Python, isolated
+    (-I: no environment variables, no current directory) and without site-packages (-S)."""
     wrapper = root / "python-without-kernelscope"
-    wrapper.write_text('#!/bin/sh\nexec /usr/bin/python3 -I -S "$@"\n')
+    base = os.path.realpath(sys.executable)
+    wrapper.write_text(f'#!/bin/sh\nexec "{base}" -I -S "$@"\n')
     wrapper.chmod(0o755)
     return wrapper
 

@@ -101,15 +101,28 @@ async function openFile(name) {
 }
 
 async function goToLine(line) {
-  await page.keyboard.press('Control+G');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`:${line}`);
-  await page.keyboard.press('Enter');
-  await page.waitForFunction(
-    (l) => document.querySelector('[id="status.editor.selection"]')?.textContent?.includes(`Ln ${l},`),
-    line,
-  );
+  // The quick input may take Enter before it has read the typed line (a loaded
+  // machine): check that the cursor moved and try again if not.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press('Control+G');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`:${line}`);
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: `${line}` }).first().waitFor({ timeout: 10000 }).catch(() => undefined);
+    await page.keyboard.press('Enter');
+    try {
+      await page.waitForFunction(
+        (l) => document.querySelector('[id="status.editor.selection"]')?.textContent?.includes(`Ln ${l},`),
+        line,
+        { timeout: 10000 },
+      );
+      return;
+    } catch (error) {
+      if (attempt >= 3) throw error;
+      log(`go to line ${line}: the cursor did not move, again (attempt ${attempt})`);
+      await page.keyboard.press('Escape');
+    }
+  }
 }
 
 async function activeTab() {
