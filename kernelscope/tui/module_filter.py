@@ -41,8 +41,17 @@ class ModuleFilterScreen(ModalScreen):
         options.add_options(["(all modules)", *[m for m in self.modules if event.value.lower() in m.lower()]])
 
     @on(Input.Submitted, "#module-search")
-    def _submit(self) -> None:
-        self.query_one(OptionList).focus()
+    def _submit(self, event: Input.Submitted) -> None:
+        """Enter on a typed path picks it when it names one instance exactly (or only one
+        matches); otherwise the list takes the focus with the first match highlighted."""
+        typed = event.value.strip()
+        matches = [m for m in self.modules if typed.lower() in m.lower()]
+        if typed and (typed in self.modules or len(matches) == 1):
+            self.dismiss(typed if typed in self.modules else matches[0])
+            return
+        options = self.query_one(OptionList)
+        options.focus()
+        options.highlighted = 1 if matches and typed else 0
 
     @on(OptionList.OptionSelected, "#module-list")
     def _chosen(self, event: OptionList.OptionSelected) -> None:

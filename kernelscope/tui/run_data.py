@@ -109,7 +109,7 @@ def add_run_facts(rows: list[KernelRow], dump: dict) -> list[str]:
                 source = node.get("source")
                 if source:
                     sources.add((source["file"], source["line"]))
-                module = node.get("module") or ""
+                module = node.get("module_path") or ""
                 if module:
                     row.modules.add(module)
             row.source_lines = sorted(sources)
