@@ -148,7 +148,8 @@ def lines_for_file(conn: sqlite3.Connection, location: Location) -> FileLinks:
 
     def entry(line: int) -> LineLinks:
         if line not in per_line:
-            per_line[line] = LineLinks(line=line, graphs=[], kernels=[], nodes=[], reasons=[])
+            per_line[line] = LineLinks(line=line, graphs=_UniqueList(), kernels=_UniqueList(),
+                                       nodes=_UniqueList(), reasons=_UniqueList())
         return per_line[line]
 
     if location.kind in (SOURCE, PRE_GRAD, POST_GRAD):
@@ -498,7 +499,7 @@ def _line_refs(rows: list[sqlite3.Row], reader: _Reader) -> list[_GroupedLine]:
                     ).fetchone()["name"]
                 kernel = kernel_names[row["kernel_id"]]
             ref = LineRef(file=row["file"], line=row["line"], text=row["text"], reason=row["reason"],
-                          nodes=[], kernel=kernel)
+                          nodes=_UniqueList(), kernel=kernel)
             grouped[key] = _GroupedLine(ref, row["graph_id"], row["kernel_id"])
         if row["node_name"] is not None:
             _add_unique(grouped[key].ref.nodes, row["node_name"])
@@ -657,6 +658,24 @@ def _select_in(conn: sqlite3.Connection, sql: str, ids: Iterable[int], plain: bo
     return rows
 
 
+class _UniqueList(list):
+    """A list that keeps each item once, in first-seen order, with O(1) membership
+    (the lists of an answer's lines grow to thousands on outer lines of deep models)."""
+
+    def __init__(self, items=()):
+        super().__init__()
+        self._seen: set = set()
+        for item in items:
+            self.add(item)
+
+    def add(self, item) -> None:
+        if item not in self._seen:
+            self._seen.add(item)
+            self.append(item)
+
+
 def _add_unique(items: list, item) -> None:
-    if item not in items:
+    if isinstance(items, _UniqueList):
+        items.add(item)
+    elif item not in items:
         items.append(item)
