@@ -1,7 +1,7 @@
-"""GPU time in the language server: a run imported from a real H100 job's TORCH_TRACE
-log, with that job's profiler trace attached, shows device time in code lenses and
-hovers of the model lines ("0.42 ms · 31% of step", shared when the kernel serves
-several lines)."""
+"""GPU time in the front ends: a run imported from a real H100 job's TORCH_TRACE log,
+with that job's profiler trace attached, shows device time in the language server's
+code lenses and hovers of the model lines ("0.42 ms · 31% of step", shared when the
+kernel serves several lines) and in the terminal explorer's kernel list."""
 from __future__ import annotations
 
 import gzip
@@ -49,3 +49,25 @@ async def test_lenses_and_hover_show_device_time(profiled_store):
         assert "GPU time" not in ((await session.hover(MLP, line_of(MLP, "import torch"))) or "")
     finally:
         await session.stop()
+
+
+def test_tui_kernel_list_shows_device_time(profiled_store):
+    """The terminal explorer's kernel list gets a device-time column on a profiled run."""
+    import asyncio
+
+    from kernelscope.tui.app import KernelscopeApp
+    from kernelscope.tui.kernel_list import KernelList
+    from test_tui import SIZE, settle
+
+    store, _ = profiled_store
+
+    async def scenario():
+        app = KernelscopeApp(store, run_id=1)
+        async with app.run_test(size=SIZE) as pilot:
+            kernels = app.query_one(KernelList)
+            await settle(pilot, lambda: bool(kernels.rows))
+            assert "device" in kernels.columns
+            timed = [row for row in kernels.rows if row.device_time_us]
+            assert timed and any("gelu" in row.name for row in timed)
+
+    asyncio.run(scenario())
