@@ -125,7 +125,7 @@ def recorded_code(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int,
         ):
             if row[0] is not None and row[0] not in code:
                 code[row[0]] = row[1] or ""
-        for line, text in _frames(conn, "SELECT line, code FROM stack_frames WHERE run_id = ? AND file = ?",
+        for line, text in optional_rows(conn, "SELECT line, code FROM stack_frames WHERE run_id = ? AND file = ?",
                                   (run_id, path)):
             if text or line not in code:
                 code[line] = text or ""
@@ -230,7 +230,7 @@ def graph_source_lines(conn: sqlite3.Connection, run_id: int, frame_id: int) -> 
     return sorted((row[0], row[1]) for row in rows)
 
 
-def _frames(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
+def optional_rows(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
     """Rows of the call-stack tables (store schema 2); none from an older store."""
     try:
         return [tuple(row) for row in conn.execute(sql, params)]
@@ -238,7 +238,7 @@ def _frames(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
         return []
 
 
-def _select_in(conn: sqlite3.Connection, sql: str, ids) -> list[tuple]:
+def select_in(conn: sqlite3.Connection, sql: str, ids) -> list[tuple]:
     ids = sorted(ids)
     rows: list[tuple] = []
     for start in range(0, len(ids), _CHUNK):

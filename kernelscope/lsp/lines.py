@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from kernelscope.lsp import index
 
-_CHUNK = 500
 
 
 @dataclass
@@ -87,28 +86,28 @@ def _build(conn: sqlite3.Connection, run_id: int, path: str) -> FileIndex:
                             (run_id, path)):
         info[row[0]] = tuple(row[:6])
         direct_of.setdefault(row[6], set()).add(row[0])
-    for row in _optional(conn, f"""SELECT {columns}, f.line FROM stack_frames f JOIN nodes n ON n.stack_id = f.stack_id
+    for row in index.optional_rows(conn, f"""SELECT {columns}, f.line FROM stack_frames f JOIN nodes n ON n.stack_id = f.stack_id
                                   WHERE f.run_id = ? AND f.file = ?
                                   AND f.depth < (SELECT size - 1 FROM stacks WHERE id = f.stack_id)""",
                          (run_id, path)):
         info[row[0]] = tuple(row[:6])
         called_of.setdefault(row[6], set()).add(row[0])
     posts_of_pre: dict[int, set[int]] = {}
-    for post_id, pre_id in _select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links "
+    for post_id, pre_id in index.select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links "
                                             "WHERE pre_node_id IN ({})",
                                       [node_id for node_id, row in info.items() if row[1] == "pre"]):
         posts_of_pre.setdefault(pre_id, set()).add(post_id)
     missing = {post for posts in posts_of_pre.values() for post in posts} - set(info)
-    for row in _select_in(conn, f"SELECT {columns} FROM nodes n WHERE n.id IN ({{}})", missing):
+    for row in index.select_in(conn, f"SELECT {columns} FROM nodes n WHERE n.id IN ({{}})", missing):
         info[row[0]] = tuple(row)
     all_posts = [node_id for node_id, row in info.items() if row[1] == "post"]
     kernels_of_node: dict[int, list[int]] = {}
-    for kernel_id, node_id in _select_in(conn, "SELECT kernel_id, node_id FROM kernel_nodes WHERE node_id IN ({})",
+    for kernel_id, node_id in index.select_in(conn, "SELECT kernel_id, node_id FROM kernel_nodes WHERE node_id IN ({})",
                                          all_posts):
         kernels_of_node.setdefault(node_id, []).append(kernel_id)
     kernel_rows: dict[int, list[tuple]] = {}  # node -> (kernel, line, shared, computes a value)
     wrapper_rows: dict[int, list[tuple]] = {}  # node -> (graph, line)
-    for node_id, kernel_id, graph_id, number, shared, value in _select_in(
+    for node_id, kernel_id, graph_id, number, shared, value in index.select_in(
             conn, """SELECT node_id, kernel_id, graph_id, line, reason LIKE 'shared:%', text LIKE 'tmp%'
                      FROM generated_lines WHERE node_id IN ({})""", all_posts):
         if kernel_id is None:
@@ -116,7 +115,7 @@ def _build(conn: sqlite3.Connection, run_id: int, path: str) -> FileIndex:
         else:
             kernel_rows.setdefault(node_id, []).append((kernel_id, number, shared, value))
     calls: dict[int, list[int]] = {}
-    for kernel_id, wrapper_line in _select_in(conn, "SELECT kernel_id, wrapper_line FROM kernel_calls "
+    for kernel_id, wrapper_line in index.select_in(conn, "SELECT kernel_id, wrapper_line FROM kernel_calls "
                                                     "WHERE kernel_id IN ({})",
                                               {k for ids in kernels_of_node.values() for k in ids}):
         calls.setdefault(kernel_id, []).append(wrapper_line)
@@ -213,19 +212,3 @@ def _summaries(answers: dict[int, LineAnswer], direct_lines: set[int]) -> dict[i
         fused.discard(line)
         summary.fused_with = sorted(fused)
     return summaries
-
-
-def _optional(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
-    try:
-        return [tuple(row) for row in conn.execute(sql, params)]
-    except sqlite3.OperationalError:  # a store without call stacks (schema 1)
-        return []
-
-
-def _select_in(conn: sqlite3.Connection, sql: str, ids) -> list[tuple]:
-    ids = sorted(ids)
-    rows: list[tuple] = []
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start:start + _CHUNK]
-        rows += [tuple(row) for row in conn.execute(sql.format(", ".join("?" * len(chunk))), chunk)]
-    return rows
