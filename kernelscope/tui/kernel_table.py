@@ -14,18 +14,15 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from kernelscope.tui.panes.code_view import LINE_CURSOR_BINDINGS
+
 GAP = 2
 
 
 class KernelTable(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"kernel-table--cursor", "kernel-table--cursor-unfocused", "kernel-table--zebra"}
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "up", show=False),
-        Binding("down,j", "cursor(1)", "down", show=False),
-        Binding("pageup", "page(-1)", "page up", show=False),
-        Binding("pagedown", "page(1)", "page down", show=False),
-        Binding("home,g", "edge(0)", "top", show=False),
-        Binding("end,G", "edge(1)", "bottom", show=False),
+        *LINE_CURSOR_BINDINGS,
         Binding("enter", "choose", "open kernel"),
     ]
 

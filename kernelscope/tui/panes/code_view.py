@@ -17,6 +17,17 @@ from textual.strip import Strip
 
 from kernelscope.tui.panes.syntax import highlight, string_lines
 
+# Keys that move a line cursor (up/down, a page, to either end): the code panes and the
+# kernel table both implement actions cursor, page and edge.
+LINE_CURSOR_BINDINGS = [
+    Binding("up,k", "cursor(-1)", "up", show=False),
+    Binding("down,j", "cursor(1)", "down", show=False),
+    Binding("pageup", "page(-1)", "page up", show=False),
+    Binding("pagedown", "page(1)", "page down", show=False),
+    Binding("home,g", "edge(0)", "top", show=False),
+    Binding("end,G", "edge(1)", "bottom", show=False),
+]
+
 MARKER = "▌"
 
 
@@ -30,12 +41,7 @@ class CodeView(ScrollView, can_focus=True):
         "code-view--linked-cursor",
     }
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "up", show=False),
-        Binding("down,j", "cursor(1)", "down", show=False),
-        Binding("pageup", "page(-1)", "page up", show=False),
-        Binding("pagedown", "page(1)", "page down", show=False),
-        Binding("home,g", "edge(0)", "top", show=False),
-        Binding("end,G", "edge(1)", "bottom", show=False),
+        *LINE_CURSOR_BINDINGS,
         Binding("left,h", "scroll_sideways(-4)", "left", show=False),
         Binding("right,l", "scroll_sideways(4)", "right", show=False),
         Binding("n", "next_linked(1)", "next linked"),
