@@ -2,10 +2,13 @@
 stored paths -> URIs and links, and the checks every position request makes."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from kernelscope.lsp.provenance import Document, Provenance
+if TYPE_CHECKING:  # the store side loads after `initialize` (see server.py)
+    from kernelscope.lsp.provenance import Document, Provenance
 
 
 def checked_line(document: Document, position: types.Position) -> int:

@@ -4,6 +4,12 @@ Each module of `features/` registers its handlers with `setup(server)`. A featur
 whose handler fails logs the error and answers that request with an LSP error;
 the other features, and the server, go on. Requests whose parameters do not
 parse get an InvalidParams error response (pygls alone would drop them).
+
+Start-up: the server answers `initialize` before it loads the store side
+(`kernelscope.store`, `provenance`, `index`, `lines`, `render`, the engine worker
+client). `provenance` and `compiler` are made on first use, and the feature modules
+import those modules inside their handlers; the `initialized` notification that
+follows the answer loads them (it reads the latest run).
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import importlib
 import logging
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
@@ -21,9 +28,11 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from kernelscope import __version__
-from kernelscope.lsp.compiler import Compiler
 from kernelscope.lsp.options import OptionsError, ServerOptions
-from kernelscope.lsp.provenance import Document, Provenance
+
+if TYPE_CHECKING:
+    from kernelscope.lsp.compiler import Compiler
+    from kernelscope.lsp.provenance import Document, Provenance
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +73,9 @@ class KernelscopeServer(LanguageServer):
                          text_document_sync_kind=types.TextDocumentSyncKind.Full, max_workers=4)
         self.options = ServerOptions()
         self.root = Path.cwd()
-        self.provenance = Provenance(self.root, self.root / self.options.store)
-        self.compiler = Compiler(self.root, on_output=self._worker_output)
+        self._provenance: Provenance | None = None  # made on first use: see `provenance`
+        self._compiler: Compiler | None = None
+        self._lazy_lock = threading.Lock()
         self.watch_session = None  # a kernelscope.watch.WatchSession while watching
         self.compile_problems: dict[str, list[types.Diagnostic]] = {}  # file path -> diagnostics
         self.state = {"state": "idle", "runId": None, "message": "", "target": None}
@@ -81,9 +91,34 @@ class KernelscopeServer(LanguageServer):
     def configure(self, root: Path, raw_options) -> None:
         self.root = root
         self.options = ServerOptions.from_dict(raw_options, self.options)
-        self.provenance.workspace = root
-        self.provenance.set_store_dir(self.store_dir)
-        self.compiler.workspace = root
+        if self._provenance is not None:
+            self._provenance.workspace = root
+            self._provenance.set_store_dir(self.store_dir)
+        if self._compiler is not None:
+            self._compiler.workspace = root
+
+    @property
+    def provenance(self) -> Provenance:
+        """The store as the features see it; made (and `kernelscope.store` imported) on
+        first use, which is after the `initialize` answer."""
+        if self._provenance is None:
+            with self._lazy_lock:
+                if self._provenance is None:
+                    from kernelscope.lsp.provenance import Provenance
+
+                    self._provenance = Provenance(self.root, self.store_dir)
+        return self._provenance
+
+    @property
+    def compiler(self) -> Compiler:
+        """Compiles through the engine worker; made on first use (a command, watch mode)."""
+        if self._compiler is None:
+            with self._lazy_lock:
+                if self._compiler is None:
+                    from kernelscope.lsp.compiler import Compiler
+
+                    self._compiler = Compiler(self.root, on_output=self._worker_output)
+        return self._compiler
 
     @property
     def store_dir(self) -> Path:
@@ -177,7 +212,8 @@ class KernelscopeServer(LanguageServer):
         if self.watch_session is not None:
             self.watch_session.stop()
             self.watch_session = None
-        self.compiler.stop()
+        if self._compiler is not None:
+            self._compiler.stop()
 
     # -- registering features ------------------------------------------------------------
 

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from kernelscope.lsp import index, render
-from kernelscope.profile.report import time_label
-from kernelscope.store import profiles
 from kernelscope.lsp.editor import line_range
 from kernelscope.lsp.features.navigation import kernel_def_line
 
@@ -19,6 +16,9 @@ def setup(server) -> None:
 
 
 def lenses(server, uri: str) -> list[types.CodeLens]:
+    from kernelscope.lsp import index, render  # the store side: loaded after `initialize`
+    from kernelscope.store import profiles
+
     document = server.document(uri)
     if document is None:
         return []
@@ -49,6 +49,8 @@ def device_time_suffix(times, line: int) -> str:
     `profiles.file_line_times`; empty when the run has no profile or the line no time."""
     if times is None or line not in times[0]:
         return ""
+    from kernelscope.profile.report import time_label
+
     us, shared = times[0][line]
     label = time_label(us, us / times[1] if times[1] else None)
     return f" · {label}" + (" (shared)" if shared else "")

@@ -13,16 +13,16 @@ import functools
 import logging
 import sys
 import uuid
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
 
 from kernelscope.errors import TargetError
-from kernelscope.lsp import index
-from kernelscope.lsp.compiler import CompileFailed
 from kernelscope.lsp.features import diagnostics
-from kernelscope.lsp.targets import TargetNotFound, resolve_target
-from kernelscope.watch import events
+
+if TYPE_CHECKING:  # loaded on the first command, after `initialize` (see server.py)
+    from kernelscope.lsp.compiler import CompileFailed
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,8 @@ def _object_argument(args: tuple, command: str) -> dict:
 
 
 def _target(server, argument: dict):
+    from kernelscope.lsp.targets import TargetNotFound, resolve_target
+
     requested, uri = argument.get("target"), argument.get("uri")
     if requested is not None and not isinstance(requested, str) or uri is not None and not isinstance(uri, str):
         raise JsonRpcInvalidParams("'target' and 'uri' must be strings")
@@ -70,6 +72,8 @@ def _target(server, argument: dict):
 
 
 async def run_compile(server, argument: dict) -> dict:
+    from kernelscope.lsp.compiler import CompileFailed
+
     target = _target(server, argument)
     if server.compiler.busy:
         raise JsonRpcServerError("a compile is already running: wait for it to finish", BUSY)
@@ -149,6 +153,9 @@ async def toggle_watch(server, argument: dict) -> dict:
 
 
 def on_watch_event(server, event) -> None:
+    from kernelscope.lsp.compiler import CompileFailed
+    from kernelscope.watch import events
+
     if isinstance(event, events.BuildStarted):
         server.set_state("compiling", f"build {event.build}", target=server.state.get("target"))
     elif isinstance(event, events.BuildFinished):
@@ -185,6 +192,8 @@ def select_run(server, run_id) -> dict:
     if run_id is not None and (isinstance(run_id, bool) or not isinstance(run_id, int)):
         raise JsonRpcInvalidParams(f"kernelscope.selectRun takes a run id or null, got {run_id!r}")
     if run_id is not None:
+        from kernelscope.lsp import index
+
         store = server.provenance.store()
         if store is None or index.run_summary(store, run_id) is None:
             raise JsonRpcInvalidParams(f"there is no run {run_id} in {server.store_dir}")

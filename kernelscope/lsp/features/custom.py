@@ -8,7 +8,6 @@ import os
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from kernelscope.lsp import index
 from kernelscope.lsp.editor import location, param, text_position
 from kernelscope.lsp.features.navigation import answer_at, first_kernel_line, kernel_def_line, query_at
 
@@ -171,6 +170,8 @@ def source_for_line(server, uri: str, position: types.Position) -> dict:
 
 
 def run_overview(server, run_id: int | None) -> dict:
+    from kernelscope.lsp import index  # the store side: loaded after `initialize`
+
     store = server.provenance.store()
     if run_id is None:
         run_id = server.provenance.shown_run_id()

@@ -11,7 +11,6 @@ import re
 
 from lsprotocol import types
 
-from kernelscope.lsp import index
 from kernelscope.lsp.editor import line_range
 
 SOURCE = "kernelscope"
@@ -79,6 +78,8 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
     document = server.document(uri)
     if document is None or not document.is_source:
         return found
+    from kernelscope.lsp import index  # the store side: loaded after `initialize`
+
     store = server.provenance.store()
     details = index.run_details(store, document.run_id)
     key = document.location.path

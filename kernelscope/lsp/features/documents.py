@@ -14,7 +14,6 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from kernelscope.lsp import lines
 from kernelscope.lsp.options import OptionsError
 
 log = logging.getLogger(__name__)
@@ -89,6 +88,8 @@ def setup(server) -> None:
 def _warm(server, uri: str, text: str) -> None:
     """Answer every line of a freshly opened model file in the background (this thread's
     own Store), so the first hover in it is a lookup."""
+    from kernelscope.lsp import lines
+
     try:
         document = server.provenance.document(uri, text)
         if document is not None and document.is_source:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from kernelscope.lsp import index
 from kernelscope.lsp.editor import checked_line, line_range
 
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')  # Python stack traces
@@ -72,6 +71,8 @@ def highlights(server, uri: str, position: types.Position) -> list[types.Documen
     if document is None or document.is_source:
         return None
     line = checked_line(document, position)
+    from kernelscope.lsp import index  # the store side: loaded after `initialize`
+
     file_links = index.file_links(server.provenance.store(), document.run_id, document.location.path)
     by_line = {entry.line: set(entry.nodes) for entry in file_links.lines}
     nodes = by_line.get(line)

@@ -4,10 +4,8 @@ from __future__ import annotations
 from lsprotocol import types
 
 from kernelscope.errors import UserError
-from kernelscope.lsp import index, lines, render
 from kernelscope.lsp.editor import checked_line, link, recorded_line
 from kernelscope.lsp.features.code_lens import device_time_suffix
-from kernelscope.store import profiles
 
 
 def setup(server) -> None:
@@ -20,6 +18,9 @@ def setup(server) -> None:
 
 
 def hover_text(server, uri: str, position: types.Position) -> str | None:
+    from kernelscope.lsp import index, lines, render  # the store side: loaded after `initialize`
+    from kernelscope.store import profiles
+
     document = server.document(uri)
     if document is None:
         problem = server.provenance.problem

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from kernelscope.lsp import index, render
-
 
 def setup(server) -> None:
     @server.guarded_feature(types.TEXT_DOCUMENT_INLAY_HINT)
     def inlay_hint(server, params: types.InlayHintParams) -> list[types.InlayHint]:
         if not server.options.inlay_hints:
             return []
+        from kernelscope.lsp import index, render  # the store side: loaded after `initialize`
+
         document = server.document(params.text_document.uri)
         if document is None or not document.is_source:
             return []

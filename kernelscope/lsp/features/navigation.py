@@ -3,13 +3,15 @@ from a wrapper launch to the kernel) and references (up the chain: from any
 generated line back to the model lines; from a model line, every linked line)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types
 
 from kernelscope.errors import StoreError, UserError
-from kernelscope.lsp import lines
 from kernelscope.lsp.editor import checked_line, location, recorded_line
-from kernelscope.lsp.provenance import generated_lines
-from kernelscope.store import QueryResult
+
+if TYPE_CHECKING:  # the store side loads after `initialize` (see server.py)
+    from kernelscope.store import QueryResult
 
 
 def setup(server) -> None:
@@ -45,6 +47,8 @@ def answer_at(server, uri: str, position: types.Position):
     line = recorded_line(document, position)
     if line is None:
         return document, None
+    from kernelscope.lsp import lines
+
     return document, lines.source_line(server.provenance.store().conn, document.run_id, document.location.path, line)
 
 
@@ -131,6 +135,8 @@ def first_kernel_line(provenance, hit) -> int:
 
 def kernel_def_line(provenance, kernel_file: str) -> int:
     """The `def` line of a Triton kernel file (1 when there is none)."""
+    from kernelscope.lsp.provenance import generated_lines
+
     for number, text in enumerate(generated_lines(str(provenance.absolute_path(kernel_file))), 1):
         if text.startswith("def "):
             return number

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from kernelscope.lsp import index, render
 from kernelscope.lsp.editor import location, typed
 from kernelscope.lsp.features.navigation import kernel_def_line
 
@@ -17,6 +16,8 @@ def setup(server) -> None:
 
 
 def symbols(server, query: str) -> list[types.SymbolInformation]:
+    from kernelscope.lsp import index, render  # the store side: loaded after `initialize`
+
     store = server.provenance.store()
     run_id = server.provenance.shown_run_id()
     if store is None or run_id is None:
