@@ -275,6 +275,7 @@ def main() -> int:
         cold.append(seconds)
     kernel_positions = rng.sample(kernel_lines, min(args.requests, len(kernel_lines)))
     answered = {}
+    slowest = (0.0, "", "", "")
     for kind, positions, root in (("model line", model_positions, workspace), ("kernel line", kernel_positions,
                                                                                 store_dir)):
         for method, name in (("textDocument/hover", "hover"), ("textDocument/definition", "definition"),
@@ -287,6 +288,7 @@ def main() -> int:
                     params["context"] = {"includeDeclaration": False}
                 seconds, message = client.request(method, params)
                 times.append(seconds)
+                slowest = max(slowest, (seconds, name, kind, f"{file}:{line}"))
                 hits += message.get("result") not in (None, [])
             samples[(kind, name)] = times
             answered[(kind, name)] = hits
@@ -304,6 +306,7 @@ def main() -> int:
         print(f"| {name} | {kind} | {len(times)} | {answered[(kind, name)]} | {percentile(times, 0.5) * 1000:.1f} ms "
               f"| {percentile(times, 0.99) * 1000:.1f} ms | {max(times) * 1000:.1f} ms |")
     worst = max(percentile(times, 0.99) for times in samples.values())
+    print(f"\nslowest request: {slowest[1]} on {slowest[2]} {slowest[3]}, {slowest[0] * 1000:.1f} ms")
     print(f"\nworst p99 {worst * 1000:.1f} ms (target <= 10 ms)")
     if not args.keep:
         shutil.rmtree(workspace, ignore_errors=True)

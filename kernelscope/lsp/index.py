@@ -184,17 +184,34 @@ def source_lines(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, 
     return lines.line_summaries(conn, run_id, path)
 
 
-def kernel_sources(conn: sqlite3.Connection, run_id: int, kernel_id: int) -> list[tuple[str, int]]:
-    """The (source file, line) pairs a kernel's nodes point at, in file/line order."""
-    def compute():
-        rows = conn.execute(
-            """SELECT DISTINCT n.source_file, n.source_line FROM kernel_nodes kn JOIN nodes n ON n.id = kn.node_id
-               WHERE kn.kernel_id = ? AND n.source_file IS NOT NULL""",
-            (kernel_id,),
-        ).fetchall()
-        return sorted((row[0], row[1]) for row in rows)
+def kernel_sources(conn: sqlite3.Connection, kernel_id: int) -> list[tuple[str, int]]:
+    """The (source file, line) pairs a kernel's nodes point at, in file/line order: one
+    index probe, not cached (a thousand per-kernel entries would push the file indexes
+    out of the shared cache)."""
+    rows = conn.execute(
+        """SELECT DISTINCT n.source_file, n.source_line FROM kernel_nodes kn JOIN nodes n ON n.id = kn.node_id
+           WHERE kn.kernel_id = ? AND n.source_file IS NOT NULL""",
+        (kernel_id,),
+    ).fetchall()
+    return sorted((row[0], row[1]) for row in rows)
 
-    return _cache.get(("ksrc", _db_key(conn), run_id, kernel_id), compute)
+
+def fallback_sources(conn: sqlite3.Connection, run_id: int) -> dict[str, list[tuple[int, KernelInfo]]]:
+    """source file -> (line, kernel) for every ATen fallback of the run (eager ops: a
+    diagnostic at each line), read once per run."""
+    def compute():
+        kernels = kernels_of_run(conn, run_id)
+        fallbacks = [kernel.id for kernel in kernels.values() if kernel.is_fallback]
+        found: dict[str, set[tuple[int, int]]] = {}
+        for kernel_id, file, line in select_in(
+                conn, """SELECT DISTINCT kn.kernel_id, n.source_file, n.source_line FROM kernel_nodes kn
+                         JOIN nodes n ON n.id = kn.node_id
+                         WHERE kn.kernel_id IN ({}) AND n.source_file IS NOT NULL""", fallbacks):
+            found.setdefault(file, set()).add((line, kernel_id))
+        return {file: [(line, kernels[kernel_id]) for line, kernel_id in sorted(pairs)]
+                for file, pairs in found.items()}
+
+    return _cache.get(("fallbacks", _db_key(conn), run_id), compute)
 
 
 def kernel_of_file(conn: sqlite3.Connection, run_id: int, path: str) -> KernelInfo | None:

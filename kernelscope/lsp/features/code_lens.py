@@ -37,7 +37,7 @@ def lenses(server, uri: str) -> list[types.CodeLens]:
     elif document.location.kind == "kernel":
         kernel = index.kernel_of_file(conn, document.run_id, document.location.path)
         if kernel is not None:
-            sources = index.kernel_sources(conn, document.run_id, kernel.id)
+            sources = index.kernel_sources(conn, kernel.id)
             line = kernel_def_line(server.provenance, document.location.path)
             title = f"{render.kernel_lens_title(sources)} · {kernel.graph_kind} [{kernel.compile_id}]"
             found.append(types.CodeLens(range=line_range(line), command=types.Command(title=title, command="")))

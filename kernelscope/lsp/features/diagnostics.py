@@ -122,13 +122,9 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
             message=f"recompiled [{recompile.compile_id}]: guard failed: {recompile.reason}{stale}",
         ))
     fallbacks: dict[tuple[int, str, str], int] = {}  # (line, op, graph) -> calls
-    for kernel in index.kernels_of_run(store.conn, document.run_id).values():
-        if not kernel.is_fallback:
-            continue
-        for file, line in index.kernel_sources(store.conn, document.run_id, kernel.id):
-            if file == key:
-                name = (line, kernel.name.split("#", 1)[0], f"{kernel.graph_kind} [{kernel.compile_id}]")
-                fallbacks[name] = fallbacks.get(name, 0) + 1
+    for line, kernel in index.fallback_sources(store.conn, document.run_id).get(key, []):
+        name = (line, kernel.name.split("#", 1)[0], f"{kernel.graph_kind} [{kernel.compile_id}]")
+        fallbacks[name] = fallbacks.get(name, 0) + 1
     for (line, op, graph), calls in sorted(fallbacks.items()):
         where = at(line)
         if where is not None:
