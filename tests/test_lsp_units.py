@@ -77,8 +77,8 @@ def test_options_are_checked_and_remember_what_was_given():
 
 def test_hover_on_a_big_answer_stays_short():
     from kernelscope.lsp import render
-    from kernelscope.lsp.index import GraphInfo, KernelInfo
-    from kernelscope.lsp.lines import GraphHit, KernelHit, LineAnswer
+    from kernelscope.store.run_facts import GraphInfo, KernelInfo
+    from kernelscope.store.source_index import GraphHit, KernelHit, LineAnswer
 
     answer = LineAnswer(run_id=1, path="model.py", line=7)
     for graph_id in range(6):

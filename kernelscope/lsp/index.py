@@ -1,114 +1,20 @@
-"""Per-run summaries the Store API does not offer yet, read with plain SQL.
+"""What the editor features read beside the store's answers, cached per run.
 
-Read-only queries on `Store.conn`, each through the store's indexes. What is here
-should move into `kernelscope.store` (see the LSP issue's report): the recorded
-code of a file's lines, and per source line the kernels it reaches grouped by
-graph with the lines fused with it, a kernel's source lines, and the fallbacks
-to eager. Runs never change once written, so results are cached by run id.
+Read-only queries on `Store.conn`, each through the store's indexes: the recorded
+code of a file's lines (for stale-position mapping), a run's summary and details,
+a kernel's source lines, the fallbacks to eager. Runs never change once written,
+so results are cached by run id (kernelscope.store.run_cache).
 """
 from __future__ import annotations
 
-import gc
 import sqlite3
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
 
-FALLBACK_PREFIXES = ("torch.ops.", "aten.")  # extern calls that run an ATen op eagerly (as `diff`)
-_CHUNK = 500
-
-
-@dataclass
-class GraphInfo:
-    id: int
-    key: str
-    compile_id: str
-    kind: str  # forward | backward | inference
-    files: dict[str, str]  # pre_grad / post_grad / wrapper -> stored path
-
-    @property
-    def title(self) -> str:
-        return f"{self.kind} [{self.compile_id}]"
+from kernelscope.store.run_cache import cached, db_key
+from kernelscope.store.sql import select_in
+from kernelscope.store.run_facts import KernelInfo, kernels_of_run
+from kernelscope.store.source_index import SourceLineSummary, line_summaries
 
 
-@dataclass
-class KernelInfo:
-    id: int
-    name: str
-    kind: str  # triton | template | extern
-    file: str | None
-    graph_id: int
-    graph_key: str
-    compile_id: str
-    graph_kind: str  # forward | backward | inference
-
-    @property
-    def graph_label(self) -> str:
-        return f"{self.compile_id} {self.graph_kind}"
-
-    @property
-    def is_fallback(self) -> bool:
-        return self.kind == "extern" and self.name.startswith(FALLBACK_PREFIXES)
-
-
-@dataclass
-class SourceLineSummary:
-    """What one line of a source file became in a run."""
-
-    line: int
-    kernels: list[KernelInfo] = field(default_factory=list)
-    fused_with: list[int] = field(default_factory=list)  # other lines of the file sharing a generated kernel
-
-
-class _Cache:
-    """LRU of computed answers; a key being computed is computed once (others wait)."""
-
-    def __init__(self, size: int = 256):
-        self._items: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-        self._building: dict = {}  # key -> lock held while computing it
-        self._size = size
-
-    def get(self, key, compute):
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-            building = self._building.setdefault(key, threading.Lock())
-        with building:
-            with self._lock:
-                if key in self._items:
-                    return self._items[key]
-            try:
-                value = compute()
-            finally:
-                with self._lock:
-                    self._building.pop(key, None)
-        if value is None:
-            return None  # e.g. a run not written yet: ask again next time
-        # Cached answers live long and hold many objects: keep them out of the cyclic
-        # collector's scans, whose full passes over a big index stalled requests for ~1 s.
-        gc.freeze()
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return value
-
-
-_cache = _Cache()
-
-
-def db_key(conn: sqlite3.Connection) -> str:
-    """The database file a connection reads (cache keys hold it: one server, one store)."""
-    return conn.execute("PRAGMA database_list").fetchone()[2]
-
-
-def cached(key, compute):
-    return _cache.get(key, compute)
-
-
-_db_key = db_key
 
 
 def recorded_code(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, str]:
@@ -125,13 +31,13 @@ def recorded_code(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int,
         ):
             if row[0] is not None and row[0] not in code:
                 code[row[0]] = row[1] or ""
-        for line, text in optional_rows(conn, "SELECT line, code FROM stack_frames WHERE run_id = ? AND file = ?",
-                                  (run_id, path)):
+        for line, text in conn.execute("SELECT line, code FROM stack_frames WHERE run_id = ? AND file = ?",
+                                       (run_id, path)):
             if text or line not in code:
                 code[line] = text or ""
         return code
 
-    return _cache.get(("code", _db_key(conn), run_id, path), compute)
+    return cached(("code", db_key(conn), run_id, path), compute)
 
 
 def run_summary(store, run_id: int):
@@ -139,49 +45,22 @@ def run_summary(store, run_id: int):
     def compute():
         return next((summary for summary in store.runs() if summary.id == run_id), None)
 
-    return _cache.get(("summary", _db_key(store.conn), run_id), compute)
+    return cached(("summary", db_key(store.conn), run_id), compute)
 
 
 def run_details(store, run_id: int):
     """`Store.show(run_id)`, cached."""
-    return _cache.get(("details", _db_key(store.conn), run_id), lambda: store.show(run_id))
+    return cached(("details", db_key(store.conn), run_id), lambda: store.show(run_id))
 
 
 def file_links(store, run_id: int, path: str):
     """`Store.lines_for_file` of a generated file, cached (generated files never change)."""
-    return _cache.get(("links", _db_key(store.conn), run_id, path), lambda: store.lines_for_file(path, run_id))
-
-
-def kernels_of_run(conn: sqlite3.Connection, run_id: int) -> dict[int, KernelInfo]:
-    def compute():
-        rows = conn.execute(
-            """SELECT k.id, k.name, k.kind, k.file, g.id, g.key, g.compile_id, g.kind AS graph_kind
-               FROM kernels k JOIN graphs g ON g.id = k.graph_id WHERE k.run_id = ? ORDER BY g.id, k.position""",
-            (run_id,),
-        )
-        return {row[0]: KernelInfo(*row) for row in rows}
-
-    return _cache.get(("kernels", _db_key(conn), run_id), compute)
-
-
-def graphs_of_run(conn: sqlite3.Connection, run_id: int) -> dict[int, GraphInfo]:
-    def compute():
-        graphs = {row[0]: GraphInfo(row[0], row[1], row[2], row[3], {}) for row in conn.execute(
-            "SELECT id, key, compile_id, kind FROM graphs WHERE run_id = ? ORDER BY id", (run_id,))}
-        for graph_id, kind, path in conn.execute(
-                "SELECT graph_id, kind, path FROM files WHERE run_id = ? AND kind IN ('pre_grad', 'post_grad', 'wrapper')",
-                (run_id,)):
-            graphs[graph_id].files[kind] = path
-        return graphs
-
-    return _cache.get(("graphs", _db_key(conn), run_id), compute)
+    return cached(("links", db_key(store.conn), run_id, path), lambda: store.lines_for_file(path, run_id))
 
 
 def source_lines(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, SourceLineSummary]:
     """Every line of source file `path` that reached a kernel in the run (lenses, hints)."""
-    from kernelscope.lsp import lines  # lines builds on this module
-
-    return lines.line_summaries(conn, run_id, path)
+    return line_summaries(conn, run_id, path)
 
 
 def kernel_sources(conn: sqlite3.Connection, kernel_id: int) -> list[tuple[str, int]]:
@@ -206,12 +85,12 @@ def fallback_sources(conn: sqlite3.Connection, run_id: int) -> dict[str, list[tu
         for kernel_id, file, line in select_in(
                 conn, """SELECT DISTINCT kn.kernel_id, n.source_file, n.source_line FROM kernel_nodes kn
                          JOIN nodes n ON n.id = kn.node_id
-                         WHERE kn.kernel_id IN ({}) AND n.source_file IS NOT NULL""", fallbacks):
+                         WHERE kn.kernel_id IN ({}) AND n.source_file IS NOT NULL""", fallbacks, plain=True):
             found.setdefault(file, set()).add((line, kernel_id))
         return {file: [(line, kernels[kernel_id]) for line, kernel_id in sorted(pairs)]
                 for file, pairs in found.items()}
 
-    return _cache.get(("fallbacks", _db_key(conn), run_id), compute)
+    return cached(("fallbacks", db_key(conn), run_id), compute)
 
 
 def kernel_of_file(conn: sqlite3.Connection, run_id: int, path: str) -> KernelInfo | None:
@@ -234,7 +113,7 @@ def all_kernel_sources(conn: sqlite3.Connection, run_id: int) -> dict[int, list[
             result.setdefault(kernel_id, set()).add((file, line))
         return {kernel_id: sorted(pairs) for kernel_id, pairs in result.items()}
 
-    return _cache.get(("allksrc", _db_key(conn), run_id), compute)
+    return cached(("allksrc", db_key(conn), run_id), compute)
 
 
 def graph_source_lines(conn: sqlite3.Connection, run_id: int, frame_id: int) -> list[tuple[str, int]]:
@@ -245,20 +124,3 @@ def graph_source_lines(conn: sqlite3.Connection, run_id: int, frame_id: int) -> 
         (run_id, frame_id),
     ).fetchall()
     return sorted((row[0], row[1]) for row in rows)
-
-
-def optional_rows(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
-    """Rows of the call-stack tables (store schema 2); none from an older store."""
-    try:
-        return [tuple(row) for row in conn.execute(sql, params)]
-    except sqlite3.OperationalError:
-        return []
-
-
-def select_in(conn: sqlite3.Connection, sql: str, ids) -> list[tuple]:
-    ids = sorted(ids)
-    rows: list[tuple] = []
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start:start + _CHUNK]
-        rows += [tuple(row) for row in conn.execute(sql.format(", ".join("?" * len(chunk))), chunk)]
-    return rows

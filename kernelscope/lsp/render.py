@@ -11,9 +11,9 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernelscope.lsp.index import KernelInfo, SourceLineSummary
-from kernelscope.lsp.lines import GraphHit, KernelHit, LineAnswer
 from kernelscope.store import QueryResult, RunSummary
+from kernelscope.store.run_facts import KernelInfo
+from kernelscope.store.source_index import GraphHit, KernelHit, LineAnswer, SourceLineSummary
 
 MAX_GRAPHS = 4
 # (module instances per graph, kernels per instance): fewer when more graphs are shown

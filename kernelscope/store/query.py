@@ -13,12 +13,14 @@ lines below them.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
+from kernelscope.store.sql import select_in
 from kernelscope.store.results import (
     KERNEL,
     POST_GRAD,
@@ -40,7 +42,6 @@ from kernelscope.store.results import (
 )
 
 DIRECTIONS = ("up", "down", "both")
-_CHUNK = 500  # ids per `IN (...)`, well under SQLite's variable limit
 
 
 def locate(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None = None) -> Location:
@@ -87,7 +88,9 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
     instances one level below what they share (see rollup_to_instances)."""
     if direction not in DIRECTIONS:
         raise UserError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
-    lines = _file_lines(location)
+    # A generated file's size is stored and its lines' texts are in generated_lines:
+    # reading a 200,000-line wrapper on every query cost more than the query.
+    lines = _file_lines(location) if location.kind == SOURCE or location.line_count is None else None
     _check_line(location, line, lines)
     text = lines[line - 1] if lines is not None and line <= len(lines) else ""
     reader = _Reader(conn)
@@ -120,6 +123,8 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
         post = [(row, "; ".join(dict.fromkeys(reasons[row["id"]]))) for row in reader.nodes_by_id(node_ids)]
         pre = reader.pre_nodes_of_post([row for row, _ in post])
 
+    if lines is None and not result.text:
+        result.text = _one_line(location, line)
     if module is not None:
         pre = [(row, reason) for row, reason in pre if _in_module(row["module_path"], module)]
         post = [(row, reason) for row, reason in post if _in_module(row["module_path"], module)]
@@ -178,12 +183,12 @@ def lines_for_file(conn: sqlite3.Connection, location: Location) -> FileLinks:
         post_of: dict[int, set[int]] = {row["id"]: {row["id"]} for row in rows if row["stage"] == "post"}
         for row in pre_rows:
             post_of[row["id"]] = set()
-        for link in _select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links WHERE pre_node_id IN ({})",
+        for link in select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links WHERE pre_node_id IN ({})",
                                [row["id"] for row in pre_rows]):
             post_of[link["pre_node_id"]].add(link["post_node_id"])
         all_post = {post_id for post_ids in post_of.values() for post_id in post_ids}
         kernels_of_post: dict[int, set[str]] = {}
-        for row in _select_in(conn, "SELECT kn.node_id, k.name FROM kernel_nodes kn JOIN kernels k "
+        for row in select_in(conn, "SELECT kn.node_id, k.name FROM kernel_nodes kn JOIN kernels k "
                                     "ON k.id = kn.kernel_id WHERE kn.node_id IN ({})", all_post):
             kernels_of_post.setdefault(row["node_id"], set()).add(row["name"])
         for row in rows:
@@ -266,7 +271,7 @@ class _Reader:
             "WHERE f.run_id = ? AND f.file = ? AND f.line = ? AND f.depth < s.size - 1",
             (location.run_id, location.path, line),
         )]
-        called = [row for row in _select_in(self.conn, "SELECT * FROM nodes WHERE stack_id IN ({})", outer_stacks)
+        called = [row for row in select_in(self.conn, "SELECT * FROM nodes WHERE stack_id IN ({})", outer_stacks)
                   if row["id"] not in self.via]
         for row in called:
             self.via[row["id"]] = "call"
@@ -283,7 +288,7 @@ class _Reader:
         lines_of_stack: dict[int, list[int]] = {}
         for frame in frames:
             lines_of_stack.setdefault(frame["stack_id"], []).append(frame["line"])
-        rows = _select_in(self.conn, "SELECT * FROM nodes WHERE stack_id IN ({})", lines_of_stack)
+        rows = select_in(self.conn, "SELECT * FROM nodes WHERE stack_id IN ({})", lines_of_stack)
         return [(row, line) for row in sorted(rows, key=lambda row: row["id"]) for line in lines_of_stack[row["stack_id"]]]
 
     def reason_at_source(self, row: sqlite3.Row) -> str:
@@ -294,14 +299,14 @@ class _Reader:
     def stacks(self, stack_ids: Iterable[int | None]) -> dict[int, list[FrameRef]]:
         """The frames of these call stacks, outermost first (cached per query)."""
         wanted = {stack_id for stack_id in stack_ids if stack_id is not None and stack_id not in self._stacks}
-        for frame in _select_in(self.conn, "SELECT * FROM stack_frames WHERE stack_id IN ({}) ORDER BY depth",
+        for frame in select_in(self.conn, "SELECT * FROM stack_frames WHERE stack_id IN ({}) ORDER BY depth",
                                 wanted):
             self._stacks.setdefault(frame["stack_id"], []).append(
                 FrameRef(file=frame["file"], line=frame["line"], function=frame["function"], code=frame["code"]))
         return self._stacks
 
     def nodes_by_id(self, node_ids: Iterable[int]) -> list[sqlite3.Row]:
-        rows = _select_in(self.conn, "SELECT * FROM nodes WHERE id IN ({})", set(node_ids))
+        rows = select_in(self.conn, "SELECT * FROM nodes WHERE id IN ({})", set(node_ids))
         return sorted(rows, key=lambda row: row["id"])
 
     def nodes_at_graph_line(self, location: Location, stage: str, line: int) -> list[sqlite3.Row]:
@@ -313,7 +318,7 @@ class _Reader:
     def post_nodes_from_pre(self, pre_rows: list[sqlite3.Row]) -> list[tuple[sqlite3.Row, str]]:
         """The post-grad nodes each pre-grad node became, with the reason."""
         name_of = {row["id"]: row["name"] for row in pre_rows}
-        links = _select_in(self.conn, "SELECT post_node_id, pre_node_id FROM node_links WHERE pre_node_id IN ({})",
+        links = select_in(self.conn, "SELECT post_node_id, pre_node_id FROM node_links WHERE pre_node_id IN ({})",
                            name_of)
         reasons: dict[int, list[str]] = {}
         for link in links:
@@ -326,7 +331,7 @@ class _Reader:
     def pre_nodes_of_post(self, post_rows: list[sqlite3.Row]) -> list[tuple[sqlite3.Row, str]]:
         """The pre-grad nodes the post-grad nodes came from, with the reason."""
         name_of = {row["id"]: row["name"] for row in post_rows}
-        links = _select_in(
+        links = select_in(
             self.conn,
             "SELECT post_node_id, pre_node_id FROM node_links WHERE pre_node_id IS NOT NULL AND post_node_id IN ({})",
             name_of,
@@ -403,20 +408,20 @@ class _Reader:
         if not post_ids:
             return
         kernel_nodes: dict[int, dict[str, None]] = {}
-        for row in _select_in(self.conn, "SELECT kernel_id, node_name FROM kernel_nodes WHERE node_id IN ({})",
+        for row in select_in(self.conn, "SELECT kernel_id, node_name FROM kernel_nodes WHERE node_id IN ({})",
                               post_ids):
             kernel_nodes.setdefault(row["kernel_id"], {})[row["node_name"]] = None
         if detail:
-            line_rows = _select_in(self.conn, "SELECT * FROM generated_lines WHERE node_id IN ({})", post_ids)
+            line_rows = select_in(self.conn, "SELECT * FROM generated_lines WHERE node_id IN ({})", post_ids)
             for row in line_rows:
                 if row["kernel_id"] is not None:
                     kernel_nodes.setdefault(row["kernel_id"], {})
         else:  # from the covering index alone: (node, file, line) of every line below the nodes
-            line_rows = _select_in(self.conn, "SELECT node_id, file, line FROM generated_lines WHERE node_id IN ({})",
+            line_rows = select_in(self.conn, "SELECT node_id, file, line FROM generated_lines WHERE node_id IN ({})",
                                    post_ids, plain=True)
-        kernels = {row["id"]: row for row in _select_in(self.conn, "SELECT * FROM kernels WHERE id IN ({})",
+        kernels = {row["id"]: row for row in select_in(self.conn, "SELECT * FROM kernels WHERE id IN ({})",
                                                         kernel_nodes)}
-        calls = _select_in(self.conn, "SELECT kernel_id, wrapper_line FROM kernel_calls WHERE kernel_id IN ({})",
+        calls = select_in(self.conn, "SELECT kernel_id, wrapper_line FROM kernel_calls WHERE kernel_id IN ({})",
                            kernel_nodes)
         refs: dict[int, KernelRef] = {}
         for kernel_id in sorted(kernels, key=lambda k: (kernels[k]["graph_id"], kernels[k]["position"])):
@@ -611,6 +616,15 @@ def _file_lines(location: Location) -> list[str] | None:
         return None
 
 
+def _one_line(location: Location, line: int) -> str:
+    """Line `line` of the located file ("" when it is not on this machine)."""
+    try:
+        with open(location.absolute_path, encoding="utf-8", errors="replace") as file:
+            return next(itertools.islice(file, line - 1, None), "").rstrip("\r\n")
+    except OSError:
+        return ""
+
+
 def _check_line(location: Location, line: int, lines: list[str] | None) -> None:
     count = location.line_count if location.line_count is not None else (None if lines is None else len(lines))
     if line < 1 or (count is not None and line > count):
@@ -642,20 +656,6 @@ def _not_found(conn: sqlite3.Connection, key: str, run_id: int | None) -> StoreE
 
 def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _select_in(conn: sqlite3.Connection, sql: str, ids: Iterable[int], plain: bool = False) -> list:
-    """Run `sql` (with one `IN ({})`) over `ids` in chunks; `plain` rows are tuples
-    (no sqlite3.Row per row: for the many narrow rows of line counts)."""
-    ids = sorted(ids)
-    rows: list = []
-    cursor = conn.cursor()
-    if plain:
-        cursor.row_factory = None
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start:start + _CHUNK]
-        rows += cursor.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
-    return rows
 
 
 class _UniqueList(list):

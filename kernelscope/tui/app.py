@@ -26,7 +26,7 @@ from kernelscope.tui.compile_driver import CompileDriver, CompileRequest
 from kernelscope.tui.gateway import Stale, StoreGateway
 from kernelscope.tui.help_screen import HelpScreen
 from kernelscope.tui.kernel_list import KernelList
-from kernelscope.tui.linking import PANES, LinkSet, add_kernel_launches, launch_lines, link_set
+from kernelscope.tui.linking import PANES, LinkSet, add_kernel_launches, launch_lines, link_set, source_link_set
 from kernelscope.tui.module_filter import ModuleFilterScreen
 from kernelscope.tui.panes.code_pane import CodePane
 from kernelscope.tui.panes.code_view import CodeView
@@ -226,8 +226,11 @@ class KernelscopeApp(App):
 
     @work(thread=True, exclusive=True, group="markers", exit_on_error=False, description="load markers")
     def load_markers(self, path: str, run_id: int) -> None:
-        links = self.gateway.call(lambda store: store.lines_for_file(path, run_id))
-        self.post_message(self.MarkersLoaded(run_id, path, [line.line for line in links.lines]))
+        try:  # the file's source index: the gutter marks now, every later cursor move a lookup
+            index = self.gateway.call(lambda store: store.source_file_index(path, run_id))
+        except (StoreError, UserError):
+            return  # a file the run has no record of: no marks
+        self.post_message(self.MarkersLoaded(run_id, path, sorted(index.answers)))
 
     @work(thread=True, exclusive=True, group="links", exit_on_error=False, description="query links")
     def query_links(self, generation: int, origin: str, path: str, line: int, run_id: int, workspace: str,
@@ -237,11 +240,17 @@ class KernelscopeApp(App):
             return generation == self.link_generation
 
         try:
-            result = self.gateway.call(lambda store: store.query(path, line, run_id, QUERY_DIRECTION[origin]),
-                                       still_wanted=still_wanted)
+            if origin == SOURCE and not module:  # the file's source index: line numbers, no texts
+                answer = self.gateway.call(lambda store: store.source_line(path, line, run_id),
+                                           still_wanted=still_wanted)
+                links = source_link_set(answer, shown)
+            else:
+                result = self.gateway.call(lambda store: store.query(path, line, run_id, QUERY_DIRECTION[origin],
+                                                                     module=module or None),
+                                           still_wanted=still_wanted)
+                links = link_set(result, origin, shown, module)
         except Stale:
             return
-        links = link_set(result, origin, shown, module)
         if origin == KERNEL and details is not None and result.location.graph is not None:
             self._add_launches(links, result.location, details, rows or [], run_id)
         files = {}

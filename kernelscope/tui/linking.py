@@ -5,12 +5,18 @@ should show, which of its lines are linked to the cursor's line, which line
 to scroll into view, and a one-line summary of the chain. A module-instance
 filter keeps only the nodes of one layer (`NodeRef.module`, recorded by the
 whole-stack provenance work; "" when the store has none).
+
+A model line without a module filter is answered from the file's source index
+(`source_link_set`: line numbers only, read once per file), every other move
+from `Store.query` (`link_set`): on a deep model a model line reaches thousands
+of generated lines, and listing them with their texts cost a second.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, GraphChain, KernelRef, NodeRef, QueryResult
+from kernelscope.store.source_index import GraphHit, KernelHit, LineAnswer
 
 PANES = (SOURCE, POST_GRAD, KERNEL, WRAPPER)  # left to right, top to bottom
 PANE_TITLES = {SOURCE: "model source", POST_GRAD: "post-grad graph", KERNEL: "kernel", WRAPPER: "wrapper"}
@@ -101,6 +107,50 @@ def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], mod
 
     return LinkSet(origin, panes, describe(chain, kernel, len(chains)), graphs,
                    [ref.name for ref in chain.kernels])
+
+
+def source_link_set(answer: LineAnswer, shown: dict[str, str | None]) -> LinkSet:
+    """The linked lines of a model line from its source-index answer (see link_set for
+    which graph and kernel are shown)."""
+    hits = [hit for hit in answer.graphs if hit.post_nodes or hit.kernels]
+    panes = {name: PaneLinks() for name in PANES}
+    graphs = [f"[{hit.graph.compile_id}] {hit.graph.kind}" for hit in hits]
+    if not hits:
+        return LinkSet(SOURCE, panes, f"line {answer.line}: no links", graphs)
+    current = shown.get(POST_GRAD)
+    graph = next((hit for hit in hits if current and hit.graph.files.get("post_grad") == current), hits[0])
+    post_file = graph.graph.files.get("post_grad")
+    if post_file and graph.post_lines:
+        panes[POST_GRAD] = PaneLinks(post_file, graph.post_lines, graph.post_lines[0])
+    with_file = [hit for hit in graph.kernels if hit.kernel.file]
+    kernel = next((hit for hit in with_file if hit.kernel.file == shown.get(KERNEL)), with_file[0] if with_file else None)
+    if kernel is not None:
+        focus = kernel.first_own or (kernel.lines[0] if kernel.lines else 1)
+        panes[KERNEL] = PaneLinks(kernel.kernel.file, kernel.lines, focus)
+    wrapper_file = graph.graph.files.get("wrapper")
+    wrapper_lines = sorted({*graph.wrapper_lines, *(call for hit in graph.kernels for call in hit.calls)})
+    if wrapper_file and wrapper_lines:
+        calls = kernel.calls if kernel is not None else []
+        panes[WRAPPER] = PaneLinks(wrapper_file, wrapper_lines, calls[0] if calls else wrapper_lines[0])
+    return LinkSet(SOURCE, panes, _describe_hit(graph, kernel, len(hits)), graphs,
+                   [hit.kernel.name for hit in graph.kernels])
+
+
+def _describe_hit(graph: GraphHit, kernel: KernelHit | None, graph_count: int) -> str:
+    """describe() for a source-index answer."""
+    parts = [f"[{graph.graph.compile_id}] {graph.graph.kind}"]
+    if graph_count > 1:
+        parts[0] += f" (1 of {graph_count} graphs)"
+    if graph.post_names:
+        parts.append("post-grad " + _some(graph.post_names))
+    names = [hit.kernel.name for hit in graph.kernels]
+    if kernel is not None:
+        names = [kernel.kernel.name] + [name for name in names if name != kernel.kernel.name]
+    if names:
+        parts.append(("kernel " if len(names) == 1 else "kernels ") + _some(names, 2))
+    if graph.modules:
+        parts.append("module " + _some(sorted(graph.modules), 2))
+    return " · ".join(parts)
 
 
 def add_kernel_launches(links: LinkSet, wrapper_path: str, launch_lines: list[int]) -> None:

@@ -18,7 +18,8 @@ def setup(server) -> None:
 
 
 def hover_text(server, uri: str, position: types.Position) -> str | None:
-    from kernelscope.lsp import index, lines, render  # the store side: loaded after `initialize`
+    from kernelscope.lsp import index, render  # the store side: loaded after `initialize`
+    from kernelscope.store import source_index
     from kernelscope.store import profiles
 
     document = server.document(uri)
@@ -44,7 +45,7 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         return (f"**kernelscope** · {render.run_label(run, document.run_id)}\n\n⚠ **stale**: this line changed "
                 f"since run {document.run_id} was recorded, so it has no recorded provenance. "
                 "Compile again (kernelscope.compile) to see what it becomes.")
-    answer = lines.source_line(store.conn, document.run_id, document.location.path, line)
+    answer = source_index.source_line(store.conn, document.run_id, document.location.path, line)
     if answer.empty:
         return None
     summary = index.source_lines(store.conn, document.run_id, document.location.path).get(line)

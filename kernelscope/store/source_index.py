@@ -1,25 +1,36 @@
-"""What one model source line became, read lean for the editor.
+"""What every line of one model source file became, answered at once for front ends.
 
 `Store.query` builds the whole chain with every generated line's text, which on a
 big model (a line reached by a hundred nodes, thousands of kernel lines) costs
-seconds; a hover, a jump or a lens needs only which kernels, which lines of them
-and which wrapper lines. Same tables, same indexes, same rules as the store's
-query (direct nodes and the nodes an outer frame calls into; pre-grad nodes reach
-post-grad ones through node_links), with the aggregation done in SQLite.
-Candidate for `kernelscope.store` (see the LSP report).
+seconds; a hover, a jump, a lens or a highlight needs only which kernels, which
+lines of them and which wrapper lines. Same tables, same indexes, same rules as
+the store's query (direct nodes and the nodes an outer frame calls into; pre-grad
+nodes reach post-grad ones through node_links). One pass over a file's nodes
+costs what a few single-line queries would; it is cached per run and file
+(run_cache), so afterwards every line of the file is a lookup.
 """
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
 
-from kernelscope.lsp import index
+from kernelscope.store.run_cache import cached, db_key
+from kernelscope.store.run_facts import GraphInfo, KernelInfo, graphs_of_run, kernels_of_run
+from kernelscope.store.sql import select_in
 
+
+@dataclass
+class SourceLineSummary:
+    """What one line of a source file became in a run."""
+
+    line: int
+    kernels: list[KernelInfo] = field(default_factory=list)
+    fused_with: list[int] = field(default_factory=list)  # other lines of the file sharing a generated kernel
 
 
 @dataclass
 class KernelHit:
-    kernel: index.KernelInfo
+    kernel: KernelInfo
     lines: list[int] = field(default_factory=list)  # kernel lines of the line's nodes (1-based)
     first_value: int | None = None  # first `tmpN = ...` line of the nodes' own (not shared) lines
     first_own: int | None = None  # first line of the nodes' own
@@ -29,8 +40,10 @@ class KernelHit:
 
 @dataclass
 class GraphHit:
-    graph: index.GraphInfo
+    graph: GraphInfo
     post_nodes: int = 0
+    post_names: list[str] = field(default_factory=list)  # in graph order
+    modules: set[str] = field(default_factory=set)  # module instances of the post-grad nodes
     called: bool = False  # some nodes are reached through an outer frame (`x = block(x)`)
     kernels: list[KernelHit] = field(default_factory=list)
     pre_lines: list[int] = field(default_factory=list)  # lines of pre_grad.py
@@ -57,7 +70,7 @@ def source_line(conn: sqlite3.Connection, run_id: int, path: str, line: int) -> 
     return answer if answer is not None else LineAnswer(run_id, path, line)
 
 
-def line_summaries(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, index.SourceLineSummary]:
+def line_summaries(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, SourceLineSummary]:
     """Per line of the file: its kernels and the lines fused with it (code lenses, inlay hints)."""
     return file_index(conn, run_id, path).summaries
 
@@ -65,59 +78,57 @@ def line_summaries(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int
 @dataclass
 class FileIndex:
     answers: dict[int, LineAnswer]
-    summaries: dict[int, index.SourceLineSummary]
+    summaries: dict[int, SourceLineSummary]
 
 
 def file_index(conn: sqlite3.Connection, run_id: int, path: str) -> FileIndex:
     """Every line of one source file in one run, answered at once and cached: one pass
     over the file's nodes costs what a few single-line queries would, and afterwards
     a hover, jump or lens in that file is a lookup. Built when a file is opened."""
-    return index.cached(("file", index.db_key(conn), run_id, path), lambda: _build(conn, run_id, path))
+    return cached(("file", db_key(conn), run_id, path), lambda: _build(conn, run_id, path))
 
 
 def _build(conn: sqlite3.Connection, run_id: int, path: str) -> FileIndex:
-    graphs = index.graphs_of_run(conn, run_id)
-    kernels = index.kernels_of_run(conn, run_id)
-    columns = "n.id, n.stage, n.graph_id, n.graph_line, n.module_path, n.module_class"
+    graphs = graphs_of_run(conn, run_id)
+    kernels = kernels_of_run(conn, run_id)
+    columns = "n.id, n.stage, n.graph_id, n.graph_line, n.module_path, n.module_class, n.name"
     info: dict[int, tuple] = {}
     direct_of: dict[int, set[int]] = {}  # source line -> nodes whose own line it is
     called_of: dict[int, set[int]] = {}  # source line -> nodes it calls into (an outer frame)
     for row in conn.execute(f"SELECT {columns}, n.source_line FROM nodes n WHERE n.run_id = ? AND n.source_file = ?",
                             (run_id, path)):
-        info[row[0]] = tuple(row[:6])
-        direct_of.setdefault(row[6], set()).add(row[0])
-    for row in index.optional_rows(conn, f"""SELECT {columns}, f.line FROM stack_frames f JOIN nodes n ON n.stack_id = f.stack_id
-                                  WHERE f.run_id = ? AND f.file = ?
-                                  AND f.depth < (SELECT size - 1 FROM stacks WHERE id = f.stack_id)""",
-                         (run_id, path)):
-        info[row[0]] = tuple(row[:6])
-        called_of.setdefault(row[6], set()).add(row[0])
+        info[row[0]] = tuple(row[:7])
+        direct_of.setdefault(row[7], set()).add(row[0])
+    for row in conn.execute(f"""SELECT {columns}, f.line FROM stack_frames f JOIN nodes n ON n.stack_id = f.stack_id
+                                WHERE f.run_id = ? AND f.file = ?
+                                AND f.depth < (SELECT size - 1 FROM stacks WHERE id = f.stack_id)""",
+                            (run_id, path)):
+        info[row[0]] = tuple(row[:7])
+        called_of.setdefault(row[7], set()).add(row[0])
     posts_of_pre: dict[int, set[int]] = {}
-    for post_id, pre_id in index.select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links "
-                                            "WHERE pre_node_id IN ({})",
-                                      [node_id for node_id, row in info.items() if row[1] == "pre"]):
+    for post_id, pre_id in select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links WHERE pre_node_id IN ({})",
+                                     [node_id for node_id, row in info.items() if row[1] == "pre"], plain=True):
         posts_of_pre.setdefault(pre_id, set()).add(post_id)
     missing = {post for posts in posts_of_pre.values() for post in posts} - set(info)
-    for row in index.select_in(conn, f"SELECT {columns} FROM nodes n WHERE n.id IN ({{}})", missing):
+    for row in select_in(conn, f"SELECT {columns} FROM nodes n WHERE n.id IN ({{}})", missing, plain=True):
         info[row[0]] = tuple(row)
     all_posts = [node_id for node_id, row in info.items() if row[1] == "post"]
     kernels_of_node: dict[int, list[int]] = {}
-    for kernel_id, node_id in index.select_in(conn, "SELECT kernel_id, node_id FROM kernel_nodes WHERE node_id IN ({})",
-                                         all_posts):
+    for kernel_id, node_id in select_in(conn, "SELECT kernel_id, node_id FROM kernel_nodes WHERE node_id IN ({})",
+                                        all_posts, plain=True):
         kernels_of_node.setdefault(node_id, []).append(kernel_id)
     kernel_rows: dict[int, list[tuple]] = {}  # node -> (kernel, line, shared, computes a value)
     wrapper_rows: dict[int, list[tuple]] = {}  # node -> (graph, line)
-    for node_id, kernel_id, graph_id, number, shared, value in index.select_in(
+    for node_id, kernel_id, graph_id, number, shared, value in select_in(
             conn, """SELECT node_id, kernel_id, graph_id, line, reason LIKE 'shared:%', text LIKE 'tmp%'
-                     FROM generated_lines WHERE node_id IN ({})""", all_posts):
+                     FROM generated_lines WHERE node_id IN ({})""", all_posts, plain=True):
         if kernel_id is None:
             wrapper_rows.setdefault(node_id, []).append((graph_id, number))
         else:
             kernel_rows.setdefault(node_id, []).append((kernel_id, number, shared, value))
     calls: dict[int, list[int]] = {}
-    for kernel_id, wrapper_line in index.select_in(conn, "SELECT kernel_id, wrapper_line FROM kernel_calls "
-                                                    "WHERE kernel_id IN ({})",
-                                              {k for ids in kernels_of_node.values() for k in ids}):
+    for kernel_id, wrapper_line in select_in(conn, "SELECT kernel_id, wrapper_line FROM kernel_calls WHERE kernel_id IN ({})",
+                                             {k for ids in kernels_of_node.values() for k in ids}, plain=True):
         calls.setdefault(kernel_id, []).append(wrapper_line)
     order = {kernel_id: position for position, kernel_id in enumerate(kernels)}
 
@@ -152,10 +163,13 @@ def _answer(run_id, path, line, posts, called_posts, info, graphs, kernels, orde
         hit(graph_id).pre_lines.append(graph_line)
     kernel_hits: dict[int, KernelHit] = {}
     seen_lines: set[tuple[int, int]] = set()
-    for node_id in posts:
-        _, _, graph_id, graph_line, module, module_class = info[node_id]
+    for node_id in sorted(posts, key=lambda node_id: (info[node_id][3], info[node_id][6])):  # graph order
+        _, _, graph_id, graph_line, module, module_class, name = info[node_id]
         graph = hit(graph_id)
         graph.post_nodes += 1
+        graph.post_names.append(name)
+        if module:
+            graph.modules.add(module)
         graph.called |= node_id in called_posts
         graph.post_lines.append(graph_line)
         if module and module_class:
@@ -191,14 +205,14 @@ def _answer(run_id, path, line, posts, called_posts, info, graphs, kernels, orde
     return answer
 
 
-def _summaries(answers: dict[int, LineAnswer], direct_lines: set[int]) -> dict[int, index.SourceLineSummary]:
-    summaries: dict[int, index.SourceLineSummary] = {}
+def _summaries(answers: dict[int, LineAnswer], direct_lines: set[int]) -> dict[int, SourceLineSummary]:
+    summaries: dict[int, SourceLineSummary] = {}
     lines_of_kernel: dict[int, set[int]] = {}
     for line, answer in answers.items():
         kernels = [hit.kernel for graph in answer.graphs for hit in graph.kernels]
         if not kernels:
             continue
-        summaries[line] = index.SourceLineSummary(line, kernels)
+        summaries[line] = SourceLineSummary(line, kernels)
         if line in direct_lines:
             for kernel in kernels:
                 if kernel.kind != "extern":

@@ -1,0 +1,21 @@
+"""SQL helpers shared by the store's readers."""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+_CHUNK = 500  # ids per `IN (...)`, well under SQLite's variable limit
+
+
+def select_in(conn: sqlite3.Connection, sql: str, ids: Iterable[int], plain: bool = False) -> list:
+    """Run `sql` (with one `IN ({})`) over `ids` in chunks; `plain` rows are tuples
+    (no sqlite3.Row per row: for the many narrow rows of line counts)."""
+    ids = sorted(ids)
+    rows: list = []
+    cursor = conn.cursor()
+    if plain:
+        cursor.row_factory = None
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        rows += cursor.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
+    return rows
