@@ -9,5 +9,6 @@ outlives any crash of the user's code.
 - `provenance.py` the store as the features see it (URIs, runs, stale files);
 - `index.py` the per-run summaries the Store API does not offer yet;
 - `render.py` every answer turned into text (hovers, lenses, hints);
-- `compiler.py` compiles and watch mode through the engine worker.
+- `compiler.py` compiles and watch mode through the engine worker;
+- `attrs_cache.py` lsprotocol's attrs methods compiled once, not at every start.
 """

@@ -6,10 +6,12 @@ the other features, and the server, go on. Requests whose parameters do not
 parse get an InvalidParams error response (pygls alone would drop them).
 
 Start-up: the server answers `initialize` before it loads the store side
-(`kernelscope.store`, `provenance`, `index`, `lines`, `render`, the engine worker
-client). `provenance` and `compiler` are made on first use, and the feature modules
-import those modules inside their handlers; the `initialized` notification that
-follows the answer loads them (it reads the latest run).
+(`kernelscope.store`, `provenance`, `index`, `render`, the engine worker client).
+`provenance` and `compiler` are made on first use, and the feature modules import
+those modules inside their handlers; the `initialized` notification that follows
+the answer loads them (it reads the latest run). `kernelscope lsp` imports this
+module with `attrs_cache.compiled_once()` (lsprotocol's classes without compiling
+their methods again) and then freezes the imported objects out of the collector.
 """
 from __future__ import annotations
 
