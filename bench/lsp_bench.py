@@ -5,7 +5,10 @@ replicates its graphs into one run until the store holds at least --kernels kern
 (each group of --layers replicas gets its own copy of the source files, as the layers
 of a deep model share their block's lines), then starts `python -m kernelscope lsp`
 on it and times, over stdio JSON-RPC as an editor sends it:
-- server start to the `initialize` answer (then `initialized` is sent);
+- server start to the `initialize` answer (then `initialized` is sent): the first
+  start with an empty cache of attrs' generated methods (kernelscope/lsp/attrs_cache.py,
+  a fresh folder per bench run) apart, the median of the others; kernelscope's
+  bytecode is compiled beforehand, as an installed package has it;
 - opening a model file (`didOpen`, which indexes the file in the background) and
   the first hover right after it, which waits for that index: the cold cost;
 - then hover, definition and references on model lines and on kernel lines, each
@@ -15,6 +18,7 @@ Prints p50/p99 per request kind. Targets: p99 <= 10 ms, start <= 0.5 s.
 from __future__ import annotations
 
 import argparse
+import compileall
 import dataclasses
 import json
 import os
@@ -246,6 +250,10 @@ def main() -> int:
     command = [sys.executable, "-m", "kernelscope", "lsp"]
     init = {"processId": os.getpid(), "rootUri": workspace.as_uri(), "capabilities": {},
             "initializationOptions": {"store": str(store_dir)}}
+    compileall.compile_dir(REPO / "kernelscope", quiet=1)  # the .pyc files pip install writes
+    attrs_cache = workspace / "attrs-cache"
+    shutil.rmtree(attrs_cache, ignore_errors=True)
+    os.environ["KERNELSCOPE_CACHE_DIR"] = str(attrs_cache)  # the servers started below inherit it
     starts, start_cpu = [], []
     for _ in range(args.starts):
         started = time.perf_counter()
@@ -294,10 +302,12 @@ def main() -> int:
             answered[(kind, name)] = hits
     client.close()
 
-    print(f"\nserver start to `initialize` answered: median {statistics.median(starts) * 1000:.0f} ms, "
-          f"max {max(starts) * 1000:.0f} ms over {len(starts)} starts (target <= 500 ms); "
-          f"CPU time of the server until then: median {statistics.median(start_cpu) * 1000:.0f} ms "
-          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    warm = starts[1:] or starts
+    print(f"\nserver start to `initialize` answered: median {statistics.median(warm) * 1000:.0f} ms, "
+          f"max {max(warm) * 1000:.0f} ms over {len(warm)} starts (target <= 500 ms); "
+          f"CPU time of the server until then: median {statistics.median(start_cpu[1:] or start_cpu) * 1000:.0f} ms "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores); the first start, which "
+          f"compiled attrs' methods and wrote their cache: {starts[0] * 1000:.0f} ms")
     print(f"opening a model file, then the first hover in it (waits for the file's index): "
           f"median {statistics.median(cold) * 1000:.0f} ms, max {max(cold) * 1000:.0f} ms over {len(cold)} files")
     print(f"\n| request | on | n | answered | p50 | p99 | max |")
