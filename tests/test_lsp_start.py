@@ -152,8 +152,10 @@ def test_attrs_methods_are_compiled_once_and_the_classes_are_the_same(tmp_path):
     first = _import_types(cache_dir)
     assert first["compiled"] > 500  # lsprotocol's classes, compiled and written to the cache
     assert Path(first["cache"]).parent == cache_dir and Path(first["cache"]).is_file()
+    written = Path(first["cache"]).stat().st_mtime_ns
     second = _import_types(cache_dir)
     assert second["compiled"] == 0
+    assert Path(first["cache"]).stat().st_mtime_ns == written  # nothing new: not written again
     behaviour = {key: value for key, value in first.items() if key not in ("compiled", "cache")}
     assert behaviour == {key: value for key, value in second.items() if key not in ("compiled", "cache")}
     assert behaviour == {"equal": True, "differs": True, "value": "x", "end": 3, "slots": True,

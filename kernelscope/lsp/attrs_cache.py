@@ -11,13 +11,21 @@ compile the same source again. attrs builds every class as always; only `compile
 a source already seen is skipped, so the classes are the same. A missing, damaged or
 foreign cache file means compiling as usual (and writing the file).
 
-The file: `$KERNELSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/kernelscope`, else
-`~/.cache/kernelscope`; one per Python version and environment.
+The file is written when it lacks a class. A source that differs from the cached one
+is compiled as usual without rewriting the file: attrs puts the per-process hash of
+the class's name into the `__hash__` of hashable classes (one in cattrs), so those
+differ at every start. The file belongs to one installation: its name carries the
+Python version, the environment and the size and time of `lsprotocol/types.py` and
+`attr/_make.py`, so an upgrade starts a new one.
+
+The folder: `$KERNELSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/kernelscope`, else
+`~/.cache/kernelscope`.
 """
 from __future__ import annotations
 
 import builtins
 import contextlib
+import importlib.util
 import marshal
 import os
 import sys
@@ -35,16 +43,16 @@ def compiled_once():
     path = cache_path()
     cached = _read(path)
     used: dict[tuple[str, str], tuple[str, object]] = {}
-    compiled_now = 0
+    new_classes = 0
 
     def compile_once(source, filename, mode, *args, **kwargs):
-        nonlocal compiled_now
+        nonlocal new_classes
         if args or kwargs or not isinstance(source, str):
             return builtins.compile(source, filename, mode, *args, **kwargs)
         entry = cached.get((mode, filename))
         if entry is None or entry[0] != source:
+            new_classes += entry is None
             entry = (source, builtins.compile(source, filename, mode))
-            compiled_now += 1
         used[(mode, filename)] = entry
         return entry[1]
 
@@ -53,7 +61,7 @@ def compiled_once():
         yield
     finally:
         del attr._make.compile
-    if compiled_now:
+    if new_classes:
         _write(path, used)
 
 
@@ -62,8 +70,16 @@ def cache_path() -> Path:
     if not folder:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         folder = os.path.join(base, "kernelscope")
-    environment = f"{zlib.crc32(sys.prefix.encode()):08x}"
-    return Path(folder) / f"attrs-methods-{sys.implementation.cache_tag}-{environment}.marshal"
+    installation = [sys.version, sys.prefix]
+    for package, module in (("lsprotocol", "types.py"), ("attr", "_make.py")):
+        spec = importlib.util.find_spec(package)
+        try:
+            found = os.stat(os.path.join(spec.submodule_search_locations[0], module))
+            installation.append(f"{found.st_size}:{found.st_mtime_ns}")
+        except (AttributeError, IndexError, OSError, TypeError):
+            installation.append("?")
+    key = f"{zlib.crc32(chr(0).join(installation).encode()):08x}"
+    return Path(folder) / f"attrs-methods-{sys.implementation.cache_tag}-{key}.marshal"
 
 
 def _read(path: Path) -> dict:
