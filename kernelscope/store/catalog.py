@@ -67,6 +67,13 @@ def run_details(conn: sqlite3.Connection, run_id: int) -> RunDetails:
             key=graph["key"], compile_id=graph["compile_id"], kind=graph["kind"],
             pre_nodes=counts[0] or 0, post_nodes=counts[1] or 0, kernels=kernel_count, files=files,
         ))
+    nodes_of: dict[int, list[str]] = {}  # one pass over the run's kernel nodes, not a query per kernel
+    for kernel_id, node_name in conn.execute(
+        """SELECT kn.kernel_id, kn.node_name FROM kernels k JOIN kernel_nodes kn ON kn.kernel_id = k.id
+           WHERE k.run_id = ? ORDER BY kn.kernel_id, kn.position""",
+        (run_id,),
+    ):
+        nodes_of.setdefault(kernel_id, []).append(node_name)
     kernels = []
     for kernel in conn.execute(
         """SELECT k.id, k.name, k.kind, k.file, g.key AS graph_key, f.line_count
@@ -74,10 +81,9 @@ def run_details(conn: sqlite3.Connection, run_id: int) -> RunDetails:
            WHERE k.run_id = ? ORDER BY g.id, k.position""",
         (run_id,),
     ).fetchall():
-        nodes = [node[0] for node in conn.execute(
-            "SELECT node_name FROM kernel_nodes WHERE kernel_id = ? ORDER BY position", (kernel["id"],))]
         kernels.append(KernelSummary(graph=kernel["graph_key"], name=kernel["name"], kind=kernel["kind"],
-                                     file=kernel["file"], nodes=nodes, line_count=kernel["line_count"]))
+                                     file=kernel["file"], nodes=nodes_of.get(kernel["id"], []),
+                                     line_count=kernel["line_count"]))
     breaks = [
         GraphBreakInfo(reason=brk["reason"], compile_id=brk["compile_id"], file=brk["source_file"],
                        line=brk["source_line"], function=brk["source_function"], code=brk["source_code"],
