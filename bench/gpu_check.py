@@ -10,10 +10,17 @@ cases in VARIANTS, it records the model twice in fresh subprocesses, once with
 `--target cuda` (the real compile, kernels built and launched on the GPU) and once
 with `--target virtual-cuda`, and compares the Triton kernels: names, count, the
 nodes fused into each, the kernel source text, and the extern calls. Each row gets
-a verdict: "identical", "DIFFERENT", or — for max-autotune, whose GEMM template
-choices are made by timing on the GPU — "template choices differ (expected)". It
-also reports line-level coverage of the real compile (the probes work on that
+a verdict: "identical", "DIFFERENT", or one of these:
+- "template choices differ (expected)": max-autotune, whose GEMM template choices are
+  made by timing on the GPU;
+- "pad_mm timing choice differs (expected)": the real compile padded a matmul because
+  pad_mm timed the padded one faster on the GPU (virtual-cuda cannot time; it never
+  pads where pad_mm leaves the choice to a benchmark), recorded on the real side;
+- "same code (node names numbered differently)": every kernel's name and source and the
+  extern calls are the same, the fused post-grad nodes too except for their numbers.
+It also reports line-level coverage of the real compile (the probes work on that
 torch version) and virtual-cuda's device-query audit (devices/device_audit.py).
+`--dump DIR` writes each recording's post-grad graphs and wrappers under DIR.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ import argparse
 import difflib
 import json
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +72,16 @@ sys.path.insert(0, {repo!r})
 from pathlib import Path
 from kernelscope.engine.recorder import RecordOptions, record_factory
 from kernelscope.engine.devices.device_audit import log_device_queries
+# pad_mm decisions the GPU made by timing padded against unpadded matmuls (virtual-cuda
+# cannot time anything and never pads there): each benchmark's verdict, as pad_mm caches it
+pad_mm_timed = []
+if {device!r} == "cuda":
+    import torch._inductor.fx_passes.pad_mm as pad_mm
+    _cache_verdict = pad_mm.set_cached_should_pad
+    def _record_verdict(key, value):
+        pad_mm_timed.append(bool(value))
+        return _cache_verdict(key, value)
+    pad_mm.set_cached_should_pad = _record_verdict
 with log_device_queries() as audit:
     run = record_factory({spec!r}, RecordOptions(device={device!r}, train={train!r}, dynamic={dynamic!r},
                                                  workspace=Path({repo!r})))
@@ -78,9 +96,15 @@ for g in run.graphs:
                             inductor_nodes=sorted(k.inductor_nodes) if k.inductor_nodes is not None else None,
                             source="\n".join(body), lines=len(body), specific=specific))
     graphs.append(dict(compile_id=g.compile_id, kind=g.kind, kernels=kernels))
+if {dump!r}:
+    folder = Path({dump!r})
+    folder.mkdir(parents=True, exist_ok=True)
+    for g in run.graphs:
+        (folder / (g.key + ".post_grad.py")).write_text(g.post_grad_text)
+        (folder / (g.key + ".wrapper.py")).write_text(g.wrapper_text)
 print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.triton_version,
       provenance=run.provenance, warnings=run.warnings, graphs=graphs, timings=run.timings,
-      audit=audit)))
+      audit=audit, pad_mm_timed=pad_mm_timed)))
 """
 
 
@@ -91,9 +115,11 @@ def spec_for(example: str, train: bool) -> str:
     return str(REPO / "examples" / f"{example}.py") + ":make"
 
 
-def record(example: str, device: str, train: bool, dynamic: bool = False, mode: str = "default") -> dict:
+def record(example: str, device: str, train: bool, dynamic: bool = False, mode: str = "default",
+           dump: Path | None = None) -> dict:
+    folder = str(dump / row_name(example, train, dynamic, mode).replace(" ", "_") / device) if dump else ""
     code = _CHILD.format(repo=str(REPO), spec=spec_for(example, train), device=device, train=train,
-                         dynamic=dynamic)
+                         dynamic=dynamic, dump=folder)
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", HF_HUB_OFFLINE="1", **MODE_ENV[mode])
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=480)
@@ -137,10 +163,15 @@ def compare(real: dict, virtual: dict, mode: str = "default") -> dict:
     ]
     identical = (names_a == names_b and same_nodes == same_source == len(a) == len(b)
                  and extern_a == extern_b)
+    padded_by_timing = sum(real.get("pad_mm_timed", []))
     if identical:
         verdict = "identical"
     elif mode in TEMPLATE_MODES:
         verdict = "template choices differ (expected)"
+    elif padded_by_timing:
+        verdict = "pad_mm timing choice differs (expected)"
+    elif same_code_but_numbering(a, b) and extern_a == extern_b:
+        verdict = "same code (node names numbered differently)"
     else:
         verdict = "DIFFERENT"
     return {
@@ -151,11 +182,23 @@ def compare(real: dict, virtual: dict, mode: str = "default") -> dict:
         "extern_real": extern_a, "extern_virtual": extern_b,
         "only_real": sorted(set(names_a) - set(names_b)), "only_virtual": sorted(set(names_b) - set(names_a)),
         "differing_kernels": differing,
+        "real_pad_mm_padded_by_timing": padded_by_timing,
         "real_specific_line_share": round(sum(k["specific"] for k in a) / lines, 3) if lines else None,
         "real_provenance": real["provenance"], "real_warnings": real["warnings"],
         "virtual_audit": virtual.get("audit"),
         "torch": real["torch"], "triton": real["triton"],
     }
+
+
+def same_code_but_numbering(a: list[dict], b: list[dict]) -> bool:
+    """Same kernels (names, sources) whose fused post-grad nodes differ only in their numbers
+    (`mul_16` / `mul_9`: the traces made a different count of nodes that were later removed)."""
+    def unnumbered(nodes):
+        return sorted(re.sub(r"_\d+$", "", node) for node in nodes)
+
+    return ([k["name"] for k in a] == [k["name"] for k in b]
+            and all(x["source"] == y["source"] and unnumbered(x["nodes"]) == unnumbered(y["nodes"])
+                    for x, y in zip(a, b)))
 
 
 def cases(examples: list[str], variants: bool) -> list[tuple[str, bool, bool, str]]:
@@ -179,6 +222,8 @@ def main() -> int:
     parser.add_argument("--variants", action="store_true",
                         help="add the --dynamic and max-autotune-no-cudagraphs variants (VARIANTS)")
     parser.add_argument("--jobs", type=int, default=4, help="recordings run in parallel")
+    parser.add_argument("--dump", type=Path,
+                        help="write each recording's post-grad graphs and wrappers under DIR/case/device/")
     args = parser.parse_args()
     if args.zoo:
         args.examples = [*args.examples, *ZOO]
@@ -188,7 +233,7 @@ def main() -> int:
             for device in ("cuda", "virtual-cuda")]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = dict(zip(jobs, pool.map(
-            lambda job: record(job[0][0], job[1], job[0][1], job[0][2], job[0][3]), jobs)))
+            lambda job: record(job[0][0], job[1], job[0][1], job[0][2], job[0][3], args.dump), jobs)))
     rows = {}
     for case in todo:
         key = row_name(*case)

@@ -114,13 +114,25 @@ def _preprocess_efficient_mask(mask, query, key):
     import torch
 
     aten = torch.ops.aten
-    aligned = mask.stride(-1) == 1 and all(
-        mask.stride(dim) % _MEM_EFFICIENT_ALIGNMENT == 0 for dim in range(mask.dim() - 1))
+    # ATen's aligned_tensor: a stride not known while compiling (symbolic, under dynamic
+    # shapes) counts as unaligned, so the mask is padded and no guard is added
+    aligned = all(_known_int(mask.stride(dim)) is not None
+                  and _known_int(mask.stride(dim)) % _MEM_EFFICIENT_ALIGNMENT == 0
+                  for dim in range(mask.dim() - 1)) and mask.stride(-1) == 1
     if not aligned:
         last = mask.size(-1)
         pad = _MEM_EFFICIENT_ALIGNMENT - last % _MEM_EFFICIENT_ALIGNMENT
-        mask = aten.slice.Tensor(aten.constant_pad_nd.default(mask, [0, pad]), -1, 0, last)
+        mask = aten.slice.Tensor(aten.constant_pad_nd.default(mask, [0, pad], 0.0), -1, 0, last)
     return aten.expand.default(mask, [query.size(0), query.size(1), query.size(2), key.size(2)])
+
+
+def _known_int(size):
+    """`size` as an int when it is one at compile time (c10's SymInt::maybe_as_int), else None."""
+    import torch
+
+    if isinstance(size, torch.SymInt):
+        return size.node.maybe_as_int()
+    return size
 
 
 # -- CPU stand-ins for the CUDA-only ops -------------------------------------------------

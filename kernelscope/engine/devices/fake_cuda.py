@@ -20,14 +20,23 @@ CPU, move as a fake op, no real compute for cuda), and a fake cuda tensor is *CP
 and the C++ `device()` query answers `cpu`, while every Python read — `t.device`, `t.is_cuda`, `t.get_device()`, which is what
   AOTAutograd, the decompositions and Inductor consult — answers `cuda:0`.
 
-The C++ answer has a cost: C++ composite ops that decompose while AOTAutograd
-traces read it too. Where one builds a tensor on "its input's device" (`type_as`,
-`*_like`, `to(options)`), the op it dispatches says `device=cpu` while its input
-is a fake cuda tensor; `_on_cuda_kwargs` gives such ops `cuda:0` before they are
-recorded (counted by `device_audit`). Choices made in C++ by device stay the CPU's:
-the one known to change kernels, `scaled_dot_product_attention`'s backend, is
-decided as on an sm_90 GPU by `cuda_attention`; others are what the GPU check
-(bench/gpu_check.py) is for. `device_audit` records which kind of query answered what.
+The C++ answer has a cost: C++ code that decides by device while AOTAutograd traces
+reads it too. Where that C++ code runs decides what it is told:
+- below autograd, while make_fx's proxy mode records an op on fake cuda tensors
+  (Inductor's decompositions and the C++ composites they call), the C++ query answers
+  `cuda`, as on a GPU (`where(mask, 0.0, x)` makes its scalar on cuda); FakeTensorMode's
+  own, untraced, execution of an op keeps answering `cpu`;
+- above autograd, a C++ composite runs on functionalized tensors whose C++ device is
+  fixed at `cpu`: the factories it calls with no tensor argument are given cuda
+  (`_mark_composites_on_cuda`), as are ops told `device=cpu` while taking a fake cuda
+  tensor (`type_as`, `*_like`, `to(options)`; `_on_cuda_kwargs`, counted by `device_audit`);
+- an op that CUDA implements and the CPU decomposes (`_fused_rms_norm`) gets a CPU
+  kernel while compiling, so the CPU-keyed dispatch keeps it as CUDA's does
+  (`_keep_ops_a_gpu_keeps`).
+Other choices made in C++ by device stay the CPU's where nothing above reaches them: the
+one known to change kernels, `scaled_dot_product_attention`'s backend, is decided as on
+an sm_90 GPU by `cuda_attention`; others are what the GPU check (bench/gpu_check.py) is
+for. `device_audit` records which kind of query answered what.
 """
 from __future__ import annotations
 
@@ -64,7 +73,7 @@ def cuda_fake_tensors():
     def answers_cpu_to_cpp(args) -> bool:
         tensor = args[0] if len(args) == 1 else None
         if isinstance(tensor, FakeTensor) and not tensor.fake_mode.in_kernel_invocation \
-                and _is_cuda_fake(tensor):
+                and _is_cuda_fake(tensor) and not (decomposing and decomposing[-1]):
             device_audit.note_cpp_query(tensor)
             return True
         return False
@@ -99,12 +108,31 @@ def cuda_fake_tensors():
     original_proxy_call = proxy_tensor.proxy_call
     original_fake_dispatch = fake_tensor_module.FakeTensorMode.dispatch
 
+    decomposing: list[bool] = []  # per op in proxy_call: does it work on fake cuda tensors?
+
     def proxy_call(proxy_mode, func, pre_dispatch, args, kwargs):
-        # Every op AOTAutograd records passes here first (make_fx's proxy mode).
-        return original_proxy_call(proxy_mode, func, pre_dispatch, args, _on_cuda_kwargs(args, kwargs))
+        # Every op AOTAutograd records passes here first (make_fx's proxy mode). Below
+        # autograd, an op decomposed here (Inductor's decompositions, C++ composites)
+        # reads its inputs' C++ device as on a GPU: `cuda` (see the module docstring).
+        kwargs = _on_cuda_kwargs(args, kwargs)
+        decomposing.append(any(isinstance(arg, FakeTensor) and _is_cuda_fake(arg)
+                               for arg in _tensors(_flat(args, kwargs))))
+        try:
+            return original_proxy_call(proxy_mode, func, pre_dispatch, args, kwargs)
+        finally:
+            decomposing.pop()
 
     def fake_dispatch(self, func, types, args=(), kwargs=None):
-        return original_fake_dispatch(self, func, types, args, _on_cuda_kwargs(args, kwargs or {}))
+        # FakeTensorMode runs the op (its own decompositions and C++ kernels included, all
+        # untraced): here C++ must keep answering `cpu` (a CUDA device guard needs a CUDA
+        # build). A device query itself is answered for whoever asked.
+        if func is device_op:
+            return original_fake_dispatch(self, func, types, args, kwargs or {})
+        decomposing.append(False)
+        try:
+            return original_fake_dispatch(self, func, types, args, _on_cuda_kwargs(args, kwargs or {}))
+        finally:
+            decomposing.pop()
 
     from torch._subclasses.functional_tensor import FunctionalTensor
 
@@ -125,11 +153,19 @@ def cuda_fake_tensors():
     # compute for cuda constants). `torch.cuda.is_available()` is faked, so say it here.
     original_avoid = fake_tensor_module.FakeTensorMode.__dict__["avoid_device_init"]
     fake_tensor_module.FakeTensorMode.avoid_device_init = property(lambda self: True)
+    # A fake cuda tensor first initializes the GPU's context (a real `torch.empty` on
+    # cuda) where torch thinks there is one (torch 2.11 asks `torch.cuda.is_available()`,
+    # faked here): there is none to initialize, and the fakes are CPU-backed.
+    original_init_gpu_context = getattr(fake_tensor_module, "init_gpu_context", None)
+    if original_init_gpu_context is not None:
+        fake_tensor_module.init_gpu_context = lambda device: None
     # make_fx keeps real values of small traced tensors (to answer `.item()` later) by
     # computing each op on them for real: for cuda there is no device to compute on.
     original_constant_limit = proxy_tensor.CONSTANT_NUMEL_LIMIT
     proxy_tensor.CONSTANT_NUMEL_LIMIT = 0
     _install_python_to()
+    kept_ops = _keep_ops_a_gpu_keeps()
+    composites = _mark_composites_on_cuda()
     proxy_tensor.proxy_call = proxy_call
     fake_tensor_module.FakeTensorMode.dispatch = fake_dispatch
     torch.Tensor._make_subclass = staticmethod(make_subclass)
@@ -142,9 +178,13 @@ def cuda_fake_tensors():
         yield
     finally:
         fake_tensor_module.FakeTensorMode.avoid_device_init = original_avoid
+        if original_init_gpu_context is not None:
+            fake_tensor_module.init_gpu_context = original_init_gpu_context
         proxy_tensor.CONSTANT_NUMEL_LIMIT = original_constant_limit
         del FunctionalTensor.device, FunctionalTensor.is_cuda, FunctionalTensor.get_device
         _remove_python_to()
+        kept_ops._destroy()
+        _unmark_composites(composites)
         proxy_tensor.proxy_call = original_proxy_call
         fake_tensor_module.FakeTensorMode.dispatch = original_fake_dispatch
         if original_make_subclass is None:
@@ -243,6 +283,126 @@ def _remove_python_to() -> None:
         overload._dispatch_cache.clear()
 
 
+# -- ops a GPU keeps where a CPU decomposes them ---------------------------------------
+#
+# A fake cuda tensor dispatches with the CPU's keys. An op that has a CUDA kernel and,
+# for other devices, a CompositeImplicitAutograd kernel is decomposed above autograd on
+# the CPU, while on a GPU it stays one op (its own autograd formula, its own backward op),
+# and Inductor decomposes it later under its own name (seen: `rms_norm` →
+# `_fused_rms_norm`, whose kernels a GPU names `_fused_rms_norm`). While virtual-cuda
+# compiles, such an op gets a CPU kernel (the composite itself, for real CPU tensors),
+# so the CPU's autograd keeps the op as CUDA's does. Which ops: read from the dispatcher
+# on a CUDA build of torch, else this table, read from torch 2.11's CUDA build
+# (`python -m kernelscope.engine.devices.fake_cuda` prints the list on a CUDA build).
+
+CUDA_KEEPS_COMPOSITES = ("aten::_fused_rms_norm",)
+
+
+def ops_a_gpu_keeps() -> list[str]:
+    """Ops with a CompositeImplicitAutograd kernel and a CUDA kernel but no CPU kernel."""
+    import torch
+
+    if not torch.backends.cuda.is_built():
+        return list(CUDA_KEEPS_COMPOSITES)
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return sorted(name for name in torch._C._dispatch_get_all_op_names()
+                  if name.startswith("aten::") and has(name, "CompositeImplicitAutograd")
+                  and has(name, "CUDA") and not has(name, "CPU"))
+
+
+def _keep_ops_a_gpu_keeps():
+    """A library (destroy it to undo) giving each op of `ops_a_gpu_keeps()` a CPU kernel
+    (and, on a CPU build, a CUDA one)."""
+    import torch
+    from torch._C import DispatchKey
+
+    library = torch.library.Library("aten", "IMPL")
+    for name in ops_a_gpu_keeps():
+        op_name, _, overload_name = name.removeprefix("aten::").partition(".")
+        overload = getattr(getattr(torch.ops.aten, op_name), overload_name or "default", None)
+        if overload is None or torch._C._dispatch_has_kernel_for_dispatch_key(name, "CPU"):
+            continue
+
+        def composite(*args, _overload=overload, **kwargs):
+            return _overload._op_dk(DispatchKey.CompositeImplicitAutograd, *args, **kwargs)
+
+        library.impl(overload, composite, "CPU")
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(name, "CUDA"):
+            # a CPU build: functionalization asks whether the (Python) device's backend
+            # has a kernel before it decomposes the op (autograd_would_have_decomposed)
+            library.impl(overload, composite, "CUDA")
+        overload._dispatch_cache.clear()
+    return library
+
+
+# -- C++ composites above autograd ------------------------------------------------------
+#
+# While AOTAutograd traces, a C++ composite op (CompositeImplicitAutograd) runs on
+# functionalized tensors whose C++ device is the fakes' C++ answer, `cpu`. Where it makes
+# a new tensor "on its input's device" with no tensor argument — `where(mask, 0.0, x)`
+# makes `scalar_tensor(0.0, device=x.device())` — the factory is told `cpu`, where a GPU
+# says cuda. With the Python dispatcher on (AOTAutograd's tracing), each composite runs
+# through a Python kernel that notes whether it works on cuda tensors (by their Python
+# device); `_on_cuda_kwargs` gives such a composite's factories the GPU's device.
+
+_composites_on_cuda: list[bool] = []
+
+
+def _on_python_cuda(value) -> bool:
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    if isinstance(value, FunctionalTensor):
+        value = torch._from_functional_tensor(value.elem)
+    return isinstance(value, FakeTensor) and _is_cuda_fake(value)
+
+
+def _composite_kernel(overload):
+    def kernel(*args, **kwargs):
+        import torch
+
+        _composites_on_cuda.append(any(_on_python_cuda(arg) for arg in _tensors(_flat(args, kwargs))))
+        try:
+            return overload._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, *args, **kwargs)
+        finally:
+            _composites_on_cuda.pop()
+
+    kernel.kernelscope_composite = True
+    return kernel
+
+
+def _mark_composites_on_cuda() -> list:
+    """Give every aten CompositeImplicitAutograd op without a Python kernel of its own the
+    noting kernel (see above); returns the ops changed, for `_unmark_composites`."""
+    import torch
+    from torch._C import DispatchKey
+
+    changed = []
+    for name in torch._C._dispatch_get_all_op_names():
+        if not name.startswith("aten::") or not torch._C._dispatch_has_kernel_for_dispatch_key(
+                name, "CompositeImplicitAutograd"):
+            continue
+        op_name, _, overload_name = name.removeprefix("aten::").partition(".")
+        overload = getattr(getattr(torch.ops.aten, op_name, None), overload_name or "default", None)
+        if overload is None or DispatchKey.CompositeImplicitAutograd in overload.py_kernels:
+            continue
+        overload.py_kernels[DispatchKey.CompositeImplicitAutograd] = _composite_kernel(overload)
+        overload._dispatch_cache.clear()
+        changed.append(overload)
+    return changed
+
+
+def _unmark_composites(changed) -> None:
+    from torch._C import DispatchKey
+
+    for overload in changed:
+        kernel = overload.py_kernels.get(DispatchKey.CompositeImplicitAutograd)
+        if getattr(kernel, "kernelscope_composite", False):
+            del overload.py_kernels[DispatchKey.CompositeImplicitAutograd]
+        overload._dispatch_cache.clear()
+
+
 def _on_cuda_kwargs(args, kwargs):
     """`kwargs` with a `device=cpu` made cuda:0 when the op works on fake cuda tensors.
 
@@ -258,10 +418,18 @@ def _on_cuda_kwargs(args, kwargs):
     device = kwargs.get("device") if kwargs else None
     if device is None or torch.device(device).type != "cpu":
         return kwargs
-    if not any(isinstance(arg, FakeTensor) and _is_cuda_fake(arg) for arg in _tensors(args)):
+    tensors = [arg for arg in _tensors(args) if isinstance(arg, torch.Tensor)]
+    on_cuda = any(isinstance(arg, FakeTensor) and _is_cuda_fake(arg) for arg in tensors)
+    # a factory (no tensor input) that a C++ composite working on cuda tensors called
+    made_by_composite = not tensors and _composites_on_cuda and _composites_on_cuda[-1]
+    if not (on_cuda or made_by_composite):
         return kwargs
     device_audit.note_cpp_answer_corrected()
     return {**kwargs, "device": torch.device("cuda", 0)}
+
+
+def _flat(args, kwargs):
+    return list(args) + list(kwargs.values())
 
 
 def _tensors(args):
@@ -284,3 +452,7 @@ def fake_cuda_like(tensor, fake_mode):
     if tensor.requires_grad:
         fake.requires_grad_(True)
     return fake
+
+
+if __name__ == "__main__":
+    print("\n".join(ops_a_gpu_keeps()))

@@ -178,42 +178,6 @@ def _graph_on_cuda(gm):
 
 
 
-def _cpu_constants_on_cuda(inner_compile):
-    """Inductor's inner compile, after the tensors a forward or backward graph creates on
-    the CPU are created on the GPU.
-
-    C++ composite ops take a new tensor's device from an input's C++ answer, `cpu` (see
-    fake_cuda.py): `where(mask, 0.0, x)` makes `scalar_tensor(0.0, device=cpu)` where a
-    GPU makes it on cuda, and Inductor treats a CPU scalar differently (seen in the
-    embedding backward of GPT-2, BERT, LLaMA on an H100). Every `device=cpu` the graph
-    names becomes cuda:0 and the graph's fake values are recomputed; the graph's inputs
-    are already fake cuda tensors.
-    """
-    import torch
-    from torch.fx.node import map_aggregate
-    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
-    from torch._guards import detect_fake_mode
-
-    def retarget(value):
-        return _as_cuda(value) if isinstance(value, torch.device) else value
-
-    def compile_graph(gm, example_inputs, **kwargs):
-        changed = False
-        for node in gm.graph.nodes:
-            if node.op != "call_function":
-                continue
-            args, node_kwargs = map_aggregate(node.args, retarget), map_aggregate(node.kwargs, retarget)
-            if args != node.args or node_kwargs != node.kwargs:
-                node.args, node.kwargs, changed = args, node_kwargs, True
-        if changed:
-            gm.recompile()
-            fake_mode = detect_fake_mode(example_inputs)
-            FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*example_inputs)
-        return inner_compile(gm, example_inputs, **kwargs)
-
-    return compile_graph
-
-
 def _keep_dynamo_metadata(gm, copy) -> None:
     """What Dynamo hands AOTAutograd beside the graph, which a deep copy drops: the
     parameters' sources and each placeholder's `_dynamo_source`. Without them AOTAutograd
@@ -261,6 +225,7 @@ def _rederive_example_values(gm, fake_inputs, fake_mode) -> None:
     step under dynamic shapes), each value re-made on cuda with its sizes and strides."""
     import torch
     import torch.fx
+    from torch._dispatch.python import enable_python_dispatcher
     from torch._subclasses.fake_tensor import FakeTensor
 
     values = {}
@@ -272,7 +237,10 @@ def _rederive_example_values(gm, fake_inputs, fake_mode) -> None:
             return result
 
     try:
-        with fake_mode:
+        # as Dynamo propagates its fake values: with the Python dispatcher, so composite
+        # ops (linear, matmul) take their symbolic-size Python kernels and add no guards
+        # (C++ `sizes()` on a symbolic size specializes it: seen on GPT-2 --dynamic)
+        with fake_mode, enable_python_dispatcher():
             Recorder(gm).run(*fake_inputs)
     except Exception:  # noqa: BLE001 - fall back to re-making each value on cuda
         values = {}
@@ -316,9 +284,8 @@ def make_compile_fx(original_compile_fx):
             if inner_compile is not None:
                 kwargs["inner_compile"] = inner_compile
             return original_compile_fx(model_, example_inputs_, **kwargs)
-        from torch._inductor.compile_fx import compile_fx_inner
-
-        kwargs["inner_compile"] = _cpu_constants_on_cuda(inner_compile or compile_fx_inner)
+        if inner_compile is not None:
+            kwargs["inner_compile"] = inner_compile
         fake_mode = detect_fake_mode(example_inputs_)
         compiling.append(True)
         try:
