@@ -8,12 +8,12 @@ throw-away fake modes, on the CPU as on a GPU, and is left out):
 - Python reads of a fake tensor's device — `t.device` (and so `t.device.type`,
   `is_gpu(t.device.type)`, `node.meta["val"].device`), `t.is_cuda`,
   `t.get_device()` — with the answer given, the torch module that asked, and
-  whether the tensor is 0-dimensional (a CPU scalar such as the 0 in
-  `where(mask, 0, x)` is a CPU tensor on a GPU too) or empty (BatchNorm's unused
-  reserve buffer, made by a C++ composite);
+  whether the tensor is 0-dimensional or empty (a 0-dim CPU tensor can be right: a
+  Python number Dynamo passes under dynamic shapes is a CPU scalar on a GPU too;
+  the 0 of `where(mask, 0, x)`, made from `x`'s device, is not);
 - C++ reads of its device (`device()`, asked by composite ops while they
-  decompose, by autograd's engine and by device guards), which are answered `cpu`
-  on purpose (see fake_cuda.py) and are only counted.
+  decompose, by autograd's engine and by device guards) answered `cpu`, on purpose
+  where no GPU decision depends on them (see fake_cuda.py); they are only counted.
 
 A query asked while FakeTensorMode runs a meta kernel answers `meta`; those are
 recorded as such. Not recorded: device reads of real tensors (constants in a
