@@ -70,3 +70,38 @@ def graphs_of_run(conn: sqlite3.Connection, run_id: int) -> dict[int, GraphInfo]
         return graphs
 
     return cached(("graphs", db_key(conn), run_id), compute)
+
+
+@dataclass
+class KernelFacts:
+    """What a kernel list shows beside a kernel's name: the model lines its nodes come
+    from, the wrapper lines that launch or call it, the module instances of its nodes."""
+
+    source_lines: list[tuple[str, int]]
+    wrapper_lines: list[int]
+    modules: list[str]
+
+
+def kernel_facts(conn: sqlite3.Connection, run_id: int) -> dict[str, KernelFacts]:
+    """`graph key/kernel name` -> KernelFacts for every kernel of the run, in three
+    queries over the run's indexes (not the whole-run dump)."""
+    keys = {kernel_id: f"{graph_key}/{name}" for kernel_id, graph_key, name in conn.execute(
+        "SELECT k.id, g.key, k.name FROM kernels k JOIN graphs g ON g.id = k.graph_id WHERE k.run_id = ?",
+        (run_id,))}
+    sources: dict[int, set[tuple[str, int]]] = {kernel_id: set() for kernel_id in keys}
+    modules: dict[int, set[str]] = {kernel_id: set() for kernel_id in keys}
+    for kernel_id, file, line, module in conn.execute(
+            """SELECT kn.kernel_id, n.source_file, n.source_line, n.module_path
+               FROM kernels k JOIN kernel_nodes kn ON kn.kernel_id = k.id JOIN nodes n ON n.id = kn.node_id
+               WHERE k.run_id = ?""", (run_id,)):
+        if file is not None:
+            sources[kernel_id].add((file, line))
+        if module:
+            modules[kernel_id].add(module)
+    calls: dict[int, list[int]] = {kernel_id: [] for kernel_id in keys}
+    for kernel_id, wrapper_line in conn.execute(
+            """SELECT kc.kernel_id, kc.wrapper_line FROM kernels k JOIN kernel_calls kc ON kc.kernel_id = k.id
+               WHERE k.run_id = ? ORDER BY kc.wrapper_line""", (run_id,)):
+        calls[kernel_id].append(wrapper_line)
+    return {key: KernelFacts(sorted(sources[kernel_id]), calls[kernel_id], sorted(modules[kernel_id]))
+            for kernel_id, key in keys.items()}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kernelscope.errors import UserError
 from kernelscope.record import RunRecord
-from kernelscope.store import catalog, db, dump, paths, profiles, query, source_index, writer
+from kernelscope.store import catalog, db, dump, paths, profiles, query, run_facts, source_index, writer
 from kernelscope.store.results import SOURCE, FileLinks, Location, QueryResult, RunDetails, RunSummary
 
 
@@ -57,6 +57,11 @@ class Store:
         details = catalog.run_details(self.conn, catalog.resolve_run_id(self.conn, run_id))
         profiles.annotate_kernels(self.conn, details.summary.id, details.kernels)
         return details
+
+    def kernel_facts(self, run_id: int | None = None) -> dict[str, run_facts.KernelFacts]:
+        """`graph key/kernel name` -> the model lines, wrapper lines and module instances of
+        every kernel of the run (the latest when None): a kernel list's columns and filters."""
+        return run_facts.kernel_facts(self.conn, catalog.resolve_run_id(self.conn, run_id))
 
     # -- lookups -------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from textual.worker import Worker, WorkerState
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import Store
 from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, RunDetails, RunSummary
+from kernelscope.store.run_facts import KernelFacts
 from kernelscope.tui.breaks_list import BreaksScreen
 from kernelscope.tui.compile_driver import CompileDriver, CompileRequest
 from kernelscope.tui.gateway import Stale, StoreGateway
@@ -46,10 +47,6 @@ from kernelscope.watch.events import (
 PANE_KEYS = {SOURCE: "1", POST_GRAD: "2", KERNEL: "3", WRAPPER: "4"}
 # Only what the other panes show: a model line needs what is below it, a kernel line what is
 # above it (its launch comes from the run's facts); graph and wrapper lines need both.
-# Runs up to this size get their facts (source lines per kernel, module instances) read in the
-# background at once; bigger runs on demand (`f`, the module filter, sorting by source lines):
-# reading them means dumping the whole run (about 50 s for 5,000 kernels here).
-FACTS_AUTO_KERNELS = 1000
 QUERY_DIRECTION = {SOURCE: "down", POST_GRAD: "both", KERNEL: "up", WRAPPER: "both"}
 # Enter follows the chain down to the first of these panes with linked lines.
 FOLLOW_DOWN = {SOURCE: [POST_GRAD, KERNEL, WRAPPER], POST_GRAD: [KERNEL, WRAPPER], KERNEL: [WRAPPER],
@@ -78,7 +75,6 @@ class KernelscopeApp(App):
         Binding("b", "breaks", "breaks"),
         Binding("m", "modules", "module"),
         Binding("x", "clear_module", "all modules", show=False),
-        Binding("f", "load_facts", "load facts", show=False),
         Binding("question_mark", "help", "keys"),
         Binding("q", "quit", "quit"),
     ]
@@ -112,9 +108,9 @@ class KernelscopeApp(App):
             self.pane, self.file, self.line = pane, file, line
 
     class FactsLoaded(Message):
-        def __init__(self, run_id: int, dump: dict):
+        def __init__(self, run_id: int, facts: dict[str, KernelFacts]):
             super().__init__()
-            self.run_id, self.dump = run_id, dump
+            self.run_id, self.facts = run_id, facts
 
     class RunsListed(Message):
         def __init__(self, runs: list[RunSummary]):
@@ -149,7 +145,6 @@ class KernelscopeApp(App):
         self.last_query: tuple[str, int] | None = None  # (pane, line) of the links on screen
         self._compile_driver: CompileDriver | None = None
         self._awaiting_first_line = False
-        self.facts_loading = False
         self._launches: dict[str, dict[str, list[int]]] = {}  # wrapper -> kernel -> launch lines (links worker)
 
     def compose(self) -> ComposeResult:
@@ -293,8 +288,8 @@ class KernelscopeApp(App):
 
     @work(thread=True, exclusive=True, group="facts", exit_on_error=False, description="load facts")
     def load_facts(self, run_id: int) -> None:
-        dump = self.bulk_gateway.call(lambda store: store.dump(run_id))
-        self.post_message(self.FactsLoaded(run_id, dump))
+        facts = self.bulk_gateway.call(lambda store: store.kernel_facts(run_id))
+        self.post_message(self.FactsLoaded(run_id, facts))
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False, description="list runs")
     def list_runs(self) -> None:
@@ -338,7 +333,6 @@ class KernelscopeApp(App):
                             + (f" · {len(details.graph_breaks)} graph break(s)" if details.graph_breaks else ""))
         self.status.set_error("")
         self.facts_loaded = False
-        self.facts_loading = False
         self.modules = []
         self.last_links = self.last_query = None
         self.query_one(KernelList).set_rows(message.rows)
@@ -355,17 +349,7 @@ class KernelscopeApp(App):
             self._awaiting_first_line = not message.kept
             if message.kept:
                 self.request_links(SOURCE, message.cursor_line)
-        if summary.kernel_count <= FACTS_AUTO_KERNELS:
-            self.action_load_facts()
-
-    def action_load_facts(self) -> None:
-        """Read the run's facts in the background (once per run)."""
-        if self.run_id is None or self.facts_loaded or self.facts_loading:
-            return
-        self.facts_loading = True
-        if self.details.summary.kernel_count > FACTS_AUTO_KERNELS:
-            self.status.set_progress("reading the run's kernel facts (source lines, modules) in the background…")
-        self.load_facts(self.run_id)
+        self.load_facts(summary.id)  # source lines per kernel and module instances, after the first paint
 
     @on(MarkersLoaded)
     def _markers_loaded(self, message: MarkersLoaded) -> None:
@@ -437,10 +421,6 @@ class KernelscopeApp(App):
         wrapper = next((graph.files.get("wrapper") for graph in self.details.graphs if graph.key == message.row.graph), None)
         self.open_kernel(message.row, self.details.summary.id, wrapper)
 
-    @on(KernelList.FactsWanted)
-    def _facts_wanted(self) -> None:
-        self.action_load_facts()
-
     @on(FileOpened)
     def _file_opened(self, message: FileOpened) -> None:
         self.show_file(message.pane, message.file, message.line)
@@ -453,11 +433,8 @@ class KernelscopeApp(App):
         if message.run_id != self.run_id:
             return
         kernel_list = self.query_one(KernelList)
-        self.modules = add_run_facts(kernel_list.rows, message.dump)
+        self.modules = add_run_facts(kernel_list.rows, message.facts)
         self.facts_loaded = True
-        self.facts_loading = False
-        if self.status.progress.startswith("reading the run's kernel facts"):
-            self.status.set_progress("")
         kernel_list.refresh_rows()
 
     @on(RunsListed)
@@ -528,7 +505,6 @@ class KernelscopeApp(App):
             self.open_source(where[0], where[1], self.details.summary.id, self.details.workspace)
 
     def action_modules(self) -> None:
-        self.action_load_facts()
         self.push_screen(ModuleFilterScreen(self.modules, self.module, self.facts_loaded), self._module_chosen)
 
     def _module_chosen(self, module) -> None:

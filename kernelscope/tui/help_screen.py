@@ -25,7 +25,6 @@ KEYS = """\
   r  runs: enter switches, c marks two runs to compare (kernelscope diff)
   b  graph breaks and recompiles, with their reasons: enter jumps to the source line
   m  module-instance filter (one layer), x clears it
-  f  read the run's kernel facts now (source lines per kernel, modules; automatic up to 1,000 kernels)
   ?  this help        q  quit
 """
 

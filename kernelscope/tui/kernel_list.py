@@ -83,9 +83,6 @@ class KernelList(Vertical):
         module = f" · module {self.filter.module}" if self.filter.module else ""
         self.border_title = f"kernels ({shown}){module} · sorted by {COLUMNS[self.sort_column]}"
 
-    class FactsWanted(Message):
-        """Sorting by source lines needs the run's facts."""
-
     def action_next_sort(self) -> None:
         columns = [name for name in SORT_COLUMNS if name != "device" or has_device_time(self.rows)]
         self.sort_column = columns[(columns.index(self.sort_column) + 1) % len(columns)]
@@ -115,8 +112,6 @@ class KernelList(Vertical):
             start += width + GAP
 
     def _sorted(self) -> None:
-        if self.sort_column == "sources" and any(row.source_lines is None for row in self.rows):
-            self.post_message(self.FactsWanted())
         self.refresh_rows()
 
     @on(KernelTable.RowChosen)

@@ -1,12 +1,13 @@
 """A run as the TUI lists it: kernel rows to sort, filter and search, and the
 facts that need the whole run (source lines per kernel, module instances),
-read from the run's dump in the background after the first paint."""
+read from the store in the background after the first paint."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelscope.store.results import RunDetails
+from kernelscope.store.run_facts import KernelFacts
 
 PHASES = {"forward": "fw", "backward": "bw", "inference": "inf"}
 SORT_COLUMNS = ("name", "kind", "phase", "lines", "sources", "device")
@@ -92,29 +93,19 @@ def sort_key(column: str):
     return lambda row: (row.graph, row.name)
 
 
-def add_run_facts(rows: list[KernelRow], dump: dict) -> list[str]:
-    """Fill each row's source lines, wrapper call lines and modules from the run's dump;
-    returns the module instances of the run (empty when the store recorded none)."""
-    by_key = {row.key: row for row in rows}
+def add_run_facts(rows: list[KernelRow], facts: dict[str, KernelFacts]) -> list[str]:
+    """Fill each row's source lines, wrapper call lines and modules from the run's kernel
+    facts (Store.kernel_facts); returns the module instances of the run, with their parents
+    (empty when the store recorded none)."""
     modules: set[str] = set()
-    for graph in dump["run"]["graphs"]:
-        nodes = {node["name"]: node for node in graph.get("post_grad_nodes", [])}
-        for kernel in graph.get("kernels", []):
-            row = by_key.get(f"{graph['key']}/{kernel['name']}")
-            if row is None:
-                continue
-            sources: set[tuple[str, int]] = set()
-            for name in kernel.get("nodes", []):
-                node = nodes.get(name, {})
-                source = node.get("source")
-                if source:
-                    sources.add((source["file"], source["line"]))
-                module = node.get("module_path") or ""
-                if module:
-                    row.modules.add(module)
-            row.source_lines = sorted(sources)
-            row.wrapper_lines = list(kernel.get("wrapper_lines", []))
-            modules |= row.modules
+    for row in rows:
+        fact = facts.get(row.key)
+        if fact is None:
+            continue
+        row.source_lines = list(fact.source_lines)
+        row.wrapper_lines = list(fact.wrapper_lines)
+        row.modules = set(fact.modules)
+        modules |= row.modules
     return sorted(_with_parents(modules))
 
 

@@ -111,10 +111,10 @@ class CodeView(ScrollView, can_focus=True):
         width = max((len(line) for line in self.lines), default=0) + self._gutter_width() + 1
         self.virtual_size = Size(width, len(self.lines))
         self.cursor_line = self._clamp(cursor_line or 1)
-        self.scroll_to(x=0, y=0, animate=False, immediate=True)
+        self.scroll_to(x=0, y=0, animate=False, immediate=True, force=True)
         self._fresh = True
         self._bring_into_view(self.cursor_line, center=True)
-        self.refresh()
+        self.refresh(layout=True)  # a new virtual size: the scrollbars follow at the next layout
 
     def clear(self, message: str = "") -> None:
         self.load(None, message)
@@ -244,22 +244,34 @@ class CodeView(ScrollView, can_focus=True):
         self.call_after_refresh(self._apply_scroll)
 
     def _apply_scroll(self) -> None:
+        """Bring the scroll target into view. A centred line is placed by the view's own
+        height, not the region inside its scrollbars (a new file's long lines add one only
+        at the next layout), and the scroll is forced (until that layout the scrollbars
+        still describe the previous file and would refuse it): a file lands the same way
+        whatever the timing."""
         if self._scroll_target is None:
             return
         line, center = self._scroll_target
-        height = max(self.scrollable_content_region.height, 1)
+        height = max(self.scrollable_content_region.height, 1)  # the rows a line is visible in
         top = self.scroll_offset.y
         if center:
-            # A newly loaded file is placed the same way every time, as soon as the view has a size.
-            recenter = self._fresh and self.scrollable_content_region.height > 0
+            recenter = self._fresh and self.size.height > 0  # a new file is placed once it has a size
             if recenter:
                 self._fresh = False
             if recenter or not top <= line - 1 < top + height:
-                self.scroll_to(y=max(line - 1 - height // 3, 0), animate=False, immediate=True)
+                y = max(line - 1 - self.size.height // 3, 0)
+                self.scroll_to(y=y, animate=False, immediate=True, force=True)
         elif line - 1 < top:
-            self.scroll_to(y=line - 1, animate=False, immediate=True)
+            self.scroll_to(y=line - 1, animate=False, immediate=True, force=True)
         elif line - 1 >= top + height:
-            self.scroll_to(y=line - height, animate=False, immediate=True)
+            self.scroll_to(y=line - height, animate=False, immediate=True, force=True)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        # Textual moves the scrollbar only while it is shown; a new file is scrolled before
+        # the layout that shows its bar, which then would start at the top.
+        if new_value > 0:
+            self.vertical_scrollbar.position = new_value
 
     def on_focus(self) -> None:
         self.refresh()
