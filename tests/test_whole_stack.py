@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, example_line
+from kernelscope.errors import UserError
 from kernelscope.store import Store, validate_dump
 from kernelscope.trace_import import ImportOptions, find_logs, import_log
 
@@ -98,6 +99,51 @@ def test_summary_counts_agree_with_the_detail(train):
         assert counted.generated_lines == full.generated_lines > 0
         assert {"blocks.0", "blocks.1"} <= {m.module for m in counted.modules}
         assert not counted.wrapper_lines and not any(kernel.lines or kernel.calls for kernel in counted.kernels)
+
+
+def test_source_index_agrees_with_the_query_on_every_line(train):
+    """The source index (what the editor and the TUI read on every cursor move) lists,
+    per graph, the same post-grad lines, kernels, kernel lines and wrapper lines as
+    Store.query's full answer, for every line of the model file, outer lines included."""
+    index = train.source_file_index(NANOGPT)
+    assert LOOP_LINE in index.answers and GELU_LINE in index.answers
+    for line, answer in index.answers.items():
+        full = {chain.graph.key: chain for chain in train.query(NANOGPT, line, direction="down").graphs}
+        hits = {hit.graph.key: hit for hit in answer.graphs}
+        assert set(hits) == set(full), line
+        for key, hit in hits.items():
+            chain = full[key]
+            assert hit.post_lines == sorted({node.graph_line for node in chain.post_nodes}), (line, key)
+            assert sorted(hit.post_names) == sorted(node.name for node in chain.post_nodes), (line, key)
+            kernels = {kernel.name: kernel for kernel in chain.kernels}
+            assert [k.kernel.name for k in hit.kernels] == [kernel.name for kernel in chain.kernels], (line, key)
+            for kernel_hit in hit.kernels:
+                kernel = kernels[kernel_hit.kernel.name]
+                assert kernel_hit.lines == sorted({ref.line for ref in kernel.lines}), (line, kernel.name)
+                assert kernel_hit.calls == [call.line for call in kernel.calls], (line, kernel.name)
+            assert hit.wrapper_lines == sorted({ref.line for ref in chain.wrapper_lines}), (line, key)
+    assert train.source_line(NANOGPT, LOOP_LINE).graphs == index.answers[LOOP_LINE].graphs
+    assert train.source_line(NANOGPT, 1).empty  # a line nothing was recorded for
+    with pytest.raises(UserError, match="not a model source file"):
+        train.source_file_index(train.query(NANOGPT, GELU_LINE).graphs[0].kernels[0].file)
+
+
+def test_kernel_facts_agree_with_the_dump(train):
+    """Store.kernel_facts (what the TUI's kernel list reads) gives each kernel the model
+    lines, wrapper lines and module instances the run's dump gives it."""
+    facts = train.kernel_facts()
+    dump = train.dump()
+    expected = {}
+    for graph in dump["run"]["graphs"]:
+        nodes = {node["name"]: node for node in graph["post_grad_nodes"]}
+        for kernel in graph["kernels"]:
+            mine = [nodes[name] for name in kernel["nodes"] if name in nodes]
+            expected[f"{graph['key']}/{kernel['name']}"] = (
+                sorted({(node["source"]["file"], node["source"]["line"]) for node in mine if node.get("source")}),
+                sorted(kernel["wrapper_lines"]),
+                sorted({node["module_path"] for node in mine if node.get("module_path")}))
+    assert {key: (fact.source_lines, fact.wrapper_lines, fact.modules) for key, fact in facts.items()} == expected
+    assert any(fact.modules and fact.source_lines and fact.wrapper_lines for fact in facts.values())
 
 
 def test_module_option_selects_one_layer(train):
