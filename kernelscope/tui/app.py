@@ -15,7 +15,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.message import Message
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from kernelscope.errors import StoreError, UserError
@@ -23,6 +23,7 @@ from kernelscope.store import Store
 from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, RunDetails, RunSummary
 from kernelscope.store.run_facts import KernelFacts
 from kernelscope.tui.breaks_list import BreaksScreen
+from kernelscope.tui.chain_line import ChainLine
 from kernelscope.tui.compile_driver import CompileDriver, CompileRequest
 from kernelscope.tui.gateway import Stale, StoreGateway
 from kernelscope.tui.help_screen import HelpScreen
@@ -152,7 +153,7 @@ class KernelscopeApp(App):
         with Grid(id="panes"):
             for role in PANES:
                 yield CodePane(role, PANE_KEYS[role])
-        yield Static("", id="chain")
+        yield ChainLine(id="chain")
         yield KernelList(id="kernels")
         yield Footer()
 
@@ -203,7 +204,8 @@ class KernelscopeApp(App):
         view.load(file.path, file.text, cursor_line, lex_strings=role != WRAPPER)
         self.pane(role).show_file(file.label)
         if role == SOURCE and self.run_id is not None:
-            self.load_markers(file.path, self.run_id)
+            # after the next frame: the file shows first, its index (the gutter marks) follows
+            self.call_after_refresh(self.load_markers, file.path, self.run_id)
 
     # -- workers: all store reads and compiles --------------------------------------------
 
@@ -349,7 +351,8 @@ class KernelscopeApp(App):
             self._awaiting_first_line = not message.kept
             if message.kept:
                 self.request_links(SOURCE, message.cursor_line)
-        self.load_facts(summary.id)  # source lines per kernel and module instances, after the first paint
+        # source lines per kernel and module instances, read once the run is on screen
+        self.call_after_refresh(self.load_facts, summary.id)
 
     @on(MarkersLoaded)
     def _markers_loaded(self, message: MarkersLoaded) -> None:
@@ -394,7 +397,7 @@ class KernelscopeApp(App):
             view.set_linked(pane.lines, pane.focus_line)
         self.last_links = links
         self.last_query = (links.origin, self.view(links.origin).cursor_line)
-        self.query_one("#chain", Static).update(links.summary)
+        self.query_one(ChainLine).text = links.summary
 
     @on(CodeView.FollowRequested)
     def _follow(self, message: CodeView.FollowRequested) -> None:
