@@ -121,11 +121,13 @@ class CodeView(ScrollView, can_focus=True):
 
     def set_linked(self, lines, focus_line: int | None = None) -> None:
         """Highlight `lines` and bring `focus_line` (or the first of them) into view."""
-        self.linked = set(lines)
-        target = focus_line if focus_line is not None else (min(self.linked) if self.linked else None)
+        linked = set(lines)
+        changed = linked ^ self.linked
+        self.linked = linked
+        target = focus_line if focus_line is not None else (min(linked) if linked else None)
         if target is not None:
             self._bring_into_view(target, center=True)
-        self.refresh()
+        self._refresh_numbers(changed)
 
     def set_markers(self, lines) -> None:
         self.markers = set(lines)
@@ -133,12 +135,21 @@ class CodeView(ScrollView, can_focus=True):
 
     def move_cursor(self, line: int, announce: bool = True, center: bool = False) -> None:
         line = self._clamp(line)
-        changed = line != self.cursor_line
+        previous = self.cursor_line
+        changed = line != previous
         self.cursor_line = line
         self._bring_into_view(line, center=center)
-        self.refresh()
+        self._refresh_numbers({previous, line})
         if announce and (changed or center):
             self.post_message(self.CursorMoved(self, line))
+
+    def _refresh_numbers(self, numbers) -> None:
+        """Repaint only these 1-based lines, where they are on screen (a scroll repaints
+        the whole view by itself): a cursor move then redraws two rows, not every pane."""
+        top, height = self.scroll_offset.y, self.size.height
+        for number in numbers:
+            if top < number <= top + height:
+                self.refresh_line(number - 1)
 
     @property
     def cursor_text(self) -> str:
