@@ -114,7 +114,7 @@ class CodeView(ScrollView, can_focus=True):
         self.scroll_to(x=0, y=0, animate=False, immediate=True, force=True)
         self._fresh = True
         self._bring_into_view(self.cursor_line, center=True)
-        self.refresh(layout=True)  # a new virtual size: the scrollbars follow at the next layout
+        self.refresh()  # (a new virtual size re-lays the view out by itself)
 
     def clear(self, message: str = "") -> None:
         self.load(None, message)
