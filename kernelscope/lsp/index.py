@@ -10,9 +10,8 @@ from __future__ import annotations
 import sqlite3
 
 from kernelscope.store.run_cache import cached, db_key
-from kernelscope.store.sql import select_in
 from kernelscope.store.run_facts import KernelInfo, kernels_of_run
-from kernelscope.store.source_index import SourceLineSummary, line_summaries
+from kernelscope.store.sql import select_in
 
 
 
@@ -56,11 +55,6 @@ def run_details(store, run_id: int):
 def file_links(store, run_id: int, path: str):
     """`Store.lines_for_file` of a generated file, cached (generated files never change)."""
     return cached(("links", db_key(store.conn), run_id, path), lambda: store.lines_for_file(path, run_id))
-
-
-def source_lines(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, SourceLineSummary]:
-    """Every line of source file `path` that reached a kernel in the run (lenses, hints)."""
-    return line_summaries(conn, run_id, path)
 
 
 def kernel_sources(conn: sqlite3.Connection, kernel_id: int) -> list[tuple[str, int]]:

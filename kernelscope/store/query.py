@@ -184,7 +184,7 @@ def lines_for_file(conn: sqlite3.Connection, location: Location) -> FileLinks:
         for row in pre_rows:
             post_of[row["id"]] = set()
         for link in select_in(conn, "SELECT post_node_id, pre_node_id FROM node_links WHERE pre_node_id IN ({})",
-                               [row["id"] for row in pre_rows]):
+                              [row["id"] for row in pre_rows]):
             post_of[link["pre_node_id"]].add(link["post_node_id"])
         all_post = {post_id for post_ids in post_of.values() for post_id in post_ids}
         kernels_of_post: dict[int, set[str]] = {}
@@ -300,7 +300,7 @@ class _Reader:
         """The frames of these call stacks, outermost first (cached per query)."""
         wanted = {stack_id for stack_id in stack_ids if stack_id is not None and stack_id not in self._stacks}
         for frame in select_in(self.conn, "SELECT * FROM stack_frames WHERE stack_id IN ({}) ORDER BY depth",
-                                wanted):
+                               wanted):
             self._stacks.setdefault(frame["stack_id"], []).append(
                 FrameRef(file=frame["file"], line=frame["line"], function=frame["function"], code=frame["code"]))
         return self._stacks
@@ -319,7 +319,7 @@ class _Reader:
         """The post-grad nodes each pre-grad node became, with the reason."""
         name_of = {row["id"]: row["name"] for row in pre_rows}
         links = select_in(self.conn, "SELECT post_node_id, pre_node_id FROM node_links WHERE pre_node_id IN ({})",
-                           name_of)
+                          name_of)
         reasons: dict[int, list[str]] = {}
         for link in links:
             reasons.setdefault(link["post_node_id"], []).append(f"from pre-grad {name_of[link['pre_node_id']]}")
@@ -409,7 +409,7 @@ class _Reader:
             return
         kernel_nodes: dict[int, dict[str, None]] = {}
         for row in select_in(self.conn, "SELECT kernel_id, node_name FROM kernel_nodes WHERE node_id IN ({})",
-                              post_ids):
+                             post_ids):
             kernel_nodes.setdefault(row["kernel_id"], {})[row["node_name"]] = None
         if detail:
             line_rows = select_in(self.conn, "SELECT * FROM generated_lines WHERE node_id IN ({})", post_ids)
@@ -418,11 +418,11 @@ class _Reader:
                     kernel_nodes.setdefault(row["kernel_id"], {})
         else:  # from the covering index alone: (node, file, line) of every line below the nodes
             line_rows = select_in(self.conn, "SELECT node_id, file, line FROM generated_lines WHERE node_id IN ({})",
-                                   post_ids, plain=True)
+                                  post_ids, plain=True)
         kernels = {row["id"]: row for row in select_in(self.conn, "SELECT * FROM kernels WHERE id IN ({})",
-                                                        kernel_nodes)}
+                                                       kernel_nodes)}
         calls = select_in(self.conn, "SELECT kernel_id, wrapper_line FROM kernel_calls WHERE kernel_id IN ({})",
-                           kernel_nodes)
+                          kernel_nodes)
         refs: dict[int, KernelRef] = {}
         for kernel_id in sorted(kernels, key=lambda k: (kernels[k]["graph_id"], kernels[k]["position"])):
             kernel = kernels[kernel_id]

@@ -246,10 +246,10 @@ class KernelscopeApp(App):
                                                                      module=module or None),
                                            still_wanted=still_wanted)
                 links = link_set(result, origin, shown, module)
+                if origin == KERNEL and details is not None and result.location.graph is not None:
+                    self._add_launches(links, result.location, details, rows or [], run_id)
         except Stale:
             return
-        if origin == KERNEL and details is not None and result.location.graph is not None:
-            self._add_launches(links, result.location, details, rows or [], run_id)
         files = {}
         for role, pane in links.panes.items():
             if pane.path and pane.path != shown.get(role):

@@ -86,7 +86,7 @@ class KernelList(Vertical):
     def action_next_sort(self) -> None:
         columns = [name for name in SORT_COLUMNS if name != "device" or has_device_time(self.rows)]
         self.sort_column = columns[(columns.index(self.sort_column) + 1) % len(columns)]
-        self._sorted()
+        self.refresh_rows()
 
     def action_search(self) -> None:
         self.query_one(Input).focus()
@@ -107,12 +107,9 @@ class KernelList(Vertical):
         for name, width in zip(self.columns, self.header_widths):
             if start <= event.x < start + width + GAP:
                 self.sort_column = name
-                self._sorted()
+                self.refresh_rows()
                 return
             start += width + GAP
-
-    def _sorted(self) -> None:
-        self.refresh_rows()
 
     @on(KernelTable.RowChosen)
     def _row_chosen(self, event: KernelTable.RowChosen) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, GraphChain, KernelRef, NodeRef, QueryResult
-from kernelscope.store.source_index import GraphHit, KernelHit, LineAnswer
+from kernelscope.store.source_index import LineAnswer
 
 PANES = (SOURCE, POST_GRAD, KERNEL, WRAPPER)  # left to right, top to bottom
 PANE_TITLES = {SOURCE: "model source", POST_GRAD: "post-grad graph", KERNEL: "kernel", WRAPPER: "wrapper"}
@@ -105,8 +105,11 @@ def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], mod
             calls = sorted(call.line for call in (kernel.calls if kernel else []) if call.file == wrapper_file)
             panes[WRAPPER] = PaneLinks(wrapper_file, lines, calls[0] if calls else lines[0])
 
-    return LinkSet(origin, panes, describe(chain, kernel, len(chains)), graphs,
-                   [ref.name for ref in chain.kernels])
+    kernel_names = [ref.name for ref in chain.kernels]
+    modules = sorted({getattr(node, "module", "") for node in chain.post_nodes} - {""})
+    summary = describe(chain.graph.compile_id, chain.graph.kind, len(chains), [node.name for node in chain.post_nodes],
+                       kernel_names, kernel.name if kernel else None, modules)
+    return LinkSet(origin, panes, summary, graphs, kernel_names)
 
 
 def source_link_set(answer: LineAnswer, shown: dict[str, str | None]) -> LinkSet:
@@ -132,25 +135,10 @@ def source_link_set(answer: LineAnswer, shown: dict[str, str | None]) -> LinkSet
     if wrapper_file and wrapper_lines:
         calls = kernel.calls if kernel is not None else []
         panes[WRAPPER] = PaneLinks(wrapper_file, wrapper_lines, calls[0] if calls else wrapper_lines[0])
-    return LinkSet(SOURCE, panes, _describe_hit(graph, kernel, len(hits)), graphs,
-                   [hit.kernel.name for hit in graph.kernels])
-
-
-def _describe_hit(graph: GraphHit, kernel: KernelHit | None, graph_count: int) -> str:
-    """describe() for a source-index answer."""
-    parts = [f"[{graph.graph.compile_id}] {graph.graph.kind}"]
-    if graph_count > 1:
-        parts[0] += f" (1 of {graph_count} graphs)"
-    if graph.post_names:
-        parts.append("post-grad " + _some(graph.post_names))
-    names = [hit.kernel.name for hit in graph.kernels]
-    if kernel is not None:
-        names = [kernel.kernel.name] + [name for name in names if name != kernel.kernel.name]
-    if names:
-        parts.append(("kernel " if len(names) == 1 else "kernels ") + _some(names, 2))
-    if graph.modules:
-        parts.append("module " + _some(sorted(graph.modules), 2))
-    return " · ".join(parts)
+    kernel_names = [hit.kernel.name for hit in graph.kernels]
+    summary = describe(graph.graph.compile_id, graph.graph.kind, len(hits), graph.post_names, kernel_names,
+                       kernel.kernel.name if kernel else None, sorted(graph.modules))
+    return LinkSet(SOURCE, panes, summary, graphs, kernel_names)
 
 
 def add_kernel_launches(links: LinkSet, wrapper_path: str, launch_lines: list[int]) -> None:
@@ -172,18 +160,19 @@ def launch_lines(text: str) -> dict[str, list[int]]:
     return launches
 
 
-def describe(chain: GraphChain, kernel: KernelRef | None, graph_count: int) -> str:
-    """`[0/0] forward · post-grad erf, mul (+3) · kernel triton_… (+1) · module blocks.0.mlp`."""
-    parts = [f"[{chain.graph.compile_id}] {chain.graph.kind}"]
+def describe(compile_id: str, kind: str, graph_count: int, post_names: list[str], kernel_names: list[str],
+             chosen_kernel: str | None, modules: list[str]) -> str:
+    """`[0/0] forward · post-grad erf, mul (+3) · kernel triton_… (+1) · module blocks.0.mlp`
+    (the kernel shown in the kernel pane first)."""
+    parts = [f"[{compile_id}] {kind}"]
     if graph_count > 1:
         parts[0] += f" (1 of {graph_count} graphs)"
-    if chain.post_nodes:
-        parts.append("post-grad " + _some([node.name for node in chain.post_nodes]))
-    if chain.kernels:
-        names = [kernel.name] + [ref.name for ref in chain.kernels if ref is not kernel] if kernel else \
-            [ref.name for ref in chain.kernels]
-        parts.append(("kernel " if len(names) == 1 else "kernels ") + _some(names, 2))
-    modules = sorted({getattr(node, "module", "") for node in chain.post_nodes} - {""})
+    if post_names:
+        parts.append("post-grad " + _some(post_names))
+    if chosen_kernel is not None:
+        kernel_names = [chosen_kernel] + [name for name in kernel_names if name != chosen_kernel]
+    if kernel_names:
+        parts.append(("kernel " if len(kernel_names) == 1 else "kernels ") + _some(kernel_names, 2))
     if modules:
         parts.append("module " + _some(modules, 2))
     return " · ".join(parts)

@@ -17,7 +17,7 @@ def setup(server) -> None:
 
 def lenses(server, uri: str) -> list[types.CodeLens]:
     from kernelscope.lsp import index, render  # the store side: loaded after `initialize`
-    from kernelscope.store import profiles
+    from kernelscope.store import profiles, source_index
 
     document = server.document(uri)
     if document is None:
@@ -26,7 +26,7 @@ def lenses(server, uri: str) -> list[types.CodeLens]:
     found = []
     if document.is_source:
         times = profiles.file_line_times(conn, document.run_id, document.location.path)
-        for line, summary in index.source_lines(conn, document.run_id, document.location.path).items():
+        for line, summary in source_index.line_summaries(conn, document.run_id, document.location.path).items():
             current = document.line_map.current_line(line)
             if current is None or current > len(document.lines):
                 continue

@@ -19,8 +19,7 @@ def setup(server) -> None:
 
 def hover_text(server, uri: str, position: types.Position) -> str | None:
     from kernelscope.lsp import index, render  # the store side: loaded after `initialize`
-    from kernelscope.store import source_index
-    from kernelscope.store import profiles
+    from kernelscope.store import profiles, source_index
 
     document = server.document(uri)
     if document is None:
@@ -48,7 +47,7 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
     answer = source_index.source_line(store.conn, document.run_id, document.location.path, line)
     if answer.empty:
         return None
-    summary = index.source_lines(store.conn, document.run_id, document.location.path).get(line)
+    summary = source_index.line_summaries(store.conn, document.run_id, document.location.path).get(line)
     stale = render.StaleNote(document.location.path, document.run_id, line, current) if document.stale else None
     text = document.lines[current - 1] if current <= len(document.lines) else ""
     hover = render.source_hover(answer, text, summary, run, link(server.provenance), stale)

@@ -9,7 +9,8 @@ def setup(server) -> None:
     def inlay_hint(server, params: types.InlayHintParams) -> list[types.InlayHint]:
         if not server.options.inlay_hints:
             return []
-        from kernelscope.lsp import index, render  # the store side: loaded after `initialize`
+        from kernelscope.lsp import render  # the store side: loaded after `initialize`
+        from kernelscope.store import source_index
 
         document = server.document(params.text_document.uri)
         if document is None or not document.is_source:
@@ -17,7 +18,7 @@ def setup(server) -> None:
         first, last = params.range.start.line + 1, params.range.end.line + 1
         conn = server.provenance.store().conn
         hints = []
-        for line, summary in index.source_lines(conn, document.run_id, document.location.path).items():
+        for line, summary in source_index.line_summaries(conn, document.run_id, document.location.path).items():
             current = document.line_map.current_line(line)
             if current is None or not first <= current <= min(last, len(document.lines)):
                 continue

@@ -143,12 +143,12 @@ class CodeView(ScrollView, can_focus=True):
         if announce and (changed or center):
             self.post_message(self.CursorMoved(self, line))
 
-    def _refresh_numbers(self, numbers) -> None:
+    def _refresh_numbers(self, numbers: set[int]) -> None:
         """Repaint only these 1-based lines, where they are on screen (a scroll repaints
         the whole view by itself): a cursor move then redraws two rows, not every pane."""
-        top, height = self.scroll_offset.y, self.size.height
-        for number in numbers:
-            if top < number <= top + height:
+        top = self.scroll_offset.y
+        for number in range(top + 1, top + self.size.height + 1):
+            if number in numbers:
                 self.refresh_line(number - 1)
 
     @property
