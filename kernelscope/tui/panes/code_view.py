@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.color import Color
 from textual.binding import Binding
 from textual.geometry import Offset, Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from kernelscope.tui.panes.syntax import highlight, string_lines
+from kernelscope.tui.panes.shown_file import RecentFiles, ShownFile
 
 # Keys that move a line cursor (up/down, a page, to either end): the code panes and the
 # kernel table both implement actions cursor, page and edge.
@@ -34,13 +35,28 @@ MARKER = "▌"
 
 
 @dataclass
+class _Styles:
+    """The view's own style, its component styles and its background, read once until the
+    CSS changes: each read walks the widget's ancestors (1.4 ms for the set, every frame)."""
+
+    base: Style
+    components: dict[str, Style]
+    background: Color
+
+
+@dataclass
 class _Frame:
     """The styles and geometry one render pass of a CodeView shares."""
 
-    base: Style
-    width: int
+    styles: _Styles
     scroll: Offset
-    styles: dict[str, Style]
+    width: int  # the columns code is visible in (inside the vertical scrollbar)
+    height: int  # the rows code is visible in (above the horizontal scrollbar)
+    row_width: int  # the width of a row handed to Textual: the whole view
+
+    @property
+    def geometry(self) -> tuple[int, int, int]:
+        return self.scroll.x, self.width, self.row_width
 
 
 class CodeView(ScrollView, can_focus=True):
@@ -92,29 +108,41 @@ class CodeView(ScrollView, can_focus=True):
         self.cursor_line = 1
         self.linked: set[int] = set()
         self.markers: set[int] = set()  # lines with any link (gutter)
-        self._starts_in_string: list[bool] = []
-        self._segments: dict[int, list[Segment]] = {}
+        self._recent = RecentFiles()
+        self._file: ShownFile | None = None
         self._scroll_target: tuple[int, bool] | None = None
         self._fresh = False  # a file was loaded and not yet placed after layout
-        self._frame: _Frame | None = None  # set while a render pass draws lines
+        self._styles: _Styles | None = None  # cleared when the CSS that applies changes
 
     # -- content ---------------------------------------------------------------------
 
     def load(self, path: str | None, text: str, cursor_line: int | None = None, lex_strings: bool = True) -> None:
         """Show `text` as the file `path`; the cursor goes to `cursor_line` (or stays in range)."""
         self.path = path
-        self.lines = text.splitlines() or [""]
-        self._starts_in_string = string_lines(self.lines) if lex_strings else [False] * len(self.lines)
-        self._segments.clear()
+        self._file = self._recent.open(path, text, lex_strings)
+        self.lines = self._file.lines
         self.linked = set()
         self.markers = set()
-        width = max((len(line) for line in self.lines), default=0) + self._gutter_width() + 1
-        self.virtual_size = Size(width, len(self.lines))
+        self._set_virtual_size(Size(self._file.longest_line + self._gutter_width() + 1, len(self.lines)))
         self.cursor_line = self._clamp(cursor_line or 1)
         self.scroll_to(x=0, y=0, animate=False, immediate=True, force=True)
         self._fresh = True
         self._bring_into_view(self.cursor_line, center=True)
-        self.refresh()  # (a new virtual size re-lays the view out by itself)
+        self.refresh()
+
+    def _set_virtual_size(self, size: Size) -> None:
+        """Size the scrollable area to a new file. Assigning `virtual_size` lays the whole
+        screen out again and so repaints every widget (60 ms on a big run); a new file
+        changes only this view's scrollbars, so they are updated in place, and a layout
+        follows only when one appears or disappears (Textual's `_scroll_update` requests it)."""
+        if self.virtual_size == size:
+            return
+        scroll_update = getattr(self, "_scroll_update", None)
+        if scroll_update is None or not self.container_size:  # not laid out yet (or another Textual)
+            self.virtual_size = size
+            return
+        self.set_reactive(CodeView.virtual_size, size)
+        scroll_update(size)
 
     def clear(self, message: str = "") -> None:
         self.load(None, message)
@@ -192,55 +220,90 @@ class CodeView(ScrollView, can_focus=True):
     # -- drawing -----------------------------------------------------------------------
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # What every line of this pass shares, read once: the widget's style walks its
-        # ancestors on each read, which was half the cost of a line.
-        self._frame = self._new_frame()
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._frame = None
-
-    def _new_frame(self) -> _Frame:
-        return _Frame(
-            base=self.rich_style,
-            width=self.scrollable_content_region.width,
-            scroll=self.scroll_offset,
-            styles={name: self.get_component_rich_style(name) for name in self.COMPONENT_CLASSES},
-        )
+        """The rows in `crop`, drawn here rather than through Textual's per-widget line
+        cache: that cache rebuilds every row of a view that scrolled (three Strips and a
+        colour-filter pass each, about half the cost of a frame), while these rows come
+        from the shown file's row cache, and the filters' results from each row's own
+        cache. A code view has no border, padding, tint or opacity for it to add."""
+        frame = self._new_frame()
+        filters = self.get_line_filters()
+        rows = []
+        for y in crop.line_range:
+            row = self._row(y, frame)
+            for line_filter in filters:
+                row = row.apply_filter(line_filter, frame.styles.background)
+            rows.append(row)
+        if crop.column_span != (0, frame.row_width):
+            rows = [row.crop(*crop.column_span) for row in rows]
+        return rows
 
     def render_line(self, y: int) -> Strip:
-        frame = self._frame or self._new_frame()
-        scroll_x, scroll_y = frame.scroll
-        index = scroll_y + y
-        width = frame.width
-        if index >= len(self.lines):
-            return Strip.blank(width, frame.base)
-        number = index + 1
-        gutter_width = self._gutter_width()
-        marker = Segment(MARKER if number in self.markers else " ", frame.styles["code-view--marker"])
-        gutter = Segment(f"{number:>{gutter_width - 2}} ", frame.styles["code-view--gutter"])
-        code = Strip(self._line_segments(index)).crop(scroll_x, scroll_x + max(width - gutter_width, 0))
-        strip = Strip([marker, gutter, *code])
-        line_style = self._line_style(number, frame.styles)
-        if line_style is not None:
-            strip = strip.apply_style(line_style)
-        return strip.extend_cell_length(width, line_style or frame.base).crop(0, width)
+        return self._row(y, self._new_frame())
 
-    def _line_style(self, number: int, styles: dict[str, Style]) -> Style | None:
+    def _new_frame(self) -> _Frame:
+        if self._styles is None:
+            self._styles = _Styles(self.rich_style,
+                                   {name: self.get_component_rich_style(name) for name in self.COMPONENT_CLASSES},
+                                   self.background_colors[1])
+        content = self.scrollable_content_region
+        return _Frame(self._styles, self.scroll_offset, content.width, content.height, self.size.width)
+
+    def _forget_styles(self) -> None:
+        self._styles = None
+        self._recent.forget_rows()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._forget_styles()
+
+    def _row(self, y: int, frame: _Frame) -> Strip:
+        """Row `y` of the view: a line of the file, or blank below its end (and under the
+        horizontal scrollbar, which covers that row)."""
+        index = frame.scroll.y + y
+        shown = self._file
+        if shown is None or index >= len(shown.lines) or y >= frame.height:
+            return Strip.blank(frame.row_width, frame.styles.base)
+        number = index + 1
+        line_class = self._line_class(number)
+        marked = number in self.markers
+        key = (index, line_class, marked)
+        row = shown.row(key, frame.geometry)
+        if row is None:
+            row = self._draw_row(shown.line_segments(index), number, marked, line_class, frame)
+            shown.keep_row(key, row)
+        return row
+
+    def _draw_row(self, code: list[Segment], number: int, marked: bool, line_class: str | None,
+                  frame: _Frame) -> Strip:
+        """Marker, line number and code, cut to the view's width at its horizontal scroll,
+        on the line's background: made as segments and wrapped in one Strip (each Strip
+        carries seven caches; chaining Strip methods made six per row)."""
+        scroll_x, width, styles = frame.scroll.x, frame.width, frame.styles.components
+        gutter_width = self._gutter_width()
+        code_width = max(width - gutter_width, 0)
+        if scroll_x:
+            parts = list(Segment.divide(code, [scroll_x, scroll_x + code_width]))
+            code = parts[1] if len(parts) > 1 else []
+        else:
+            code = Segment.adjust_line_length(code, code_width, pad=False)
+        row = [Segment(MARKER if marked else " ", styles["code-view--marker"]),
+               Segment(f"{number:>{gutter_width - 2}} ", styles["code-view--gutter"]), *code]
+        line_style = styles[line_class] if line_class else None
+        if line_style is not None:  # under the code's own colours
+            row = list(Segment.apply_style(row, style=line_style))
+        row = Segment.adjust_line_length(row, frame.row_width, style=line_style or frame.styles.base)
+        return Strip(row, frame.row_width)
+
+    def _line_class(self, number: int) -> str | None:
+        """The component class that styles this line's background, if any."""
         is_cursor = number == self.cursor_line and self.path is not None
         if is_cursor and number in self.linked:
-            return styles["code-view--linked-cursor"]
+            return "code-view--linked-cursor"
         if is_cursor:
-            return styles["code-view--cursor" if self.has_focus else "code-view--cursor-unfocused"]
+            return "code-view--cursor" if self.has_focus else "code-view--cursor-unfocused"
         if number in self.linked:
-            return styles["code-view--linked"]
+            return "code-view--linked"
         return None
-
-    def _line_segments(self, index: int) -> list[Segment]:
-        segments = self._segments.get(index)
-        if segments is None:
-            segments = self._segments[index] = highlight(self.lines[index], self._starts_in_string[index])
-        return segments
 
     def _gutter_width(self) -> int:
         return len(str(len(self.lines))) + 2
@@ -285,7 +348,9 @@ class CodeView(ScrollView, can_focus=True):
             self.vertical_scrollbar.position = new_value
 
     def on_focus(self) -> None:
+        self._forget_styles()
         self.refresh()
 
     def on_blur(self) -> None:
+        self._forget_styles()
         self.refresh()
