@@ -4,6 +4,7 @@ a synthetic run (fast); the import boundary; the CLI's errors."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from kernelscope.store import Store
 from kernelscope.store.results import NodeRef
 from kernelscope.tui.app import KernelscopeApp
 from kernelscope.tui.kernel_list import KernelList
+from kernelscope.tui.key_footer import KeyFooter
 from kernelscope.tui.linking import link_set
 from kernelscope.tui.module_filter import ModuleFilterScreen
 from kernelscope.tui.run_data import KernelFilter, KernelRow, sort_key
@@ -310,6 +312,39 @@ def test_synthetic_run_links_source_to_kernel(mlp_store):
             assert app.view("kernel").path.endswith("triton_poi_fused_gelu_0.py")
             assert app.view("kernel").linked
             assert app.view("wrapper").linked
+
+    asyncio.run(scenario())
+
+
+def test_moving_between_code_panes_keeps_the_footer_and_the_kernel_list_changes_it(mlp_store):
+    """The code panes share their keys: the footer's key widgets stay (rebuilding them laid
+    out the whole screen on every pane switch); the kernel list has other keys."""
+
+    async def scenario():
+        app = KernelscopeApp(mlp_store.root)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, app)
+            footer = app.query_one(KeyFooter)
+            keys = list(footer.children)
+            assert any("follow link" in str(key.render()) for key in keys)
+            for pane in "2341":
+                await pilot.press(pane)
+                await pilot.pause()
+                assert list(footer.children) == keys
+            await pilot.press("5")
+            await settle(pilot, lambda: list(footer.children) != keys)
+            assert not any("follow link" in str(key.render()) for key in footer.children)
+
+    asyncio.run(scenario())
+
+
+def test_the_run_is_frozen_out_of_the_collector_while_shown_and_released_on_exit(mlp_store):
+    async def scenario():
+        app = KernelscopeApp(mlp_store.root)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.facts_loaded)
+            assert gc.get_freeze_count() > 0
+        assert gc.get_freeze_count() == 0
 
     asyncio.run(scenario())
 
