@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.color import Color
 from textual.binding import Binding
+from textual.color import Color
 from textual.geometry import Offset, Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -238,6 +238,7 @@ class CodeView(ScrollView, can_focus=True):
         return rows
 
     def render_line(self, y: int) -> Strip:
+        """One row (Textual's line API, for callers that ask for a single line)."""
         return self._row(y, self._new_frame())
 
     def _new_frame(self) -> _Frame:
@@ -348,9 +349,7 @@ class CodeView(ScrollView, can_focus=True):
             self.vertical_scrollbar.position = new_value
 
     def on_focus(self) -> None:
-        self._forget_styles()
-        self.refresh()
+        self.refresh()  # the cursor row's colour follows the focus
 
     def on_blur(self) -> None:
-        self._forget_styles()
         self.refresh()
