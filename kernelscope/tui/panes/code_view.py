@@ -104,14 +104,13 @@ class CodeView(ScrollView, can_focus=True):
         super().__init__(id=id, classes=classes)
         self.role = role  # source | post_grad | kernel | wrapper
         self.path: str | None = None  # the stored key of the file shown
-        self.lines: list[str] = []
         self.cursor_line = 1
         self.linked: set[int] = set()
         self.markers: set[int] = set()  # lines with any link (gutter)
         self._recent = RecentFiles()
         self._file: ShownFile | None = None
         self._scroll_target: tuple[int, bool] | None = None
-        self._fresh = False  # a file was loaded and not yet placed after layout
+        self._fresh = False  # a file was loaded and not yet placed (it is once the view has a size)
         self._styles: _Styles | None = None  # cleared when the CSS that applies changes
 
     # -- content ---------------------------------------------------------------------
@@ -120,7 +119,6 @@ class CodeView(ScrollView, can_focus=True):
         """Show `text` as the file `path`; the cursor goes to `cursor_line` (or stays in range)."""
         self.path = path
         self._file = self._recent.open(path, text, lex_strings)
-        self.lines = self._file.lines
         self.linked = set()
         self.markers = set()
         self._set_virtual_size(Size(self._file.longest_line + self._gutter_width() + 1, len(self.lines)))
@@ -178,6 +176,10 @@ class CodeView(ScrollView, can_focus=True):
         for number in range(top + 1, top + self.size.height + 1):
             if number in numbers:
                 self.refresh_line(number - 1)
+
+    @property
+    def lines(self) -> list[str]:
+        return self._file.lines if self._file is not None else []
 
     @property
     def cursor_text(self) -> str:
@@ -238,7 +240,7 @@ class CodeView(ScrollView, can_focus=True):
         return rows
 
     def render_line(self, y: int) -> Strip:
-        """One row (Textual's line API, for callers that ask for a single line)."""
+        """One row: Textual asks for single lines to find the text under the mouse."""
         return self._row(y, self._new_frame())
 
     def _new_frame(self) -> _Frame:
