@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, assert_full_links
 
 MODELS = REPO / "tests" / "data" / "tensors_in_forward.py"
-FLOOR = 1.0
 
 
 class CudaRuntimeUsed(AssertionError):
@@ -52,18 +51,6 @@ def record(spec: str, train: bool):
     from kernelscope.engine.recorder import RecordOptions, record_factory
 
     return record_factory(spec, RecordOptions(device="virtual-cuda", train=train, workspace=REPO))
-
-
-def assert_full_links(run):
-    from kernelscope.store.coverage import compute_coverage
-
-    coverage = compute_coverage(run)
-    assert coverage["kernel_agreement"]["share"] == FLOOR, coverage
-    assert coverage["kernel_lines"]["share"] == FLOOR, coverage
-    assert coverage["wrapper_lines"]["share"] == FLOOR, coverage
-    for kind in ("forward_nodes_with_source", "backward_nodes_with_source"):
-        if coverage[kind]["total"]:
-            assert coverage[kind]["share"] == FLOOR, (kind, coverage)
 
 
 @pytest.mark.slow

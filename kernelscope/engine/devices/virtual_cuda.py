@@ -17,7 +17,7 @@ import contextlib
 import types
 from unittest import mock
 
-from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, real_compute, triton_driver
+from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, meta_models, real_compute, triton_driver
 
 ARCH = 90
 
@@ -253,7 +253,8 @@ def make_compile_fx(original_compile_fx):
     Triton's driver report an H100. The backward is compiled at once (a GPU
     compiles it at the first backward call; the code is the same). The generated
     code is kept and never loaded; Dynamo gets its own graph back, so the program
-    runs eagerly on the CPU (autograd included) and goes on.
+    runs eagerly on the CPU (autograd included) and goes on — on meta tensors for a
+    model built on the meta device (meta_models).
     """
     import torch
     from torch._functorch import config as functorch_config
@@ -276,7 +277,7 @@ def make_compile_fx(original_compile_fx):
         fake_mode = detect_fake_mode(example_inputs_)
         compiling.append(True)
         try:
-            with pretend_cuda_present(), fake_cuda.cuda_fake_tensors(), \
+            with meta_models.compiling(), pretend_cuda_present(), fake_cuda.cuda_fake_tensors(), \
                     device_audit.compiling_with(fake_mode), \
                     real_compute.real_compute_on_cpu(fake_mode), \
                     functorch_config.patch(force_non_lazy_backward_lowering=True), \
@@ -288,7 +289,7 @@ def make_compile_fx(original_compile_fx):
                 original_compile_fx(cuda_gm, fake_inputs, **kwargs)
         finally:
             compiling.pop()
-        return model_.forward
+        return meta_models.runs_on_meta(model_.forward)
 
     return compile_fx
 
