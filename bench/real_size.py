@@ -1,6 +1,6 @@
 """A Llama-3-8B-sized model built on the meta device, recorded at 8, 16 and 32 layers.
 
-    python bench/real_size.py [--layers 8 16 32] [--modes inference train] [--json OUT]
+    python bench/real_size.py [--layers 8 16 32] [--modes inference train] [--repeat N] [--json OUT]
 
 The model (bench/models/llama3_8b_meta.py) is transformers' LlamaForCausalLM with the 8B
 sizes (hidden 4096, intermediate 14336, 32 heads, 8 KV heads, vocab 128256), built under
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -35,16 +36,24 @@ def store_mb(store: Path) -> float:
     return sum(path.stat().st_size for path in store.rglob("*") if path.is_file()) / 2**20
 
 
-def measure(layers: int, train: bool, scratch: Path) -> dict:
+def measure(layers: int, train: bool, scratch: Path, repeat: int) -> dict:
+    """Medians of `repeat` plain and recorded processes, alternating so that machine noise
+    hits both alike."""
     os.environ["KERNELSCOPE_LAYERS"] = str(layers)
     spec = f"{SPEC}:{'make_train' if train else 'make'}"
-    plain = measure_plain(spec, train, "virtual-cuda")
-    store = scratch / f"store-{layers}-{'train' if train else 'inference'}"
-    recorded = measure_recorded(str(REPO / spec), train, "virtual-cuda", store)
-    summary = recorded.pop("summary")
+    plains, recordeds = [], []
+    for index in range(repeat):
+        plains.append(measure_plain(spec, train, "virtual-cuda"))
+        store = scratch / f"store-{layers}-{'train' if train else 'inference'}-{index}"
+        recordeds.append(measure_recorded(str(REPO / spec), train, "virtual-cuda", store))
+    summary = recordeds[-1].pop("summary")
+    median = lambda runs, key: statistics.median(run[key] for run in runs)  # noqa: E731
     return {
         "layers": layers, "mode": "train" if train else "inference",
-        "plain": plain, "recorded": recorded, "store_mb": store_mb(store),
+        "plain": {key: median(plains, key) for key in ("wall", "compile", "peak_mb")},
+        "recorded": {key: median(recordeds, key) for key in ("wall", "compile", "peak_mb")},
+        "walls": {"plain": [run["wall"] for run in plains], "recorded": [run["wall"] for run in recordeds]},
+        "store_mb": store_mb(store),
         "kernels": sum(graph["kernels"] for graph in summary["graphs"]),
         "coverage": summary["coverage"],
     }
@@ -54,6 +63,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, nargs="+", default=[8, 16, 32])
     parser.add_argument("--modes", nargs="+", default=["inference", "train"], choices=["inference", "train"])
+    parser.add_argument("--repeat", type=int, default=1, help="measurements per side (median)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     args = parser.parse_args()
 
@@ -61,14 +71,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         for mode in args.modes:
             for layers in sorted(args.layers):
-                row = measure(layers, mode == "train", Path(scratch))
+                row = measure(layers, mode == "train", Path(scratch), args.repeat)
                 rows.append(row)
                 print(f"  {layers} layers {mode}: plain {row['plain']['wall']:.1f}s, recorded "
                       f"{row['recorded']['wall']:.1f}s, peak {row['recorded']['peak_mb']:.0f} MB",
                       file=sys.stderr, flush=True)
 
     print(f"\nLlama-3-8B sizes on the meta device, virtual-cuda (torch {_torch_version()}, {os.cpu_count()} cores, "
-          "one fresh process per measurement)")
+          f"median of {args.repeat} fresh process(es) per side)")
     print(f"{'layers':>6} {'mode':9} {'kernels':>7} {'wall plain':>10} {'recorded':>9} {'ratio':>6}   "
           f"{'peak MB plain':>13} {'recorded':>9} {'ratio':>6}   {'store MB':>8}   {'lines':>5}")
     for row in rows:
