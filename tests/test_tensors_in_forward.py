@@ -55,7 +55,8 @@ def record(spec: str, train: bool):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("train", [False, True], ids=["inference", "train"])
-@pytest.mark.parametrize("factory", ["make_factories", "make_new_and_to", "make_cache_like"])
+@pytest.mark.parametrize("factory", ["make_factories", "make_new_and_to", "make_cache_like",
+                                     "make_sinusoidal_positions"])
 def test_tensors_made_in_forward_never_reach_the_cuda_runtime(factory, train, cuda_runtime_raises):
     run = record(f"{MODELS}:{factory}", train)
     assert cuda_runtime_raises == []

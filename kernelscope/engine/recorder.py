@@ -146,6 +146,11 @@ def device_target(device: str, execute: bool = False):
     warnings_for_run: list[str] = []
     with contextlib.ExitStack() as stack:
         if device == "virtual-cuda":
+            from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
+
+            problem = ensure_cuda_device_guard()
+            if problem:
+                warnings_for_run.append(f"{problem}: Python indexing inside decompositions may fail")
             stack.enter_context(meta_models.captured_as_cpu())
             stack.enter_context(cuda_attention.attention_as_on_cuda())
             stack.enter_context(_compile_fx_replaced(virtual_cuda.make_compile_fx))

@@ -75,6 +75,23 @@ class CacheLike(nn.Module):
         return torch.softmax(x @ keys.transpose(-1, -2), dim=-1) @ values
 
 
+class SinusoidalPositions(nn.Module):
+    """XGLM's and M2M100's sinusoidal positions: a table buffer read with `index_select`,
+    whose decomposition (`torch._refs.index_select`) indexes the table from Python."""
+
+    def __init__(self, positions=32, width=16):
+        super().__init__()
+        half = width // 2
+        scale = torch.exp(torch.arange(half, dtype=torch.float) * -(9.21 / (half - 1)))
+        angles = torch.arange(positions, dtype=torch.float)[:, None] * scale[None, :]
+        self.register_buffer("table", torch.cat([torch.sin(angles), torch.cos(angles)], dim=1), persistent=False)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, ids):
+        positions = torch.arange(ids.shape[-1], device=ids.device).expand_as(ids) + 1
+        return self.proj(self.table.index_select(0, positions.reshape(-1)).view(*ids.shape, -1))
+
+
 def make_factories():
     torch.manual_seed(0)
     return Factories(), (torch.randn(2, 4, 16),)
@@ -88,3 +105,8 @@ def make_new_and_to():
 def make_cache_like():
     torch.manual_seed(0)
     return CacheLike(), (torch.randn(2, 4, 16),)
+
+
+def make_sinusoidal_positions():
+    torch.manual_seed(0)
+    return SinusoidalPositions(), (torch.randint(0, 30, (2, 8)),)
