@@ -24,6 +24,8 @@ class CompileRequest:
     train: bool = False
     dynamic: bool = False
     execute: bool = False
+    build_timeout: float = 600.0  # seconds; a longer build stops (and restarts) the engine worker
+    memory_limit_mb: int | None = None  # the engine worker's address-space cap
 
 
 class CompileDriver:
@@ -39,7 +41,8 @@ class CompileDriver:
         request = self.request
         options = WatchOptions(target=request.target, store=request.store, workspace=request.workspace,
                                device=request.device, train=request.train, dynamic=request.dynamic,
-                               execute=request.execute)
+                               execute=request.execute, build_timeout=request.build_timeout,
+                               memory_limit_mb=request.memory_limit_mb)
         session = WatchSession(options, self._event)
         session.start()
         try:
