@@ -23,7 +23,8 @@ from kernelscope.errors import (
     traceback_wanted,
 )
 
-SUBCOMMANDS = ["compile", "run", "runs", "show", "query", "dump", "validate", "watch", "diff", "import", "tui", "lsp", "profile"]
+SUBCOMMANDS = ["compile", "run", "runs", "show", "query", "dump", "validate", "watch", "diff", "import", "tui", "lsp",
+               "profile", "doctor"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -268,12 +268,12 @@ def connect(root: Path, create: bool) -> sqlite3.Connection:
     except sqlite3.DatabaseError as error:
         raise unreadable(db_path, error) from error
     try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        _create_or_check_schema(conn, db_path, writable)  # before WAL: a foreign file stays as it is
         if writable:
-            conn.execute("PRAGMA foreign_keys = ON")
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-        _create_or_check_schema(conn, db_path, writable)
     except sqlite3.DatabaseError as error:
         conn.close()
         raise unreadable(db_path, error) from error
@@ -350,8 +350,8 @@ def write_errors(root: Path):
             raise StoreError(f"no space left on the device of {root} while writing a run: free some space or "
                              "pass --store DIR; nothing was written, the earlier runs are intact") from error
         if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            raise StoreError(f"cannot write into the store {root} ({error.strerror}): pass --store DIR to record "
-                             "somewhere writable; nothing was written") from error
+            raise StoreError(f"cannot write into the store {root}: it is read-only here ({error.strerror}); pass "
+                             "--store DIR to record somewhere writable; nothing was written") from error
         raise
     except sqlite3.OperationalError as error:
         text = str(error)

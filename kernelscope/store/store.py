@@ -10,7 +10,19 @@ from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
 from kernelscope.record import RunRecord
-from kernelscope.store import catalog, db, dump, paths, places, profiles, query, run_facts, source_index, writer
+from kernelscope.store import (
+    catalog,
+    db,
+    dump,
+    integrity,
+    paths,
+    places,
+    profiles,
+    query,
+    run_facts,
+    source_index,
+    writer,
+)
 from kernelscope.store.results import SOURCE, FileLinks, Location, QueryResult, RunDetails, RunSummary
 
 
@@ -90,6 +102,16 @@ class Store:
         if location.kind == SOURCE:
             location.absolute_path = self.places.source_path(key, *self._workspace_of(location.run_id))
         return location
+
+    def file_problem(self, location: Location) -> str | None:
+        """Why a generated file is not as its run wrote it (missing, edited), or None."""
+        if location.kind == SOURCE:
+            return None
+        row = self.conn.execute("SELECT sha256 FROM files WHERE path = ? AND run_id = ?",
+                                (location.path, location.run_id)).fetchone()
+        problem = integrity.file_problem(self.root, location.path, row[0]) if row and row[0] else None
+        return None if problem is None else (f"{problem[1]}: `kernelscope doctor` checks the store; "
+                                             "answers come from what was recorded")
 
     def workspace(self, run_id: int) -> str:
         """Where run `run_id`'s workspace is now (see kernelscope.store.places)."""
