@@ -58,3 +58,23 @@ def one_line(error: BaseException) -> str:
     if isinstance(error, UserError):
         return text or type(error).__name__
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+class OneLineLogs:
+    """A logging filter: records keep one line (the exception's own summary) unless full
+    errors were asked for — libraries such as pygls log a traceback with every error
+    response, which a user reading the language server's log would take for a crash."""
+
+    def filter(self, record) -> bool:
+        if traceback_wanted():
+            return True
+        message = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            message = f"{message}: {one_line(record.exc_info[1])}"
+        if "Traceback (most recent call last)" in message:
+            head, _, trace = message.partition("Traceback (most recent call last)")
+            last = [line for line in trace.strip().splitlines() if line.strip()][-1:]
+            message = (head.strip() + " " + " ".join(last)).strip()
+        record.msg, record.args = message.replace("\n", " "), None
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True

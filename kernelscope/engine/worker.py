@@ -275,7 +275,7 @@ class Worker:
         if data["file"] and imports.owns(data["file"]) and os.path.isfile(data["file"]):
             files.append(os.path.realpath(data["file"]))  # e.g. a module that failed to import
         data["files"] = _with_target_first(sorted(set(files)), target_file)
-        if _MEMORY_LIMIT_MB and _find_in_chain(error, MemoryError) is not None:
+        if _MEMORY_LIMIT_MB and _out_of_memory(error):
             data["kind"] = "memory"
             data["message"] += (f" (the engine worker's memory limit, {_MEMORY_LIMIT_MB} MB, was reached: "
                                 "raise it with --memory-limit / the memoryLimit option)")
@@ -329,6 +329,17 @@ def _located(kind: str, message: str, file: str | None, line: int | None, column
         "column": column,
         "message": message,
     }
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    """A MemoryError, or torch's allocator failing ("can't allocate memory"), in the chain."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, MemoryError) or "can't allocate memory" in str(error):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _find_in_chain(error: BaseException, wanted: type) -> BaseException | None:

@@ -30,7 +30,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from kernelscope import __version__
-from kernelscope.errors import ENV_TRACEBACK_HINT, full_error, one_line, traceback_wanted
+from kernelscope.errors import ENV_TRACEBACK_HINT, OneLineLogs, full_error, one_line, traceback_wanted
 from kernelscope.lsp.options import OptionsError, ServerOptions
 
 if TYPE_CHECKING:
@@ -274,6 +274,8 @@ def create_server() -> KernelscopeServer:
 
 def main() -> int:
     logging.basicConfig(level=logging.WARNING, format="kernelscope lsp: %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(OneLineLogs())  # KERNELSCOPE_TRACEBACK=1 keeps the tracebacks
     server = create_server()
     try:
         server.start_io()
