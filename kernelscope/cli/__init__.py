@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sqlite3
 import sys
 
 from kernelscope import __version__
@@ -79,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kernelscope: interrupted", file=sys.stderr)
         return 130
+    except sqlite3.DatabaseError as error:  # a store damaged past what opening it checks
+        store = getattr(args, "store", None) or "the store"
+        print_error(f"kernelscope: error: the store's database is damaged ({one_line(error)}): "
+                    f"`kernelscope doctor --store {store}` checks it and repairs what it can", error)
+        return 5
     except BrokenPipeError:  # `kernelscope query ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
