@@ -67,7 +67,7 @@ class Tally:
     failures: list[str] = field(default_factory=list)  # why a fault was not survived
 
     def say(self, message: str) -> None:
-        if message and message not in self.messages and len(self.messages) < 8:
+        if message and message not in self.messages and len(self.messages) < 12:
             self.messages.append(message)
 
     def fail(self, why: str) -> None:
