@@ -5,6 +5,7 @@ files were recorded elsewhere is pointed at them with --map-path; a file that ca
 found says so and how to map it."""
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
 
@@ -165,5 +166,43 @@ async def test_language_server_answers_from_a_copied_workspace(tmp_path, run_cli
         assert targets, "definition answered nothing from the copy"
         for target in targets:
             assert target.uri.startswith(uri(copy / ".kernelscope" / "runs")), target.uri
+    finally:
+        await session.stop()
+
+
+async def test_language_server_says_how_to_map_a_store_recorded_elsewhere(tmp_path):
+    """A store outside its workspace, then the workspace moved: the server says once how to
+    map it (not null on every line without a word), and with pathMap it answers."""
+    from lsp_support import line_of, start_session
+
+    recorded = tmp_path / "job" / "repo"
+    store_dir = tmp_path / "stores" / "run-7"
+    with Store(store_dir) as store:
+        store.write_run(make_mlp_run(recorded))
+    here = tmp_path / "me" / "repo"
+    shutil.copytree(recorded, here)
+    shutil.rmtree(recorded)
+    model = here / MLP_PATH
+    gelu = line_of(model, "gelu(h)")
+
+    session = await start_session(here, {"store": str(store_dir)})
+    try:
+        session.open(model)
+        assert await session.hover(model, gelu) is None
+        for _ in range(100):
+            shown = [m.message for m in session.client.messages if "pathMap" in m.message]
+            if shown:
+                break
+            await asyncio.sleep(0.05)
+        assert len(shown) == 1 and str(recorded) in shown[0] and str(here) in shown[0], session.client.messages
+    finally:
+        await session.stop()
+
+    session = await start_session(here, {"store": str(store_dir), "pathMap": {str(recorded): str(here)}})
+    try:
+        session.open(model)
+        hover = await session.hover(model, gelu)
+        assert hover is not None and "gelu" in hover.contents.value
+        assert not [m for m in session.client.messages if "pathMap" in m.message]
     finally:
         await session.stop()

@@ -117,6 +117,15 @@ class Store:
         """Where run `run_id`'s workspace is now (see kernelscope.store.places)."""
         return self.places.workspace(*self._workspace_of(run_id))
 
+    def candidate_workspaces(self) -> list[str]:
+        """Every place the runs' workspaces may be now (see kernelscope.store.places)."""
+        return sorted({workspace for recorded, from_store in self._workspace_rows()
+                       for workspace in self.places.workspaces(recorded, from_store)})
+
+    def recorded_workspaces(self) -> list[str]:
+        """The workspaces the runs were recorded in, as recorded (absolute)."""
+        return sorted({recorded for recorded, _ in self._workspace_rows() if recorded})
+
     def _workspace_rows(self) -> list[tuple[str, str | None]]:
         column = "workspace_from_store" if self._relative_workspaces else "NULL"
         return [(row[0], row[1]) for row in self.conn.execute(f"SELECT DISTINCT workspace, {column} FROM runs")]
@@ -130,7 +139,7 @@ class Store:
         """A file not found: when the runs' workspaces are nowhere near it, say how to map them."""
         if not Path(key).is_absolute() or key.startswith(str(self.root)):
             return error
-        recorded = sorted({recorded for recorded, _ in self._workspace_rows() if recorded})
+        recorded = self.recorded_workspaces()
         if not recorded:
             return error
         return StoreError(f"{error}. The store's runs were recorded in {', '.join(recorded[:3])}: if {key} is "
