@@ -4,6 +4,7 @@ command) show the chain behind it — an Inductor failure's own exception includ
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,15 @@ def test_traceback_shows_the_chain(damaged_store, capsys, monkeypatch, how):
     assert "The above exception was the direct cause" in err
     assert err.rstrip().splitlines()[-1].startswith("kernelscope: error: ")  # the one line comes last
     assert HINT not in err
+    if how != "environment":  # the flag is for that command only
+        assert "KERNELSCOPE_TRACEBACK" not in os.environ
+
+
+def test_the_cli_and_the_store_name_the_same_map_path_variable():
+    from kernelscope import cli
+    from kernelscope.store import places
+
+    assert cli.MAP_PATH_ENV == places.MAP_PATH_ENV
 
 
 def test_an_internal_error_is_one_line_with_its_own_exit_code(tmp_path, capsys, monkeypatch):

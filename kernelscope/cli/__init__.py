@@ -24,6 +24,8 @@ from kernelscope.errors import (
     traceback_wanted,
 )
 
+MAP_PATH_ENV = "KERNELSCOPE_MAP_PATH"  # kernelscope.store.places.MAP_PATH_ENV (not imported: it loads the store)
+
 SUBCOMMANDS = ["compile", "run", "runs", "show", "query", "dump", "validate", "watch", "diff", "import", "tui", "lsp",
                "profile", "doctor"]
 
@@ -60,9 +62,23 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, passthrough = argv[:cut], argv[cut + 1:]
+    # --traceback and --map-path reach the engine worker and the TUI's threads through the
+    # environment, for this command only (main() is also called in-process, by tests).
+    saved = {name: os.environ.get(name) for name in (TRACEBACK_ENV, MAP_PATH_ENV)}
     if "--traceback" in argv:
         argv = [arg for arg in argv if arg != "--traceback"]
-        os.environ[TRACEBACK_ENV] = "1"  # seen by the engine worker and the TUI too
+        os.environ[TRACEBACK_ENV] = "1"
+    try:
+        return _dispatch(argv, passthrough)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _dispatch(argv: list[str], passthrough: list[str]) -> int:
     parser = build_parser(only=argv[0] if argv and argv[0] in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
     args.passthrough = passthrough
@@ -70,9 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        from kernelscope.cli.common import apply_map_path
+        if getattr(args, "store_map_path", None):
+            from kernelscope.cli.common import apply_map_path  # loads the store side: only when given
 
-        apply_map_path(args)
+            apply_map_path(args)
         return args.func(args)
     except UserError as error:
         print_error(f"kernelscope: error: {one_line(error)}", error)
