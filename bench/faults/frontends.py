@@ -236,7 +236,8 @@ class TuiFrontEnd:
         from kernelscope.tui.compile_driver import CompileRequest
 
         request = CompileRequest(target=f"{MODEL_NAME}:make", store=self.store, workspace=self.workspace, watch=True,
-                                 device=DEVICE, build_timeout=BUILD_TIMEOUT, memory_limit_mb=MEMORY_LIMIT_MB)
+                                 device=DEVICE, build_timeout=BUILD_TIMEOUT, memory_limit_mb=MEMORY_LIMIT_MB,
+                                 keep=100_000)  # every run stays: the campaign counts lost runs
         self.app = KernelscopeApp(self.store, compile_request=request)
         self._context = self.app.run_test(size=(160, 48))
         self.pilot = await self._context.__aenter__()
