@@ -147,3 +147,34 @@ async def test_language_server_logs_the_full_compile_error_with_the_variable(tmp
                 assert any("KERNELSCOPE_TRACEBACK=1" in message for message in shown)
         finally:
             await session.stop()
+
+
+@pytest.mark.parametrize("wanted", [False, True])
+def test_the_tui_keeps_the_full_error_for_after_the_screen(tmp_path, monkeypatch, wanted):
+    from synthetic_runs import make_mlp_run
+    from test_tui import SIZE, settle
+
+    from kernelscope.store import Store
+    from kernelscope.tui.app import KernelscopeApp
+    from kernelscope.watch.events import BuildFailed
+
+    monkeypatch.setenv("KERNELSCOPE_TRACEBACK", "1" if wanted else "")
+    with Store(tmp_path / ".kernelscope") as store:
+        store.write_run(make_mlp_run(tmp_path))
+    chain = "Traceback (most recent call last):\n  ...\nRuntimeError: no lowering for erf today\n"
+
+    async def scenario():
+        app = KernelscopeApp(tmp_path / ".kernelscope", run_id=1)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.run_id == 1 and app.facts_loaded)
+            app.post_message(app.CompileEvent(BuildFailed(2, "compile", "Inductor failed", last_good_run=1,
+                                                          traceback=chain)))
+            await settle(pilot, lambda: "failed" in app.status.error)
+            return app.status.error, list(app.full_errors)
+
+    error, kept = asyncio.run(scenario())
+    assert "Traceback" not in error and "Inductor failed" in error
+    if wanted:
+        assert kept and "no lowering for erf today" in kept[0]
+    else:
+        assert kept == [] and "KERNELSCOPE_TRACEBACK=1" in error

@@ -485,10 +485,12 @@ class KernelscopeApp(App):
             where = display_path(event.file, self.workspace) if event.file else ""
             where += f":{event.line}" if where and event.line else ""
             kept = f" (run {event.last_good_run} stays)" if event.last_good_run else ""
+            how = ""
             if event.traceback:
                 self._keep_full_error(f"build {event.build} failed:\n{event.traceback}")
+                how = "" if traceback_wanted() else f" · {_FULL_ERROR_HINT}"
             self.status.set_progress("")
-            self.status.set_error(f"build {event.build} failed: {where + ': ' if where else ''}{event.message}{kept}")
+            self.status.set_error(f"build {event.build} failed: {where + ': ' if where else ''}{event.message}{kept}{how}")
         elif isinstance(event, WorkerRestarted):
             self.status.set_error(f"engine worker restarted: {event.reason}")
 
