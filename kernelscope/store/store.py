@@ -88,8 +88,6 @@ class Store:
         workspaces = [workspace for recorded, from_store in self._workspace_rows()
                       for workspace in self.places.workspaces(recorded, from_store)]
         keys = [paths.lookup_key(form, self.root, workspaces, cwd) for form in self.places.recorded_forms(str(path))]
-        if not Path(path).is_absolute():
-            keys.append(Path(path).as_posix())  # a stored key given as it is (the TUI, paths copied from `show`)
         known = next((key for key in keys if self.conn.execute(
             "SELECT 1 FROM files WHERE path = ? LIMIT 1", (key,)).fetchone() is not None), None)
         return known or keys[0]
