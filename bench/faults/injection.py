@@ -23,7 +23,7 @@ from faults.frontends import FRONT_ENDS
 PHASES = ("import", "capture", "lower", "codegen")
 
 
-async def _with_front_end(name: str, body):
+async def _with_front_end(name: str, body, tally: Tally):
     workspace = make_workspace(name)
     store = workspace / ".kernelscope"
     front_end = FRONT_ENDS[name](workspace, store)
@@ -33,6 +33,8 @@ async def _with_front_end(name: str, body):
     finally:
         try:
             await front_end.stop()
+        except Exception as error:  # noqa: BLE001 - closing must be clean too: a failure, not a stop
+            tally.fail(f"the {name} front end failed while closing: {type(error).__name__}: {error}")
         finally:
             remove(workspace)
 
@@ -94,7 +96,7 @@ def worker_kills(name: str, count: int, seed: int = 20) -> Tally:
                 tally.survived += 1
         check_store(store, committed, tally)
 
-    asyncio.run(_with_front_end(name, body))
+    asyncio.run(_with_front_end(name, body, tally))
     return tally
 
 
@@ -122,5 +124,5 @@ def user_code_faults(name: str, faults: list[str] | None = None) -> Tally:
             if consistent and next_ok and alive:
                 tally.survived += 1
 
-    asyncio.run(_with_front_end(name, body))
+    asyncio.run(_with_front_end(name, body, tally))
     return tally

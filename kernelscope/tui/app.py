@@ -16,6 +16,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.message import Message
+from textual.css.query import NoMatches
 from textual.worker import Worker, WorkerState
 
 from kernelscope.errors import StoreError, UserError, full_error, traceback_wanted
@@ -362,7 +363,10 @@ class KernelscopeApp(App):
 
     @on(MarkersLoaded)
     def _markers_loaded(self, message: MarkersLoaded) -> None:
-        view = self.view(SOURCE)
+        try:
+            view = self.view(SOURCE)
+        except NoMatches:  # the app is closing: its panes are gone
+            return
         if message.run_id != self.run_id or message.path != view.path:
             return
         view.set_markers(message.lines)
@@ -441,7 +445,10 @@ class KernelscopeApp(App):
     def _facts_loaded(self, message: FactsLoaded) -> None:
         if message.run_id != self.run_id:
             return
-        kernel_list = self.query_one(KernelList)
+        try:
+            kernel_list = self.query_one(KernelList)
+        except NoMatches:  # the app is closing: its widgets are gone
+            return
         self.modules = add_run_facts(kernel_list.rows, message.facts)
         self.facts_loaded = True
         kernel_list.refresh_rows()
