@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     t = result["totals"]
     healthy = (t["survived"] == t["faults_injected"] and t["runs_lost"] == 0 and t["crashes"] == 0
                and t["hangs"] == 0 and t["tracebacks_shown"] == 0 and t["lock_errors"] == 0
-               and t["half_runs_seen"] == 0)
+               and t["half_runs_seen"] == 0 and not any(tally["failures"] for tally in result["tallies"]))
     return 0 if healthy else 1
 
 
