@@ -247,7 +247,7 @@ def test_corrupt_database_file_raises_store_error_naming_it(tmp_path):
         Store(root)
     message = str(caught.value)
     assert str(root / "kernelscope.sqlite") in message
-    assert "not a readable SQLite database" in message and "move it away" in message
+    assert "not a readable SQLite database" in message and "kernelscope doctor" in message
 
 
 def test_sqlite_file_of_another_program_is_refused(tmp_path):

@@ -31,6 +31,7 @@ def add_parser(subparsers) -> None:
             "kernelscope import /tmp/trace/dedicated_log_torch_trace_rank_0_ab12cd.log --json",
             "kernelscope import logs/ --map-path /mnt/job/repo=$PWD --strict",
         ],
+        map_path=False,  # its --map-path rewrites the paths as they are imported
     )
     parser.add_argument("paths", metavar="PATH", nargs="+", help="a TORCH_TRACE directory or log file")
     parser.add_argument("--strict", action="store_true",

@@ -7,6 +7,7 @@ generated line are small and always detailed, with each node's whole call stack.
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass, field
 
 from kernelscope.cli.common import new_parser, open_store, parse_file_line, parse_run_id, print_json, stdout_is_tty
@@ -53,7 +54,11 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     path, line = parse_file_line(args.location)
     with open_store(args) as store:
-        summary = store.locate(path, args.run_id).kind == SOURCE and not args.detail and not args.json
+        location = store.locate(path, args.run_id)
+        problem = store.file_problem(location)
+        if problem:
+            print(f"kernelscope: warning: {problem}", file=sys.stderr)
+        summary = location.kind == SOURCE and not args.detail and not args.json
         result = store.query(path, line, run_id=args.run_id, direction=args.direction, module=args.module,
                              direct_only=args.direct_only, detail=not summary, rollup=summary)
         linked_lines = [] if not result.empty else [links.line for links in store.lines_for_file(path, result.location.run_id).lines]

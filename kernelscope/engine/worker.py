@@ -26,14 +26,19 @@ While `record` runs the worker sends notifications `phase {phase, detail}`.
 
 Errors: `{code, message, data}`. For a failed recording `code` is the exit code
 the CLI would use (2 usage, 3 target, 4 compile, 5 store) and `data` is
-`{kind, file, line, column, message, files}`: `kind` is one of `syntax`,
-`target`, `compile`, `store`, `usage`, `internal`; `file`/`line` locate the
-problem in the user's code when known (absolute path; null otherwise);
-`message` is one line without the location; `files` the workspace files
-imported before the failure (keep watching them). Protocol problems use the
+`{kind, file, line, column, message, files, traceback}`: `kind` is one of
+`syntax`, `target`, `compile`, `store`, `usage`, `internal`; `file`/`line`
+locate the problem in the user's code when known (absolute path; null
+otherwise); `message` is one line without the location; `files` the workspace
+files imported before the failure (keep watching them); `traceback` the whole
+chain behind the error (an Inductor exception, ...), shown on request only. Protocol problems use the
 JSON-RPC codes (-32700 parse error, -32600 invalid request, -32601 unknown
 method, -32602 invalid params, -32603 internal error). The worker survives
 every failed request; a crash or kill ends the process and the client restarts it.
+
+`--memory-limit-mb N` caps the worker's address space (RLIMIT_AS): user code
+that allocates without end gets a MemoryError (reported like any exception)
+or, where a C++ allocator aborts, ends only the worker.
 """
 from __future__ import annotations
 
@@ -51,6 +56,7 @@ from typing import TextIO
 from kernelscope.errors import CompileError, StoreError, TargetError, UserError
 
 PROTOCOL_VERSION = 1
+_MEMORY_LIMIT_MB: int | None = None  # set by --memory-limit-mb
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
     -32700, -32600, -32601, -32602, -32603,
@@ -264,10 +270,15 @@ class Worker:
         if isinstance(error, RequestFailed):
             return error
         data = describe_failure(error, imports)
+        data["traceback"] = "".join(traceback.format_exception(error))
         files = imports.files()
         if data["file"] and imports.owns(data["file"]) and os.path.isfile(data["file"]):
             files.append(os.path.realpath(data["file"]))  # e.g. a module that failed to import
         data["files"] = _with_target_first(sorted(set(files)), target_file)
+        if _MEMORY_LIMIT_MB and _out_of_memory(error):
+            data["kind"] = "memory"
+            data["message"] += (f" (the engine worker's memory limit, {_MEMORY_LIMIT_MB} MB, was reached: "
+                                "raise it with --memory-limit / the memoryLimit option)")
         code = error.exit_code if isinstance(error, UserError) else INTERNAL_ERROR
         where = f"{data['file']}:{data['line']}: " if data["file"] and data["line"] else \
             f"{data['file']}: " if data["file"] else ""
@@ -305,10 +316,7 @@ def describe_failure(error: BaseException, imports) -> dict:
             return _located(kind, match["message"], match["file"], line, None)
     file, line = _deepest_user_frame(error, imports)
     message = text if kind != "internal" else f"{type(error).__name__}: {text}"
-    located = _located(kind, message, file, line, None)
-    if kind == "internal":
-        located["traceback"] = "".join(traceback.format_exception(error))
-    return located
+    return _located(kind, message, file, line, None)
 
 
 def _located(kind: str, message: str, file: str | None, line: int | None, column: int | None) -> dict:
@@ -321,6 +329,17 @@ def _located(kind: str, message: str, file: str | None, line: int | None, column
         "column": column,
         "message": message,
     }
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    """A MemoryError, or torch's allocator failing ("can't allocate memory"), in the chain."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, MemoryError) or "can't allocate memory" in str(error):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _find_in_chain(error: BaseException, wanted: type) -> BaseException | None:
@@ -350,6 +369,19 @@ def _with_target_first(files: list[str], target_file: Path) -> list[str]:
     return [target] + [file for file in files if file != target]
 
 
+def limit_memory(megabytes: int) -> None:
+    """Lower RLIMIT_AS to `megabytes` (never raise it above the hard limit)."""
+    import resource
+
+    global _MEMORY_LIMIT_MB
+    _MEMORY_LIMIT_MB = megabytes
+    wanted = megabytes * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kernelscope.engine.worker",
@@ -359,8 +391,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="import torch for this device target before serving (auto, cuda, virtual-cuda, cpu-triton)")
     parser.add_argument("--execute", action="store_true",
                         help="with --preload-device cpu-triton: prepare Triton's interpreter")
+    parser.add_argument("--memory-limit-mb", type=int, metavar="MB",
+                        help="cap this process's address space (RLIMIT_AS): runaway allocations in user "
+                             "code fail with MemoryError instead of taking the machine's memory")
     args = parser.parse_args(argv)
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # compiles stay in-process
+    if args.memory_limit_mb:
+        limit_memory(args.memory_limit_mb)
     worker = Worker(Channel.take_over_stdio())
     if args.preload_device:
         worker.preload(args.preload_device, args.execute)

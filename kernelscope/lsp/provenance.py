@@ -17,6 +17,7 @@ from kernelscope.lsp import index
 from kernelscope.lsp.positions import IDENTITY, LineMap, build_line_map
 from kernelscope.store import Location, QueryResult, Store
 from kernelscope.store import query as store_query
+from kernelscope.store.places import PathMap
 from kernelscope.store.results import SOURCE
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -44,9 +45,10 @@ class Document:
 
 
 class Provenance:
-    def __init__(self, workspace: Path, store_dir: Path):
+    def __init__(self, workspace: Path, store_dir: Path, path_map: tuple[str, ...] = ()):
         self.workspace = workspace
         self.store_dir = store_dir
+        self.path_map = path_map  # the pathMap option (RECORDED=LOCAL pairs)
         self.selected_run: int | None = None  # None: follow the latest run
         self.problem: str | None = None  # why an existing store could not be opened (old schema, damage)
         self._local = threading.local()
@@ -56,11 +58,14 @@ class Provenance:
 
     # -- the store -------------------------------------------------------------------
 
-    def set_store_dir(self, store_dir: Path) -> None:
+    def set_store_dir(self, store_dir: Path, path_map: tuple[str, ...] | None = None) -> None:
         if store_dir != self.store_dir:
             self.store_dir = store_dir
             self._generation += 1
             self.selected_run = None
+        if path_map is not None and path_map != self.path_map:
+            self.path_map = path_map
+            self._generation += 1
 
     def store(self) -> Store | None:
         """This thread's Store, or None while no store exists (nothing compiled yet)."""
@@ -71,7 +76,7 @@ class Provenance:
             local.store, local.generation = None, self._generation
         if local.store is None:
             try:
-                local.store = Store(self.store_dir, create=False)
+                local.store = Store(self.store_dir, create=False, path_map=PathMap.from_environment(self.path_map))
             except StoreError as error:
                 # No store yet is normal (nothing compiled); one that will not open is reported.
                 self.problem = str(error) if (self.store_dir / "kernelscope.sqlite").exists() else None
@@ -109,7 +114,8 @@ class Provenance:
     def absolute_path(self, stored_path: str, workspace: str | None = None) -> Path:
         path = Path(stored_path)
         if path.is_absolute():
-            return path
+            store = self.store()
+            return Path(store.places.local_path(stored_path)) if store is not None else path
         if stored_path.startswith("runs/"):
             return self.store_dir / stored_path
         return Path(workspace) / stored_path if workspace else self.workspace / stored_path

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from kernelscope.errors import StoreError
-from kernelscope.store import paths
+from kernelscope.store import db, paths
 from kernelscope.store.results import (
     FrameRef,
     GraphBreakInfo,
@@ -113,7 +113,7 @@ def run_details(conn: sqlite3.Connection, run_id: int) -> RunDetails:
 def delete_run(conn: sqlite3.Connection, root: Path, run_id: int) -> None:
     """Remove a run's rows (one transaction; the foreign keys cascade) and then its files."""
     resolve_run_id(conn, run_id)
-    conn.execute("BEGIN IMMEDIATE")
+    db.begin_write(conn)
     try:
         conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         conn.execute("COMMIT")

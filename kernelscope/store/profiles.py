@@ -16,6 +16,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from kernelscope.store import db
+
 TABLES = """
 CREATE TABLE IF NOT EXISTS profiles (
     run_id            INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
@@ -133,7 +135,7 @@ def ensure_tables(conn: sqlite3.Connection) -> None:
 
 def write_profile(conn: sqlite3.Connection, run_id: int, record: ProfileRecord) -> None:
     """Attach (or replace) run `run_id`'s profile, in one transaction."""
-    conn.execute("BEGIN IMMEDIATE")
+    db.begin_write(conn)
     try:
         ensure_tables(conn)
         conn.execute("DELETE FROM device_times WHERE run_id = ?", (run_id,))

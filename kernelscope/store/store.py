@@ -8,19 +8,35 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelscope.errors import UserError
+from kernelscope.errors import StoreError, UserError
 from kernelscope.record import RunRecord
-from kernelscope.store import catalog, db, dump, paths, profiles, query, run_facts, source_index, writer
+from kernelscope.store import (
+    catalog,
+    db,
+    dump,
+    integrity,
+    paths,
+    places,
+    profiles,
+    query,
+    run_facts,
+    source_index,
+    writer,
+)
 from kernelscope.store.results import SOURCE, FileLinks, Location, QueryResult, RunDetails, RunSummary
 
 
 class Store:
     """A workspace's `.kernelscope/` directory: `kernelscope.sqlite` plus `runs/<id>/` files."""
 
-    def __init__(self, root: str | Path = paths.DEFAULT_STORE_DIR, create: bool = True):
+    def __init__(self, root: str | Path = paths.DEFAULT_STORE_DIR, create: bool = True,
+                 path_map: places.PathMap | None = None):
         self.root = Path(root).absolute()
         self.db_path = self.root / db.DB_FILE_NAME
         self.conn = db.connect(self.root, create=create)
+        # Where recorded paths are now (a store moved with its workspace; --map-path).
+        self.places = places.Places(self.root, path_map if path_map is not None else places.PathMap.from_environment())
+        self._relative_workspaces = db.has_column(self.conn, "runs", "workspace_from_store")
 
     def close(self) -> None:
         self.conn.close()
@@ -56,6 +72,7 @@ class Store:
         """One run in full (the latest when `run_id` is None)."""
         details = catalog.run_details(self.conn, catalog.resolve_run_id(self.conn, run_id))
         profiles.annotate_kernels(self.conn, details.summary.id, details.kernels)
+        details.workspace = self.workspace(details.summary.id)  # where it is now, not where it was
         return details
 
     def kernel_facts(self, run_id: int | None = None) -> dict[str, run_facts.KernelFacts]:
@@ -66,13 +83,68 @@ class Store:
     # -- lookups -------------------------------------------------------------------
 
     def key_for(self, path: str | Path, cwd: Path | None = None) -> str:
-        """The stored key of a user-given path (see paths.lookup_key)."""
-        workspaces = [row[0] for row in self.conn.execute("SELECT DISTINCT workspace FROM runs")]
-        return paths.lookup_key(str(path), self.root, workspaces, cwd)
+        """The stored key of a user-given path (see paths.lookup_key), trying every place
+        the runs' workspaces may be now (kernelscope.store.places)."""
+        workspaces = [workspace for recorded, from_store in self._workspace_rows()
+                      for workspace in self.places.workspaces(recorded, from_store)]
+        keys = [paths.lookup_key(form, self.root, workspaces, cwd) for form in self.places.recorded_forms(str(path))]
+        known = next((key for key in keys if self.conn.execute(
+            "SELECT 1 FROM files WHERE path = ? LIMIT 1", (key,)).fetchone() is not None), None)
+        return known or keys[0]
 
     def locate(self, path: str | Path, run_id: int | None = None) -> Location:
         """What `path` is, in run `run_id` or else the latest run that has it."""
-        return query.locate(self.conn, self.root, self.key_for(path), run_id)
+        key = self.key_for(path)
+        try:
+            location = query.locate(self.conn, self.root, key, run_id)
+        except StoreError as error:
+            raise self._not_here(error, key) from None
+        if location.kind == SOURCE:
+            location.absolute_path = self.places.source_path(key, *self._workspace_of(location.run_id))
+        return location
+
+    def file_problem(self, location: Location) -> str | None:
+        """Why a generated file is not as its run wrote it (missing, edited), or None."""
+        if location.kind == SOURCE:
+            return None
+        row = self.conn.execute("SELECT sha256 FROM files WHERE path = ? AND run_id = ?",
+                                (location.path, location.run_id)).fetchone()
+        problem = integrity.file_problem(self.root, location.path, row[0]) if row and row[0] else None
+        return None if problem is None else (f"{problem[1]}: `kernelscope doctor` checks the store; "
+                                             "answers come from what was recorded")
+
+    def workspace(self, run_id: int) -> str:
+        """Where run `run_id`'s workspace is now (see kernelscope.store.places)."""
+        return self.places.workspace(*self._workspace_of(run_id))
+
+    def candidate_workspaces(self) -> list[str]:
+        """Every place the runs' workspaces may be now (see kernelscope.store.places)."""
+        return sorted({workspace for recorded, from_store in self._workspace_rows()
+                       for workspace in self.places.workspaces(recorded, from_store)})
+
+    def recorded_workspaces(self) -> list[str]:
+        """The workspaces the runs were recorded in, as recorded (absolute)."""
+        return sorted({recorded for recorded, _ in self._workspace_rows() if recorded})
+
+    def _workspace_rows(self) -> list[tuple[str, str | None]]:
+        column = "workspace_from_store" if self._relative_workspaces else "NULL"
+        return [(row[0], row[1]) for row in self.conn.execute(f"SELECT DISTINCT workspace, {column} FROM runs")]
+
+    def _workspace_of(self, run_id: int) -> tuple[str, str | None]:
+        column = "workspace_from_store" if self._relative_workspaces else "NULL"
+        row = self.conn.execute(f"SELECT workspace, {column} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return (row[0], row[1]) if row is not None else ("", None)
+
+    def _not_here(self, error: StoreError, key: str) -> StoreError:
+        """A file not found: when the runs' workspaces are nowhere near it, say how to map them."""
+        if not Path(key).is_absolute() or key.startswith(str(self.root)):
+            return error
+        recorded = self.recorded_workspaces()
+        if not recorded:
+            return error
+        return StoreError(f"{error}. The store's runs were recorded in {', '.join(recorded[:3])}: if {key} is "
+                          f"a copy of a file from there, pass --map-path {recorded[0]}=<the folder that holds "
+                          "it here> (or set KERNELSCOPE_MAP_PATH)")
 
     def query(self, path: str | Path, line: int, run_id: int | None = None, direction: str = "both",
               module: str | None = None, direct_only: bool = False, detail: bool = True,

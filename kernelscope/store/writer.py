@@ -23,41 +23,45 @@ from pathlib import Path
 
 from kernelscope.errors import StoreError
 from kernelscope.record import FxNode, GraphRecord, LineOrigin, RunRecord, SourceLocation
-from kernelscope.store import paths
+from kernelscope.store import db, paths, places
 from kernelscope.store.coverage import compute_coverage
 
 
 def write_run(conn: sqlite3.Connection, root: Path, record: RunRecord) -> int:
     """Store `record`; return the new run id."""
     runs_root = root / paths.RUNS_DIR
-    runs_root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=runs_root))
     final_dir: Path | None = None
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        run_id = _insert_run(conn, record)
-        _RunWriter(conn, run_id, record, staging).write()
-        final_dir = runs_root / str(run_id)
-        if final_dir.exists():
-            shutil.rmtree(final_dir)  # left by a write that crashed before its COMMIT
-        os.replace(staging, final_dir)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        if final_dir is not None and final_dir.exists() and not staging.exists():
-            shutil.rmtree(final_dir, ignore_errors=True)
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    staging: Path | None = None
+    with db.write_errors(root):
+        runs_root.mkdir(parents=True, exist_ok=True)
+        db.begin_write(conn)
+        try:
+            # Staged under the write lock: while a writer holds it, any other staging dir is a leftover.
+            staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=runs_root))
+            run_id = _insert_run(conn, record, root)
+            _RunWriter(conn, run_id, record, staging).write()
+            final_dir = runs_root / str(run_id)
+            if final_dir.exists():
+                shutil.rmtree(final_dir)  # left by a write that crashed before its COMMIT
+            os.replace(staging, final_dir)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if final_dir is not None and final_dir.exists() and staging is not None and not staging.exists():
+                shutil.rmtree(final_dir, ignore_errors=True)
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            raise
     return run_id
 
 
-def _insert_run(conn: sqlite3.Connection, record: RunRecord) -> int:
+def _insert_run(conn: sqlite3.Connection, record: RunRecord, root: Path) -> int:
     cursor = conn.execute(
         """INSERT INTO runs (target, device, mode, dynamic, torch_version, triton_version,
-               provenance, created, workspace, peak_memory_mb, execute_max_error,
+               provenance, created, workspace, workspace_from_store, peak_memory_mb, execute_max_error,
                timings_json, config_json, warnings_json, coverage_json, graph_count, kernel_count)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
             record.target,
             record.device,
@@ -68,6 +72,7 @@ def _insert_run(conn: sqlite3.Connection, record: RunRecord) -> int:
             record.provenance,
             record.created,
             record.workspace,
+            places.relative_to_store(record.workspace, root),
             record.peak_memory_mb,
             record.execute_max_error,
             _json(record.timings),

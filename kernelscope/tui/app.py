@@ -16,9 +16,10 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.message import Message
+from textual.css.query import NoMatches
 from textual.worker import Worker, WorkerState
 
-from kernelscope.errors import StoreError, UserError
+from kernelscope.errors import StoreError, UserError, full_error, traceback_wanted
 from kernelscope.store import Store
 from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, RunDetails, RunSummary
 from kernelscope.store.run_facts import KernelFacts
@@ -46,6 +47,7 @@ from kernelscope.watch.events import (
     WorkerRestarted,
 )
 
+_FULL_ERROR_HINT = "KERNELSCOPE_TRACEBACK=1 prints the full error on exit"
 PANE_KEYS = {SOURCE: "1", POST_GRAD: "2", KERNEL: "3", WRAPPER: "4"}
 # Only what the other panes show: a model line needs what is below it, a kernel line what is
 # above it (its launch comes from the run's facts); graph and wrapper lines need both.
@@ -148,6 +150,7 @@ class KernelscopeApp(App):
         self._compile_driver: CompileDriver | None = None
         self._awaiting_first_line = False
         self._launches: dict[str, dict[str, list[int]]] = {}  # wrapper -> kernel -> launch lines (links worker)
+        self.full_errors: list[str] = []  # printed on exit with KERNELSCOPE_TRACEBACK=1
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
@@ -320,10 +323,11 @@ class KernelscopeApp(App):
         error = event.worker.error
         if isinstance(error, Stale):
             return
+        self._keep_full_error(full_error(error))
         if isinstance(error, (UserError, StoreError)):
             self.status.set_error(str(error))
         else:
-            self.status.set_error(f"{event.worker.name} failed: {type(error).__name__}: {error}")
+            self.status.set_error(f"{event.worker.name} failed: {type(error).__name__}: {error} ({_FULL_ERROR_HINT})")
 
     # -- message handlers ------------------------------------------------------------------
 
@@ -359,7 +363,10 @@ class KernelscopeApp(App):
 
     @on(MarkersLoaded)
     def _markers_loaded(self, message: MarkersLoaded) -> None:
-        view = self.view(SOURCE)
+        try:
+            view = self.view(SOURCE)
+        except NoMatches:  # the app is closing: its panes are gone
+            return
         if message.run_id != self.run_id or message.path != view.path:
             return
         view.set_markers(message.lines)
@@ -438,7 +445,10 @@ class KernelscopeApp(App):
     def _facts_loaded(self, message: FactsLoaded) -> None:
         if message.run_id != self.run_id:
             return
-        kernel_list = self.query_one(KernelList)
+        try:
+            kernel_list = self.query_one(KernelList)
+        except NoMatches:  # the app is closing: its widgets are gone
+            return
         self.modules = add_run_facts(kernel_list.rows, message.facts)
         self.facts_loaded = True
         kernel_list.refresh_rows()
@@ -482,10 +492,20 @@ class KernelscopeApp(App):
             where = display_path(event.file, self.workspace) if event.file else ""
             where += f":{event.line}" if where and event.line else ""
             kept = f" (run {event.last_good_run} stays)" if event.last_good_run else ""
+            how = ""
+            if event.traceback:
+                self._keep_full_error(f"build {event.build} failed:\n{event.traceback}")
+                how = "" if traceback_wanted() else f" · {_FULL_ERROR_HINT}"
             self.status.set_progress("")
-            self.status.set_error(f"build {event.build} failed: {where + ': ' if where else ''}{event.message}{kept}")
+            self.status.set_error(f"build {event.build} failed: {where + ': ' if where else ''}{event.message}{kept}{how}")
         elif isinstance(event, WorkerRestarted):
             self.status.set_error(f"engine worker restarted: {event.reason}")
+
+    def _keep_full_error(self, text: str) -> None:
+        """With KERNELSCOPE_TRACEBACK=1 (or --traceback) the chain behind an error is printed
+        after the screen closes (the screen itself shows one line)."""
+        if traceback_wanted():
+            self.full_errors.append(text)
 
     def _source_position(self) -> tuple[str, int] | None:
         view = self.view(SOURCE)
