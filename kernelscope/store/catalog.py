@@ -24,6 +24,21 @@ def list_runs(conn: sqlite3.Connection) -> list[RunSummary]:
     return [_summary(row) for row in conn.execute("SELECT * FROM runs ORDER BY id DESC")]
 
 
+def run_summary(conn: sqlite3.Connection, run_id: int) -> RunSummary:
+    row = conn.execute("SELECT * FROM runs WHERE id = ?", (resolve_run_id(conn, run_id),)).fetchone()
+    return _summary(row)
+
+
+def fingerprint(conn: sqlite3.Connection) -> tuple[int | None, int]:
+    """(newest run id, number of runs): changes whenever a run is written or deleted."""
+    return tuple(conn.execute("SELECT MAX(id), COUNT(*) FROM runs").fetchone())
+
+
+def workspaces(conn: sqlite3.Connection) -> list[str]:
+    """The workspaces the store's runs were recorded in."""
+    return [row[0] for row in conn.execute("SELECT DISTINCT workspace FROM runs")]
+
+
 def latest_run_id(conn: sqlite3.Connection, target: str | None = None) -> int | None:
     if target is None:
         row = conn.execute("SELECT MAX(id) FROM runs").fetchone()

@@ -2,7 +2,10 @@
 
 It owns the SQLite connection and the store root, turns user-given paths into
 stored keys, and hands the work to the modules that do it (writer, query,
-catalog, dump). A Store is used from one thread; open one per thread.
+catalog, dump). Front ends read a run through its read model, `Store.run(run_id)`
+(a RunView: files, line answers, kernels, facts, profile, module groups); the
+connection and the SQL never leave `kernelscope.store`. A Store is used from one
+thread; open one per thread.
 """
 from __future__ import annotations
 
@@ -10,8 +13,9 @@ from pathlib import Path
 
 from kernelscope.errors import UserError
 from kernelscope.record import RunRecord
-from kernelscope.store import catalog, db, dump, paths, profiles, query, run_facts, source_index, writer
+from kernelscope.store import catalog, db, dump, paths, profiles, query, retention, run_facts, source_index, writer
 from kernelscope.store.results import SOURCE, FileLinks, Location, QueryResult, RunDetails, RunSummary
+from kernelscope.store.run_view import RunView
 
 
 class Store:
@@ -40,11 +44,25 @@ class Store:
     def delete_run(self, run_id: int) -> None:
         catalog.delete_run(self.conn, self.root, run_id)
 
+    def prune_runs(self, target: str, keep: int = retention.DEFAULT_KEEP) -> list[int]:
+        """Delete all but the newest `keep` runs of `target`; the deleted ids, oldest first."""
+        return retention.prune_runs(self.conn, self.root, target, keep)
+
     # -- runs --------------------------------------------------------------------
+
+    def run(self, run_id: int | None = None) -> RunView:
+        """The read model of run `run_id` (the latest when None): what every front end reads
+        (see kernelscope.store.run_view). StoreError names a run that does not exist."""
+        return RunView(self, catalog.resolve_run_id(self.conn, run_id))
 
     def runs(self) -> list[RunSummary]:
         """All runs, newest first."""
         return catalog.list_runs(self.conn)
+
+    def fingerprint(self) -> tuple[int | None, int]:
+        """(newest run id, number of runs): changes whenever a run is written or deleted
+        (what a long-lived front end polls to notice runs written by others)."""
+        return catalog.fingerprint(self.conn)
 
     def latest_run_id(self, target: str | None = None) -> int | None:
         return catalog.latest_run_id(self.conn, target)
@@ -67,8 +85,7 @@ class Store:
 
     def key_for(self, path: str | Path, cwd: Path | None = None) -> str:
         """The stored key of a user-given path (see paths.lookup_key)."""
-        workspaces = [row[0] for row in self.conn.execute("SELECT DISTINCT workspace FROM runs")]
-        return paths.lookup_key(str(path), self.root, workspaces, cwd)
+        return paths.lookup_key(str(path), self.root, catalog.workspaces(self.conn), cwd)
 
     def locate(self, path: str | Path, run_id: int | None = None) -> Location:
         """What `path` is, in run `run_id` or else the latest run that has it."""
@@ -127,6 +144,6 @@ class Store:
 
     # -- export --------------------------------------------------------------------
 
-    def dump(self, run_id: int | None = None) -> dict:
+    def dump(self, run_id: int | None = None, options: dump.DumpOptions = dump.DumpOptions()) -> dict:
         """The run as schema-valid, deterministic JSON data (the latest run when None)."""
-        return dump.dump_run(self.conn, run_id)
+        return dump.dump_run(self.conn, run_id, options, store_root=self.root)
