@@ -37,7 +37,7 @@ def fold_modules(modules: Iterable[ModuleSummary]) -> list[ModuleGroup]:
         groups.append(ModuleGroup(
             label=instances_label(names), members=names, module_class=first.module_class, via=first.via,
             post_nodes=first.post_nodes, triton_kernels=list(first.triton_kernels),
-            extern_ops=[extern_op(name) for name in first.extern_calls],
+            extern_ops=[extern_op(name) for name in first.extern_calls], extern_calls=list(first.extern_calls),
             generated_lines=first.generated_lines, source_lines=list(first.source_lines)))
     return groups
 
@@ -89,11 +89,12 @@ def short_class(module_class: str) -> str:
 
 
 def group_title(group: ModuleGroup | InstanceGroup) -> str:
-    """`blocks.2–46 (45 × Block)`, `blocks.0 (Block)`, `(top level: no submodule)`."""
+    """`blocks.2–46 (45 × Block)`, `blocks.0 (Block)`, `(top level: no submodule)`;
+    `blocks.1–47 (47 instances)` when no node of the line is in the instances themselves."""
     name = group.label or "(top level: no submodule)"
     kind = short_class(group.module_class)
     if group.folded:
-        return f"{name} ({len(group.members)} × {kind or 'module'})"
+        return f"{name} ({len(group.members)} × {kind})" if kind else f"{name} ({len(group.members)} instances)"
     return f"{name} ({kind})" if kind else name
 
 

@@ -239,8 +239,14 @@ def run_kernels(conn: sqlite3.Connection, run_id: int) -> list[ProfiledKernel]:
     )]
 
 
-def has_profile(conn: sqlite3.Connection, run_id: int) -> bool:
-    return _profile_row(conn, run_id) is not None
+def profile_stamp(conn: sqlite3.Connection, run_id: int) -> float | None:
+    """When run `run_id`'s profile was attached (None: it has none); keys cached answers
+    that carry device times."""
+    try:
+        row = conn.execute("SELECT created FROM profiles WHERE run_id = ?", (run_id,)).fetchone()
+    except sqlite3.OperationalError:  # no profile was ever attached in this store
+        return None
+    return None if row is None else row[0]
 
 
 def annotate_query(conn: sqlite3.Connection, result) -> None:

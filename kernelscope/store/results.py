@@ -108,6 +108,7 @@ class ModuleGroup:
     post_nodes: int  # each member
     triton_kernels: list[str]  # each member: the same kernels for all of them
     extern_ops: list[str]  # each member: extern calls by op (`extern_kernels.mm`), one entry per call
+    extern_calls: list[str]  # the first member's own extern calls, by name (`extern_kernels.mm#12`)
     generated_lines: int  # each member
     source_lines: list[str]  # "file:line", the same for all members
 

@@ -54,13 +54,15 @@ class RunView:
 
     def details(self) -> RunDetails:
         """Graphs with their files, kernels, graph breaks, recompiles, warnings, timings and
-        config; kernels carry device times when the run has a profile (cached)."""
+        config; kernels carry device times when the run has a profile (cached until a
+        profile is attached)."""
         def compute():
             details = catalog.run_details(self._conn, self.id)
             profiles.annotate_kernels(self._conn, self.id, details.kernels)
             return details
 
-        return cached(("details", db_key(self._conn), self.id), compute)
+        stamp = profiles.profile_stamp(self._conn, self.id)
+        return cached(("details", db_key(self._conn), self.id, stamp), compute)
 
     def graphs(self) -> dict[int, run_facts.GraphInfo]:
         """Graph id -> its key, compile id, kind and files, in compile order."""
@@ -101,13 +103,15 @@ class RunView:
 
     # -- files -------------------------------------------------------------------------
 
-    def locate(self, path: str | Path) -> Location:
+    def locate(self, path: str | Path | Location) -> Location:
         """What `path` (any spelling of a source or generated file) is in this run."""
+        if isinstance(path, Location):
+            path = path.path
         return self._store.locate(path, self.id)
 
-    def file_links(self, path: str | Path) -> FileLinks:
+    def file_links(self, path: str | Path | Location) -> FileLinks:
         """Every linked line of a file of this run (code lenses, highlights), cached per file."""
-        location = self.locate(path)
+        location = path if isinstance(path, Location) and path.run_id == self.id else self.locate(path)
         return cached(("links", db_key(self._conn), self.id, location.path),
                       lambda: self._store.lines_for_file(location.path, self.id))
 
@@ -126,20 +130,20 @@ class RunView:
 
     # -- line answers ------------------------------------------------------------------
 
-    def source_index(self, path: str | Path) -> source_index.FileIndex:
+    def source_index(self, path: str | Path | Location) -> source_index.FileIndex:
         """Every line of a model source file and what it became (kernels with their line
         numbers, graph and wrapper lines), answered at once and cached per file."""
         return source_index.file_index(self._conn, self.id, self._source(path).path)
 
-    def source_line(self, path: str | Path, line: int) -> source_index.LineAnswer:
+    def source_line(self, path: str | Path | Location, line: int) -> source_index.LineAnswer:
         """What one model source line became, from the file's source index."""
         return source_index.source_line(self._conn, self.id, self._source(path).path, line)
 
-    def line_summaries(self, path: str | Path) -> dict[int, source_index.SourceLineSummary]:
+    def line_summaries(self, path: str | Path | Location) -> dict[int, source_index.SourceLineSummary]:
         """Per line of a source file: its kernels and the lines fused with it (lenses, hints)."""
         return source_index.line_summaries(self._conn, self.id, self._source(path).path)
 
-    def line_overview(self, path: str | Path, line: int) -> LineOverview:
+    def line_overview(self, path: str | Path | Location, line: int) -> LineOverview:
         """One model line's answer counted per graph and module group, folded: what
         `kernelscope query FILE:LINE` prints by default. Read from the counts the store
         keeps per line (one index probe), so an outer line of a deep model answers in
@@ -151,7 +155,7 @@ class RunView:
         return LineOverview(location=location, line=line, text=text,
                             graphs=overviews.read_line(self._conn, self.id, location.path, line))
 
-    def linked_lines(self, path: str | Path) -> list[int]:
+    def linked_lines(self, path: str | Path | Location) -> list[int]:
         """The lines of a model source file that have an answer in this run."""
         return overviews.linked_lines(self._conn, self.id, self._source(path).path)
 
@@ -168,8 +172,10 @@ class RunView:
         profiles.annotate_query(self._conn, result)
         return result
 
-    def _source(self, path: str | Path) -> Location:
-        location = self.locate(path)
+    def _source(self, path: str | Path | Location) -> Location:
+        """A source file of this run; a Location of it (from `locate`) is taken as is, so an
+        editor that located a document once does not look its path up on every request."""
+        location = path if isinstance(path, Location) and path.run_id == self.id else self.locate(path)
         if location.kind != SOURCE:
             raise UserError(f"{location.path} is a generated file ({location.kind}), not a model source file: "
                             "use query for its lines")
@@ -182,7 +188,7 @@ class RunView:
         return profiles.read_profile(self._conn, self.id)
 
     def has_profile(self) -> bool:
-        return profiles.has_profile(self._conn, self.id)
+        return profiles.profile_stamp(self._conn, self.id) is not None
 
     def file_line_times(self, path: str) -> tuple[dict[int, tuple[float, bool]], float] | None:
         """Line -> (device time per step, shared) of a source file, and the step time;

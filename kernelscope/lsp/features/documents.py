@@ -88,12 +88,10 @@ def setup(server) -> None:
 def _warm(server, uri: str, text: str) -> None:
     """Answer every line of a freshly opened model file in the background (this thread's
     own Store), so the first hover in it is a lookup."""
-    from kernelscope.store import source_index
-
     try:
         document = server.provenance.document(uri, text)
         if document is not None and document.is_source:
-            source_index.file_index(server.provenance.store().conn, document.run_id, document.location.path)
+            server.provenance.run(document.run_id).source_index(document.location)
     except Exception:  # noqa: BLE001 - warming is an optimisation; requests compute what they need
         log.exception("indexing %s failed", uri)
 
