@@ -47,6 +47,18 @@ def read_line(conn: sqlite3.Connection, run_id: int, path: str, line: int) -> li
     return decode(rows[line]) if line in rows else []
 
 
+def read_file(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, list[GraphOverview]]:
+    """The overviews of every line of a source file that has an answer."""
+    try:
+        rows = {row[0]: row[1] for row in conn.execute(
+            "SELECT line, overview_json FROM line_overviews WHERE run_id = ? AND file = ?", (run_id, path))}
+    except sqlite3.OperationalError:  # a store written before line overviews
+        rows = {}
+    if FILE_MARKER not in rows:
+        return _count_now(conn, run_id, path)
+    return {line: decode(text) for line, text in sorted(rows.items()) if line != FILE_MARKER}
+
+
 def linked_lines(conn: sqlite3.Connection, run_id: int, path: str) -> list[int]:
     """The lines of a source file that have an answer, in order."""
     try:

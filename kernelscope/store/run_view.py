@@ -22,6 +22,7 @@ from kernelscope.store import catalog, dump, module_tree, overviews, profiles, q
 from kernelscope.store.results import (
     SOURCE,
     FileLinks,
+    GraphOverview,
     InstanceGroup,
     LineOverview,
     Location,
@@ -154,6 +155,13 @@ class RunView:
         text = lines[line - 1] if lines is not None and line <= len(lines) else ""
         return LineOverview(location=location, line=line, text=text,
                             graphs=overviews.read_line(self._conn, self.id, location.path, line))
+
+    def file_overviews(self, path: str | Path | Location) -> dict[int, list[GraphOverview]]:
+        """Line -> its answer counted per graph and module group, for every line of a source
+        file with an answer (code lenses, hovers), cached per file."""
+        location = self._source(path)
+        return cached(("overviews", db_key(self._conn), self.id, location.path),
+                      lambda: overviews.read_file(self._conn, self.id, location.path))
 
     def linked_lines(self, path: str | Path | Location) -> list[int]:
         """The lines of a model source file that have an answer in this run."""

@@ -1,5 +1,6 @@
-"""Code lenses: over model lines ("2 kernels fw · 1 bw · fused with L27") and over
-kernel definitions ("from model.py:27, 31"). Labels only (no command): the
+"""Code lenses: over model lines ("2 kernels fw · 1 bw · fused with L27"; on a line that
+reaches alike module instances, "· 48 × Block: blocks.2–46 alike") and over kernel
+definitions ("from model.py:27, 31"). Labels only (no command): the
 hover and go-to-definition on the same line give the details."""
 from __future__ import annotations
 
@@ -25,11 +26,13 @@ def lenses(server, uri: str) -> list[types.CodeLens]:
     found = []
     if document.is_source:
         times = run.file_line_times(document.location.path)
+        overviews = run.file_overviews(document.location)
         for line, summary in run.line_summaries(document.location).items():
             current = document.line_map.current_line(line)
             if current is None or current > len(document.lines):
                 continue
-            title = render.lens_title(summary) + device_time_suffix(times, line)
+            folded = render.fold_note(overviews.get(line, []))
+            title = render.lens_title(summary) + (f" · {folded}" if folded else "") + device_time_suffix(times, line)
             if document.stale:
                 title += f" (run {document.run_id}, stale)"
             found.append(types.CodeLens(range=line_range(current), command=types.Command(title=title, command="")))

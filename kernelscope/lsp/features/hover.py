@@ -49,7 +49,9 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
     summary = view.line_summaries(document.location).get(line)
     stale = render.StaleNote(document.location.path, document.run_id, line, current) if document.stale else None
     text = document.lines[current - 1] if current <= len(document.lines) else ""
-    hover = render.source_hover(answer, text, summary, run, link(server.provenance), stale)
+    overviews = view.file_overviews(document.location).get(line, [])
+    open_one = f"kernelscope query {document.location.path}:{line} --module"
+    hover = render.source_hover(answer, text, summary, run, link(server.provenance), stale, overviews, open_one)
     device_time = device_time_suffix(view.file_line_times(document.location.path), line)
     if device_time:
         hover += f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} (profiled; shared = the kernels also serve other lines)"
