@@ -48,6 +48,8 @@ def extern_op(name: str) -> str:
 
 
 def _shape(summary: ModuleSummary) -> tuple:
+    if not summary.module:
+        return ("top level",)  # nodes outside any submodule: not an instance, never folded
     return (parent(summary.module), summary.module_class, summary.via, summary.post_nodes,
             tuple(sorted(summary.triton_kernels)), tuple(sorted(extern_op(name) for name in summary.extern_calls)),
             summary.generated_lines, tuple(sorted(summary.source_lines)))

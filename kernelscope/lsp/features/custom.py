@@ -216,5 +216,16 @@ def run_overview(server, run_id: int | None) -> dict:
                          "line": brk.line - 1 if brk.line else None} for brk in details.graph_breaks],
         "recompiles": [{"compileId": rec.compile_id, "reason": rec.reason} for rec in details.recompiles],
         "fusion": {"sources": list(fusion_sources.values()), "kernels": fusion_kernels, "edges": edges},
+        "modules": [_module_group(group) for group in run.module_groups()],
     }
+
+
+def _module_group(group) -> dict:
+    """An InstanceGroup of the run (alike sibling instances folded) as the overview shows it."""
+    from kernelscope.store.folding import group_title  # the store side: loaded after `initialize`
+
+    return {"label": group.label, "title": group_title(group), "moduleClass": group.module_class,
+            "members": group.members, "folded": group.folded, "postNodes": group.post_nodes,
+            "tritonKernels": len(group.triton_kernels), "externCalls": group.extern_calls,
+            "children": [_module_group(child) for child in group.children]}
 
