@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelscope.errors import UserError
 from kernelscope.record import RunRecord
 from kernelscope.store import catalog, db, dump, paths, profiles, query, retention, run_facts, source_index, writer
-from kernelscope.store.results import SOURCE, FileLinks, Location, QueryResult, RunDetails, RunSummary
+from kernelscope.store.results import FileLinks, Location, QueryResult, RunDetails, RunSummary
 from kernelscope.store.run_view import RunView
 
 
@@ -105,23 +104,15 @@ class Store:
         return result
 
     def source_file_index(self, path: str | Path, run_id: int | None = None) -> source_index.FileIndex:
-        """Every line of a model source file and what it became (kernels with their line
-        numbers, graph and wrapper lines; no texts), answered at once and cached per run
-        and file: what an editor or the TUI asks on every cursor move (see source_index)."""
-        location = self._source_location(path, run_id)
-        return source_index.file_index(self.conn, location.run_id, location.path)
+        """Every line of a model source file and what it became (RunView.source_index), in
+        run `run_id` or else the latest run that has the file."""
+        location = self.locate(path, run_id)
+        return self.run(location.run_id).source_index(location)
 
     def source_line(self, path: str | Path, line: int, run_id: int | None = None) -> source_index.LineAnswer:
-        """What one model source line became, from the file's source index."""
-        location = self._source_location(path, run_id)
-        return source_index.source_line(self.conn, location.run_id, location.path, line)
-
-    def _source_location(self, path: str | Path, run_id: int | None) -> Location:
+        """What one model source line became, from the file's source index (RunView.source_line)."""
         location = self.locate(path, run_id)
-        if location.kind != SOURCE:
-            raise UserError(f"{location.path} is a generated file ({location.kind}), not a model source file: "
-                            "use query for its lines")
-        return location
+        return self.run(location.run_id).source_line(location, line)
 
     def lines_for_file(self, path: str | Path, run_id: int | None = None) -> FileLinks:
         links = query.lines_for_file(self.conn, self.locate(path, run_id))
