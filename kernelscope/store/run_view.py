@@ -111,9 +111,11 @@ class RunView:
         return self._store.locate(path, self.id)
 
     def file_links(self, path: str | Path | Location) -> FileLinks:
-        """Every linked line of a file of this run (code lenses, highlights), cached per file."""
+        """Every linked line of a file of this run (code lenses, highlights; a source file's
+        lines carry device times when the run is profiled), cached per file."""
         location = path if isinstance(path, Location) and path.run_id == self.id else self.locate(path)
-        return cached(("links", db_key(self._conn), self.id, location.path),
+        stamp = profiles.profile_stamp(self._conn, self.id)
+        return cached(("links", db_key(self._conn), self.id, location.path, stamp),
                       lambda: self._store.lines_for_file(location.path, self.id))
 
     def recorded_code(self, path: str) -> dict[int, str]:

@@ -87,11 +87,14 @@ def setup(server) -> None:
 
 def _warm(server, uri: str, text: str) -> None:
     """Answer every line of a freshly opened model file in the background (this thread's
-    own Store), so the first hover in it is a lookup."""
+    own Store), so the first hover in it is a lookup: the source index, and the line
+    overviews (counted now if the run was written before the store kept them)."""
     try:
         document = server.provenance.document(uri, text)
         if document is not None and document.is_source:
-            server.provenance.run(document.run_id).source_index(document.location)
+            run = server.provenance.run(document.run_id)
+            run.source_index(document.location)
+            run.file_overviews(document.location)
     except Exception:  # noqa: BLE001 - warming is an optimisation; requests compute what they need
         log.exception("indexing %s failed", uri)
 
