@@ -35,7 +35,7 @@ def write_run(conn: sqlite3.Connection, run_id: int) -> None:
     conn.execute(TABLE)
     files = [row[0] for row in conn.execute("SELECT path FROM files WHERE run_id = ? AND kind = 'source'", (run_id,))]
     for path in files:
-        index = source_index.build(conn, run_id, path, cache=False, overviews=True)
+        index = source_index.build(conn, run_id, path, cache=False, overviews=True, answers=False)
         _insert(conn, run_id, path, index.overviews)
 
 
@@ -83,7 +83,7 @@ def _rows(conn: sqlite3.Connection, run_id: int, path: str, lines: tuple[int, ..
 def _count_now(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, list[GraphOverview]]:
     """Count a file of a run written before line overviews, and keep the counts when the
     store can be written (another writer holding the lock, or a read-only store: not kept)."""
-    counted = source_index.build(conn, run_id, path, overviews=True).overviews
+    counted = source_index.build(conn, run_id, path, overviews=True, answers=False).overviews
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError:

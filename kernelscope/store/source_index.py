@@ -117,11 +117,13 @@ class _Source(NamedTuple):
     line: int
 
 
-def build(conn: sqlite3.Connection, run_id: int, path: str, cache: bool = True, overviews: bool = False) -> FileIndex:
+def build(conn: sqlite3.Connection, run_id: int, path: str, cache: bool = True, overviews: bool = False,
+          answers: bool = True) -> FileIndex:
     """The index of one file, computed (file_index caches it). `overviews`: also count every
-    line's answer (FileIndex.overviews; what the store keeps in line_overviews). `cache=False`
-    reads the run's graphs and kernels without the process cache: the writer builds the
-    index of a run that is not committed yet."""
+    line's answer (FileIndex.overviews; what the store keeps in line_overviews); without
+    `answers` only those (no LineAnswers, no summaries). `cache=False` reads the run's graphs
+    and kernels without the process cache: the writer builds the index of a run that is not
+    committed yet."""
     graphs = graphs_of_run(conn, run_id) if cache else read_graphs(conn, run_id)
     kernels = kernels_of_run(conn, run_id) if cache else read_kernels(conn, run_id)
     columns = ("n.id, n.stage, n.graph_id, n.graph_line, n.module_path, n.module_class, n.name, "
@@ -153,36 +155,24 @@ def build(conn: sqlite3.Connection, run_id: int, path: str, cache: bool = True, 
         kernels_of_node.setdefault(node_id, []).append(kernel_id)
     kernel_rows: dict[int, list[tuple]] = {}  # node -> (kernel, line, shared, computes a value)
     wrapper_rows: dict[int, list[tuple]] = {}  # node -> (graph, line)
-    # A generated line as one number: the kernel's id (a kernel line is in its kernel's file)
-    # or minus the graph's (a line without a kernel is in the graph's wrapper), and the line.
-    own_keys: dict[int, set[int]] = {}
-    for node_id, kernel_id, graph_id, number, shared, value in select_in(
-            conn, """SELECT node_id, kernel_id, graph_id, line, reason LIKE 'shared:%', text LIKE 'tmp%'
-                     FROM generated_lines WHERE node_id IN ({})""", all_posts, plain=True):
-        if overviews:
-            keys = own_keys.get(node_id)
-            if keys is None:
-                keys = own_keys[node_id] = set()
-            keys.add(((kernel_id or -graph_id) << _LINE_BITS) | number)
-        if kernel_id is None:
-            wrapper_rows.setdefault(node_id, []).append((graph_id, number))
-        else:
-            kernel_rows.setdefault(node_id, []).append((kernel_id, number, shared, value))
+    if answers:
+        for node_id, kernel_id, graph_id, number, shared, value in select_in(
+                conn, """SELECT node_id, kernel_id, graph_id, line, reason LIKE 'shared:%', text LIKE 'tmp%'
+                         FROM generated_lines WHERE node_id IN ({})""", all_posts, plain=True):
+            if kernel_id is None:
+                wrapper_rows.setdefault(node_id, []).append((graph_id, number))
+            else:
+                kernel_rows.setdefault(node_id, []).append((kernel_id, number, shared, value))
     calls: dict[int, list[int]] = {}
     for kernel_id, wrapper_line in select_in(conn, "SELECT kernel_id, wrapper_line FROM kernel_calls WHERE kernel_id IN ({})",
                                              {k for ids in kernels_of_node.values() for k in ids}, plain=True):
         calls.setdefault(kernel_id, []).append(wrapper_line)
     order = {kernel_id: position for position, kernel_id in enumerate(kernels)}
-    line_keys: dict[int, KeyParts] = {}
-    if overviews:
-        launch_keys = {kernel_id: {(-kernels[kernel_id].graph_id << _LINE_BITS) | line for line in lines}
-                       for kernel_id, lines in calls.items()}
-        line_keys = {node_id: KeyParts([own_keys.get(node_id, set()),
-                                        *(launch_keys[k] for k in kernels_of_node.get(node_id, ()) if k in launch_keys)])
-                     for node_id in all_posts}
+    line_keys = _line_keys(conn, all_posts, kernels_of_node, calls, kernels, graphs) if overviews else {}
 
-    answers: dict[int, LineAnswer] = {}
+    answered: dict[int, LineAnswer] = {}
     counted: dict[int, list[GraphOverview]] = {}
+    overview_nodes = _OverviewNodes(info)
     for line in sorted(set(direct_of) | set(called_of)):
         if line is None:
             continue
@@ -194,9 +184,10 @@ def build(conn: sqlite3.Connection, run_id: int, path: str, cache: bool = True, 
             posts |= targets
             if node_id in via_call:
                 called_posts |= targets
-        answers[line] = _answer(run_id, path, line, posts, called_posts, info, graphs, kernels, order,
-                                kernels_of_node, kernel_rows, wrapper_rows, calls,
-                                pre_lines=[(info[n][2], info[n][3]) for n in nodes if info[n][1] == "pre"])
+        if answers:
+            answered[line] = _answer(run_id, path, line, posts, called_posts, info, graphs, kernels, order,
+                                     kernels_of_node, kernel_rows, wrapper_rows, calls,
+                                     pre_lines=[(info[n][2], info[n][3]) for n in nodes if info[n][1] == "pre"])
         if overviews:
             direct = direct_of.get(line, set())
             direct_posts = {n for n in direct if info[n].stage == "post"}
@@ -204,15 +195,62 @@ def build(conn: sqlite3.Connection, run_id: int, path: str, cache: bool = True, 
                 if info[node_id].stage == "pre":
                     direct_posts |= posts_of_pre.get(node_id, set())
             counted[line] = _overview(posts, direct_posts, [n for n in nodes if info[n].stage == "pre"], direct,
-                                      info, graphs, kernels, order, kernels_of_node, line_keys)
-    return FileIndex(answers, _summaries(answers, set(direct_of)), counted)
+                                      info, overview_nodes, graphs, kernels, order, kernels_of_node, line_keys)
+    return FileIndex(answered, _summaries(answered, set(direct_of)), counted)
+
+
+class _OverviewNodes:
+    """A node as module_summaries reads it, reached directly or via call: made once per
+    node and shared by every line that reaches it (an outer line reaches thousands)."""
+
+    def __init__(self, info: dict[int, _Node]):
+        self._info = info
+        self._made: dict[tuple[int, str], SimpleNamespace] = {}
+
+    def get(self, node_id: int, via: str) -> SimpleNamespace:
+        made = self._made.get((node_id, via))
+        if made is None:
+            row = self._info[node_id]
+            source = None if row.source_file is None else _Source(row.source_file, row.source_line)
+            made = self._made[(node_id, via)] = SimpleNamespace(
+                name=row.name, module=row.module, module_class=row.module_class, via=via, stage=row.stage,
+                source=source)
+        return made
 
 
 _LINE_BITS = 24  # a generated line's number in its key: files are far shorter than 2**24 lines
 
 
+def _line_keys(conn: sqlite3.Connection, posts: list[int], kernels_of_node: dict[int, list[int]],
+               calls: dict[int, list[int]], kernels: dict[int, KernelInfo],
+               graphs: dict[int, GraphInfo]) -> dict[int, KeyParts]:
+    """Post-grad node -> its generated lines (from the covering index alone) and the wrapper
+    lines that launch its kernels, as the store's query counts them; a line is one number
+    (its file's and its own)."""
+    file_ids: dict[str, int] = {}
+    own: dict[int, set[int]] = {}
+    for node_id, file, number in select_in(conn, "SELECT node_id, file, line FROM generated_lines WHERE node_id IN ({})",
+                                           posts, plain=True):
+        file_id = file_ids.get(file)
+        if file_id is None:
+            file_id = file_ids[file] = len(file_ids)
+        keys = own.get(node_id)
+        if keys is None:
+            keys = own[node_id] = set()
+        keys.add((file_id << _LINE_BITS) | number)
+    launches: dict[int, set[int]] = {}
+    for kernel_id, lines in calls.items():
+        wrapper = graphs[kernels[kernel_id].graph_id].files.get("wrapper") or ""
+        file_id = file_ids.setdefault(wrapper, len(file_ids))
+        launches[kernel_id] = {(file_id << _LINE_BITS) | line for line in lines}
+    empty: set[int] = set()
+    return {node_id: KeyParts([own.get(node_id, empty), *(launches[k] for k in kernels_of_node.get(node_id, ())
+                                                          if k in launches)])
+            for node_id in posts}
+
+
 def _overview(posts: set[int], direct_posts: set[int], pres: list[int], direct: set[int], info: dict[int, _Node],
-              graphs: dict[int, GraphInfo], kernels: dict[int, KernelInfo], order: dict[int, int],
+              nodes: _OverviewNodes, graphs: dict[int, GraphInfo], kernels: dict[int, KernelInfo], order: dict[int, int],
               kernels_of_node: dict[int, list[int]], line_keys: dict[int, KeyParts]) -> list[GraphOverview]:
     """One line's answer counted per graph and module instance, as `Store.query(...,
     detail=False, rollup=True)` counts it (kernelscope.store.rollup): a post-grad node is
@@ -224,22 +262,16 @@ def _overview(posts: set[int], direct_posts: set[int], pres: list[int], direct: 
             by_graph[graph_id] = SimpleNamespace(post_nodes=[], pre_nodes=[], kernels=[], keys={})
         return by_graph[graph_id]
 
-    def node(node_id: int, via: str) -> SimpleNamespace:
-        row = info[node_id]
-        source = None if row.source_file is None else _Source(row.source_file, row.source_line)
-        return SimpleNamespace(name=row.name, module=row.module, module_class=row.module_class, via=via,
-                               stage=row.stage, source=source)
-
     reached: dict[int, list[str]] = {}  # kernel -> the names of its reached nodes
     for node_id in sorted(posts, key=lambda n: (info[n].graph_line, info[n].name)):
         row = info[node_id]
         found = chain(row.graph_id)
-        found.post_nodes.append(node(node_id, "direct" if node_id in direct_posts else "call"))
+        found.post_nodes.append(nodes.get(node_id, "direct" if node_id in direct_posts else "call"))
         found.keys[row.name] = line_keys[node_id]
         for kernel_id in kernels_of_node.get(node_id, ()):
             reached.setdefault(kernel_id, []).append(row.name)
     for node_id in sorted(pres, key=lambda n: (info[n].graph_line, info[n].name)):
-        chain(info[node_id].graph_id).pre_nodes.append(node(node_id, "direct" if node_id in direct else "call"))
+        chain(info[node_id].graph_id).pre_nodes.append(nodes.get(node_id, "direct" if node_id in direct else "call"))
     for kernel_id in sorted(reached, key=lambda k: order.get(k, k)):
         kernel = kernels[kernel_id]
         chain(kernel.graph_id).kernels.append(SimpleNamespace(name=kernel.name, kind=kernel.kind,
