@@ -12,7 +12,6 @@ from kernelscope.cli.common import add_store_argument, format_share, graph_break
 from kernelscope.cli.progress import phase_display
 from kernelscope.errors import UserError
 from kernelscope.store import Store, dump_json
-from kernelscope.store.dump import dump_run
 
 COVERAGE_ORDER = [
     ("kernel_lines", "kernel body lines attributed to post-grad nodes"),
@@ -106,7 +105,7 @@ def record_and_store(args, record, after_store=None) -> int:
 
 
 def write_dump(store: Store, run_id: int, path: str) -> None:
-    text = dump_json(dump_run(store.conn, run_id, store_root=store.root))
+    text = dump_json(store.run(run_id).dump())
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as error:

@@ -43,8 +43,8 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        details = store.show(args.run_id)
-        profile = store.device_times(details.summary.id)  # None unless a trace was attached
+        view = store.run(args.run_id)
+        details, profile = view.details(), view.profile()  # profile: None unless a trace was attached
     if profile is not None:
         from kernelscope.profile.report import profile_data, render_profile
     if args.json:

@@ -120,11 +120,10 @@ def load_side(spec: str, store_dir: str | Path) -> RunView:
             "— pass a file written by `kernelscope dump -o FILE`, or see `kernelscope runs`"
         )
     from kernelscope.store import Store
-    from kernelscope.store.dump import dump_run
 
     with Store(store_dir, create=False) as store:
         run_id = _resolve_reference(store, spec, reference)
-        return run_view(dump_run(store.conn, run_id, store_root=store.root), f"run {run_id}")
+        return run_view(store.run(run_id).dump(), f"run {run_id}")
 
 
 def _resolve_reference(store, spec: str, reference: re.Match) -> int:

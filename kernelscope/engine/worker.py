@@ -259,11 +259,10 @@ class Worker:
 
     def _store(self, run, store: str, keep: int | None) -> tuple[int, list[int]]:
         from kernelscope.store import Store
-        from kernelscope.store.retention import prune_runs
 
         with Store(store, create=True) as opened:
             run_id = opened.write_run(run)
-            pruned = prune_runs(opened.conn, opened.root, run.target, keep) if keep else []
+            pruned = opened.prune_runs(run.target, keep) if keep else []
         return run_id, pruned
 
     def _failure(self, error: BaseException, imports, target_file: Path) -> RequestFailed:

@@ -6,7 +6,7 @@ the other features, and the server, go on. Requests whose parameters do not
 parse get an InvalidParams error response (pygls alone would drop them).
 
 Start-up: the server answers `initialize` before it loads the store side
-(`kernelscope.store`, `provenance`, `index`, `render`, the engine worker client).
+(`kernelscope.store`, `provenance`, `render`, the engine worker client).
 `provenance` and `compiler` are made on first use, and the feature modules import
 those modules inside their handlers; the `initialized` notification that follows
 the answer loads them (it reads the latest run). `kernelscope lsp` imports this
@@ -206,8 +206,7 @@ class KernelscopeServer(LanguageServer):
         store = self.provenance.store()
         if store is None:
             return None
-        row = store.conn.execute("SELECT MAX(id), COUNT(*) FROM runs").fetchone()
-        return (str(self.store_dir), row[0], row[1])
+        return (str(self.store_dir), *store.fingerprint())
 
     def start_monitor(self) -> None:
         """Watch the store for runs others write (the CLI, another editor) in a thread."""

@@ -2,13 +2,16 @@
 
 It owns the SQLite connection and the store root, turns user-given paths into
 stored keys, and hands the work to the modules that do it (writer, query,
-catalog, dump). A Store is used from one thread; open one per thread.
+catalog, dump). Front ends read a run through its read model, `Store.run(run_id)`
+(a RunView: files, line answers, kernels, facts, profile, module groups); the
+connection and the SQL never leave `kernelscope.store`. A Store is used from one
+thread; open one per thread.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from kernelscope.errors import StoreError, UserError
+from kernelscope.errors import StoreError
 from kernelscope.record import RunRecord
 from kernelscope.store import (
     catalog,
@@ -19,11 +22,13 @@ from kernelscope.store import (
     places,
     profiles,
     query,
+    retention,
     run_facts,
     source_index,
     writer,
 )
 from kernelscope.store.results import SOURCE, FileLinks, Location, QueryResult, RunDetails, RunSummary
+from kernelscope.store.run_view import RunView
 
 
 class Store:
@@ -56,11 +61,25 @@ class Store:
     def delete_run(self, run_id: int) -> None:
         catalog.delete_run(self.conn, self.root, run_id)
 
+    def prune_runs(self, target: str, keep: int = retention.DEFAULT_KEEP) -> list[int]:
+        """Delete all but the newest `keep` runs of `target`; the deleted ids, oldest first."""
+        return retention.prune_runs(self.conn, self.root, target, keep)
+
     # -- runs --------------------------------------------------------------------
+
+    def run(self, run_id: int | None = None) -> RunView:
+        """The read model of run `run_id` (the latest when None): what every front end reads
+        (see kernelscope.store.run_view). StoreError names a run that does not exist."""
+        return RunView(self, catalog.resolve_run_id(self.conn, run_id))
 
     def runs(self) -> list[RunSummary]:
         """All runs, newest first."""
         return catalog.list_runs(self.conn)
+
+    def fingerprint(self) -> tuple[int | None, int]:
+        """(newest run id, number of runs): changes whenever a run is written or deleted
+        (what a long-lived front end polls to notice runs written by others)."""
+        return catalog.fingerprint(self.conn)
 
     def latest_run_id(self, target: str | None = None) -> int | None:
         return catalog.latest_run_id(self.conn, target)
@@ -88,8 +107,7 @@ class Store:
         workspaces = [workspace for recorded, from_store in self._workspace_rows()
                       for workspace in self.places.workspaces(recorded, from_store)]
         keys = [paths.lookup_key(form, self.root, workspaces, cwd) for form in self.places.recorded_forms(str(path))]
-        known = next((key for key in keys if self.conn.execute(
-            "SELECT 1 FROM files WHERE path = ? LIMIT 1", (key,)).fetchone() is not None), None)
+        known = next((key for key in keys if catalog.has_file(self.conn, key)), None)
         return known or keys[0]
 
     def locate(self, path: str | Path, run_id: int | None = None) -> Location:
@@ -107,9 +125,8 @@ class Store:
         """Why a generated file is not as its run wrote it (missing, edited), or None."""
         if location.kind == SOURCE:
             return None
-        row = self.conn.execute("SELECT sha256 FROM files WHERE path = ? AND run_id = ?",
-                                (location.path, location.run_id)).fetchone()
-        problem = integrity.file_problem(self.root, location.path, row[0]) if row and row[0] else None
+        sha256 = catalog.file_sha256(self.conn, location.run_id, location.path)
+        problem = integrity.file_problem(self.root, location.path, sha256) if sha256 else None
         return None if problem is None else (f"{problem[1]}: `kernelscope doctor` checks the store; "
                                              "answers come from what was recorded")
 
@@ -127,13 +144,10 @@ class Store:
         return sorted({recorded for recorded, _ in self._workspace_rows() if recorded})
 
     def _workspace_rows(self) -> list[tuple[str, str | None]]:
-        column = "workspace_from_store" if self._relative_workspaces else "NULL"
-        return [(row[0], row[1]) for row in self.conn.execute(f"SELECT DISTINCT workspace, {column} FROM runs")]
+        return catalog.workspace_rows(self.conn, self._relative_workspaces)
 
     def _workspace_of(self, run_id: int) -> tuple[str, str | None]:
-        column = "workspace_from_store" if self._relative_workspaces else "NULL"
-        row = self.conn.execute(f"SELECT workspace, {column} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return (row[0], row[1]) if row is not None else ("", None)
+        return catalog.workspace_of(self.conn, run_id, self._relative_workspaces)
 
     def _not_here(self, error: StoreError, key: str) -> StoreError:
         """A file not found: when the runs' workspaces are nowhere near it, say how to map them."""
@@ -160,23 +174,15 @@ class Store:
         return result
 
     def source_file_index(self, path: str | Path, run_id: int | None = None) -> source_index.FileIndex:
-        """Every line of a model source file and what it became (kernels with their line
-        numbers, graph and wrapper lines; no texts), answered at once and cached per run
-        and file: what an editor or the TUI asks on every cursor move (see source_index)."""
-        location = self._source_location(path, run_id)
-        return source_index.file_index(self.conn, location.run_id, location.path)
+        """Every line of a model source file and what it became (RunView.source_index), in
+        run `run_id` or else the latest run that has the file."""
+        location = self.locate(path, run_id)
+        return self.run(location.run_id).source_index(location)
 
     def source_line(self, path: str | Path, line: int, run_id: int | None = None) -> source_index.LineAnswer:
-        """What one model source line became, from the file's source index."""
-        location = self._source_location(path, run_id)
-        return source_index.source_line(self.conn, location.run_id, location.path, line)
-
-    def _source_location(self, path: str | Path, run_id: int | None) -> Location:
+        """What one model source line became, from the file's source index (RunView.source_line)."""
         location = self.locate(path, run_id)
-        if location.kind != SOURCE:
-            raise UserError(f"{location.path} is a generated file ({location.kind}), not a model source file: "
-                            "use query for its lines")
-        return location
+        return self.run(location.run_id).source_line(location, line)
 
     def lines_for_file(self, path: str | Path, run_id: int | None = None) -> FileLinks:
         links = query.lines_for_file(self.conn, self.locate(path, run_id))
@@ -199,6 +205,6 @@ class Store:
 
     # -- export --------------------------------------------------------------------
 
-    def dump(self, run_id: int | None = None) -> dict:
+    def dump(self, run_id: int | None = None, options: dump.DumpOptions = dump.DumpOptions()) -> dict:
         """The run as schema-valid, deterministic JSON data (the latest run when None)."""
-        return dump.dump_run(self.conn, run_id)
+        return dump.dump_run(self.conn, run_id, options, store_root=self.root)

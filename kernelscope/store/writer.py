@@ -2,7 +2,8 @@
 
 Order of work, so that a reader sees the old store or the new run, never half:
 1. BEGIN IMMEDIATE (the write lock; the new run id is ours);
-2. write the generated files into `runs/.incoming-XXXX/`, insert every row;
+2. write the generated files into `runs/.incoming-XXXX/`, insert every row, count
+   every source line's answer (kernelscope.store.overviews);
 3. rename the staging dir to `runs/<id>/`;
 4. COMMIT.
 Any failure rolls the transaction back and removes the staging (or renamed)
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from kernelscope.errors import StoreError
 from kernelscope.record import FxNode, GraphRecord, LineOrigin, RunRecord, SourceLocation
-from kernelscope.store import db, paths, places
+from kernelscope.store import db, overviews, paths, places
 from kernelscope.store.coverage import compute_coverage
 
 
@@ -40,6 +41,7 @@ def write_run(conn: sqlite3.Connection, root: Path, record: RunRecord) -> int:
             staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=runs_root))
             run_id = _insert_run(conn, record, root)
             _RunWriter(conn, run_id, record, staging).write()
+            overviews.write_run(conn, run_id)  # every source line's answer, counted (query's default)
             final_dir = runs_root / str(run_id)
             if final_dir.exists():
                 shutil.rmtree(final_dir)  # left by a write that crashed before its COMMIT

@@ -197,10 +197,7 @@ def select_run(server, run_id) -> dict:
     if run_id is not None and (isinstance(run_id, bool) or not isinstance(run_id, int)):
         raise JsonRpcInvalidParams(f"kernelscope.selectRun takes a run id or null, got {run_id!r}")
     if run_id is not None:
-        from kernelscope.lsp import index
-
-        store = server.provenance.store()
-        if store is None or index.run_summary(store, run_id) is None:
+        if server.provenance.store() is None or server.provenance.run_summary(run_id) is None:
             raise JsonRpcInvalidParams(f"there is no run {run_id} in {server.store_dir}")
     server.provenance.selected_run = run_id
     server.runs_changed()

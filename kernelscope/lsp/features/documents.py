@@ -88,13 +88,14 @@ def setup(server) -> None:
 
 def _warm(server, uri: str, text: str) -> None:
     """Answer every line of a freshly opened model file in the background (this thread's
-    own Store), so the first hover in it is a lookup."""
-    from kernelscope.store import source_index
-
+    own Store), so the first hover in it is a lookup: the source index, and the line
+    overviews (counted now if the run was written before the store kept them)."""
     try:
         document = server.provenance.document(uri, text)
         if document is not None and document.is_source:
-            source_index.file_index(server.provenance.store().conn, document.run_id, document.location.path)
+            run = server.provenance.run(document.run_id)
+            run.source_index(document.location)
+            run.file_overviews(document.location)
         elif document is None:
             _explain_unknown_file(server, uri)
     except Exception:  # noqa: BLE001 - warming is an optimisation; requests compute what they need
