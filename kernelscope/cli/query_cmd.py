@@ -32,6 +32,7 @@ def add_parser(subparsers) -> None:
             "kernelscope query examples/nanogpt.py:69                  # x = block(x): every layer, by instance",
             "kernelscope query examples/nanogpt.py:69 --module blocks.1 --detail",
             "kernelscope query examples/mlp.py:13 --json",
+            "kernelscope query bench/models/gpt2.py:40 --asm        # down to PTX and SASS (sm_90), registers, spills",
         ],
     )
     parser.add_argument("location", metavar="FILE:LINE", help="the line to start from")
@@ -47,10 +48,17 @@ def add_parser(subparsers) -> None:
                         help="every node, kernel line and wrapper line (default for a source line: a summary "
                         "per graph and module instance)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON (always complete)")
+    parser.add_argument("--asm", action="store_true",
+                        help="below the kernel: each Triton kernel's PTX and SASS lines for this line, with its "
+                        "registers, spills and occupancy (compiled on first ask); a .ptx/.sass FILE goes up")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from kernelscope.cli import asm_query
+
+    if asm_query.wanted(args):
+        return asm_query.run(args)
     path, line = parse_file_line(args.location)
     with open_store(args) as store:
         summary = store.locate(path, args.run_id).kind == SOURCE and not args.detail and not args.json

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kernelscope.errors import UserError
 from kernelscope.record import RunRecord
-from kernelscope.store import catalog, db, dump, paths, profiles, query, run_facts, source_index, writer
+from kernelscope.store import asm_store, catalog, db, dump, paths, profiles, query, run_facts, source_index, writer
 from kernelscope.store.results import SOURCE, FileLinks, Location, QueryResult, RunDetails, RunSummary
 
 
@@ -124,6 +124,13 @@ class Store:
     def absolute_path(self, stored_path: str) -> Path:
         """Where a generated file (`runs/3/...`) is on disk."""
         return self.root / stored_path
+
+    # -- below the kernel (kernelscope.store.asm_store) ------------------------------
+
+    @property
+    def asm(self) -> asm_store.AsmStore:
+        """Each kernel compiled for the run's GPU: stage files, line maps, facts."""
+        return asm_store.AsmStore(self.conn, self.root)
 
     # -- export --------------------------------------------------------------------
 
