@@ -99,7 +99,7 @@ class GpuLimits:
             limits["registers"] = warps_per_partition * self.register_partitions // num_warps
         per_block = _round_up(shared_bytes + self.shared_reserved, self.shared_unit)
         limits["shared memory"] = self.shared_bytes // per_block
-        order = ("registers", "shared memory", "warps", "blocks")
+        order = ("warps", "blocks", "registers", "shared memory")  # ties: the hardware's own limits first
         limited_by = min((name for name in order if name in limits), key=lambda name: limits[name])
         blocks = limits[limited_by]
         return Occupancy(blocks, blocks * num_warps, self.max_warps, limited_by)
