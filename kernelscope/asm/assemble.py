@@ -21,6 +21,7 @@ class CompiledStages:
     num_warps: int
     num_stages: int
     shared_bytes: int  # Triton's dynamic shared memory per block (metadata.shared)
+    ptxas_log: str = ""  # `ptxas -v` output of the compile (spill stores and loads)
 
 
 def assemble(compiled: CompiledStages, kernel_path: str, config: LaunchConfig,
@@ -38,15 +39,19 @@ def assemble(compiled: CompiledStages, kernel_path: str, config: LaunchConfig,
     registers = usage.get("REG", 0)
     shared = compiled.shared_bytes + usage.get("SHARED", 0)
     limits = facts.limits_for(compiled.arch)
+    local_bytes = usage.get("STACK", 0) + usage.get("LOCAL", 0)
+    spills = facts.ptxas_spills(compiled.ptxas_log, compiled.name)
     asm_facts = AsmFacts(
         arch=f"sm_{compiled.arch}",
         config=config,
         candidates=candidates,
         chosen_by=chosen_by,
         registers=registers,
-        spill_bytes=usage.get("STACK", 0) + usage.get("LOCAL", 0),
-        spill_stores=sum(count for opcode, count in opcodes.items() if opcode.split(".")[0] == "STL"),
-        spill_loads=sum(count for opcode, count in opcodes.items() if opcode.split(".")[0] == "LDL"),
+        spill_bytes=spills["stores"] if spills else local_bytes,
+        spill_load_bytes=spills["loads"] if spills else local_bytes,
+        local_bytes=local_bytes,
+        local_stores=sum(count for opcode, count in opcodes.items() if opcode.split(".")[0] == "STL"),
+        local_loads=sum(count for opcode, count in opcodes.items() if opcode.split(".")[0] == "LDL"),
         shared_bytes=shared,
         num_warps=compiled.num_warps,
         num_stages=compiled.num_stages,

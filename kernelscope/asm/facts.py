@@ -16,7 +16,7 @@ INSTRUCTION_CLASSES: dict[str, tuple[str, ...]] = {
     "global load": ("LDG", "LDGSTS", "UTMALDG", "UBLKCP", "LDGDEPBAR", "UTMAPF", "CCTL"),
     "global store": ("STG", "UTMASTG", "UTMAREDG"),
     "shared memory": ("LDS", "STS", "LDSM", "STSM", "ATOMS", "LDGSTS_S"),
-    "local memory (spills)": ("LDL", "STL"),
+    "local memory": ("LDL", "STL"),
     "atomics": ("ATOM", "ATOMG", "RED", "REDG", "REDUX"),
     "warp shuffle/vote": ("SHFL", "VOTE", "VOTEU", "MATCH"),
     "barrier/sync": ("BAR", "SYNCS", "MEMBAR", "DEPBAR", "WARPSYNC", "ERRBAR", "FENCE", "ARRIVES", "CGAERRBAR"),
@@ -57,6 +57,19 @@ def instruction_mix(instructions: list[str]) -> dict[str, int]:
 
 def opcode_counts(instructions: list[str]) -> Counter:
     return Counter(sass_opcode(instruction) for instruction in instructions)
+
+
+_PTXAS_PROPERTIES = re.compile(
+    r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def ptxas_spills(log: str, kernel_name: str) -> dict[str, int] | None:
+    """{"stack", "stores", "loads"} bytes from `ptxas -v` for one function; None without a log
+    (then the local memory size stands for the spills: an upper bound)."""
+    for name, stack, stores, loads in _PTXAS_PROPERTIES.findall(log):
+        if name.strip("'") == kernel_name:
+            return {"stack": int(stack), "stores": int(stores), "loads": int(loads)}
+    return None
 
 
 _FUNCTION = re.compile(r"^\s*Function\s+(\S+?):?\s*$")

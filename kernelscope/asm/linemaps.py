@@ -64,10 +64,12 @@ def mlir_lines(stage: str, text: str, kernel_path: str) -> list[AsmLine]:
         body = _balanced(line, start + len(" loc("))
         if body is None or line[start + len(" loc(") + len(body) + 1:].strip() not in ("", "{"):
             continue  # a location inside the line (a block argument), not the operation's own
+        operation = line[:start].strip()
+        if not operation or operation.startswith("}"):
+            continue  # the end of a region or the module: its location is the whole function's
         kernel_line, via = resolver.resolve(body)
         if kernel_line is None:
             continue
-        operation = line[:start].strip()
         found.append(AsmLine(stage, number, kernel_line, operation, _mlir_opcode(operation), via))
     return found
 

@@ -75,9 +75,11 @@ class AsmFacts:
     candidates: list[LaunchConfig]  # every config the kernel's autotuner holds
     chosen_by: str  # why `config` is the one shown
     registers: int  # per thread
-    spill_bytes: int  # local memory per thread (stack frame + local): where spilled registers go
-    spill_stores: int  # STL instructions (stores to local memory)
-    spill_loads: int  # LDL instructions
+    spill_bytes: int  # registers spilled: bytes of spill stores per thread (ptxas)
+    spill_load_bytes: int  # bytes of spill loads per thread (ptxas)
+    local_bytes: int  # local memory per thread (stack frame + local): spills and local arrays
+    local_stores: int  # STL instructions (stores to local memory)
+    local_loads: int  # LDL instructions
     shared_bytes: int  # shared memory per block (Triton's dynamic shared memory)
     num_warps: int
     num_stages: int
@@ -88,8 +90,9 @@ class AsmFacts:
 
     @property
     def triton_spills(self) -> int:
-        """Spills as Triton and Inductor report them (`n_spills`: local memory bytes / 4)."""
-        return self.spill_bytes // 4
+        """`n_spills` as Triton and Inductor report it on a GPU: the driver's local memory
+        size per thread / 4 (spilled registers and local arrays alike)."""
+        return self.local_bytes // 4
 
 
 @dataclass

@@ -7,7 +7,7 @@ from kernelscope.asm.facts import instruction_class
 from kernelscope.asm.model import AsmFacts, AsmLine
 
 # Instruction classes worth naming first when a line's instructions are summarized.
-NOTABLE_CLASSES = ("tensor core", "special function", "local memory (spills)", "global load", "global store",
+NOTABLE_CLASSES = ("tensor core", "special function", "local memory", "global load", "global store",
                    "shared memory", "atomics", "warp shuffle/vote", "barrier/sync")
 
 
@@ -18,9 +18,12 @@ def size_text(count: int) -> str:
 
 
 def spills_text(facts: AsmFacts) -> str:
-    if not facts.spill_bytes:
-        return "0 spills"
-    return (f"{facts.spill_bytes} B spilled per thread ({facts.spill_stores} STL, {facts.spill_loads} LDL)")
+    """`0 spills`, `64 B spilled` (bytes of spill stores per thread), and local memory when
+    the kernel keeps arrays there (libdevice's sin/cos range reduction does)."""
+    text = f"{facts.spill_bytes} B spilled" if facts.spill_bytes else "0 spills"
+    if facts.local_bytes:
+        text += f" ({facts.local_bytes} B local memory, {facts.local_stores} STL, {facts.local_loads} LDL)"
+    return text
 
 
 def facts_line(facts: AsmFacts) -> str:
@@ -63,6 +66,15 @@ def opcode_summary(lines: list[AsmLine], limit: int = 6) -> str:
     items = sorted(counts.items(), key=order)
     shown = " · ".join(f"{opcode} ×{count}" for opcode, count in items[:limit])
     return shown + (f" · +{len(items) - limit} more" if len(items) > limit else "")
+
+
+def notable_first(lines: list[AsmLine], limit: int) -> list[AsmLine]:
+    """At most `limit` SASS lines, in file order: the notable instructions (tensor core,
+    special function, memory, ...) first chosen, then the others."""
+    notable = [line for line in lines if instruction_class(line.opcode) in NOTABLE_CLASSES]
+    rest = [line for line in lines if instruction_class(line.opcode) not in NOTABLE_CLASSES]
+    chosen = {id(line) for line in (notable + rest)[:limit]}
+    return [line for line in lines if id(line) in chosen]
 
 
 def line_ranges(numbers: list[int], limit: int = 8) -> str:

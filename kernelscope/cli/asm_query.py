@@ -117,11 +117,12 @@ def _kernel_branch(below: KernelBelow, refs: dict[int, object]):
         sass = [line for line in of_line if line.stage == "sass"]
         if not sass:
             line_branch.children.append(Branch("SASS: no instruction carries this line", "dim"))
-        for line in sass[:SASS_SHOWN]:
+        shown = asm_text.notable_first(sass, SASS_SHOWN)
+        for line in shown:
             via = f"  [{line.via}]" if line.via else ""
             line_branch.children.append(Branch(f"SASS :{line.line}  {line.text}{via}", "cyan"))
-        if len(sass) > SASS_SHOWN:
-            rest = sass[SASS_SHOWN:]
+        if len(sass) > len(shown):
+            rest = [line for line in sass if line not in shown]
             line_branch.children.append(Branch(f"... {len(rest)} more SASS: {asm_text.opcode_summary(rest)} "
                                                "(--json lists all)", "dim"))
         branch.children.append(line_branch)
@@ -181,9 +182,10 @@ def resources_table(infos) -> str:
     for info in infos:
         facts = info.facts
         if facts is None:
-            rows.append([info.graph_key, info.name, "-", "-", "-", "-", "-", f"not built: {info.error[:60]}"])
+            rows.append([info.graph_key, info.name, "-", "-", "-", "-", "-", "-", f"not built: {info.error[:60]}"])
             continue
-        rows.append([info.graph_key, info.name, str(facts.registers), str(facts.spill_bytes),
+        rows.append([info.graph_key, info.name, str(facts.registers), str(facts.spill_bytes), str(facts.local_bytes),
                      asm_text.size_text(facts.shared_bytes), f"{facts.occupancy.share:.0%} ({facts.occupancy.limited_by})",
                      str(facts.instructions), facts.config.label])
-    return format_table(["graph", "kernel", "regs", "spill B", "shared", "occupancy", "SASS", "config"], rows)
+    return format_table(["graph", "kernel", "regs", "spill B", "local B", "shared", "occupancy", "SASS", "config"],
+                        rows)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import io
 import os
 import tempfile
 import time
@@ -65,13 +66,14 @@ def build_kernel(kernel: KernelToBuild) -> KernelAsm:
             _heuristics_observed() as picks:
         autotuner = _load_autotuner(kernel)
         config, candidates, chosen_by = _choose(autotuner, picks.get(id(autotuner.fn)), kernel.launch)
-        result = autotuner._precompile_config(config)
+        with _ptxas_log() as log:
+            result = autotuner._precompile_config(config)
         binary = result.kernel
         compiled = CompiledStages(
             name=binary.metadata.name, arch=int(binary.metadata.target.arch),
             ttir=binary.asm["ttir"], ttgir=binary.asm["ttgir"], ptx=binary.asm["ptx"], cubin=binary.asm["cubin"],
             num_warps=binary.metadata.num_warps, num_stages=binary.metadata.num_stages,
-            shared_bytes=binary.metadata.shared,
+            shared_bytes=binary.metadata.shared, ptxas_log=log.getvalue(),
         )
         gpu = None if kernel.launch is None else {
             key: kernel.launch.get(key) for key in ("registers", "spills", "shared_bytes")}
@@ -182,6 +184,22 @@ def _rblock_scaling(autotuner, result, built: KernelAsm) -> str:
 
 def _launch_config(config) -> LaunchConfig:
     return LaunchConfig.of(config.kwargs, config.num_warps, config.num_stages)
+
+
+@contextlib.contextmanager
+def _ptxas_log():
+    """Triton prints `ptxas -v` (registers, stack frame, spill stores and loads) when asked
+    (TRITON_DUMP_PTXAS_LOG); yields the text it printed."""
+    from triton import knobs
+
+    captured = io.StringIO()
+    previous = knobs.nvidia.dump_ptxas_log
+    knobs.nvidia.dump_ptxas_log = True
+    try:
+        with contextlib.redirect_stdout(captured):
+            yield captured
+    finally:
+        knobs.nvidia.dump_ptxas_log = previous
 
 
 @contextlib.contextmanager

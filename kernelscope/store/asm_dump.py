@@ -48,8 +48,10 @@ def builds(conn: sqlite3.Connection, root: Path, run_id: int, graph_id: int, por
         found[row["kernel_id"]] = {
             "arch": row["arch"], "config": json.loads(row["config_json"]),
             "candidates": json.loads(row["candidates_json"]), "chosen_by": row["chosen_by"],
-            "registers": row["registers"], "spill_bytes": row["spill_bytes"], "spill_stores": row["spill_stores"],
-            "spill_loads": row["spill_loads"], "shared_bytes": row["shared_bytes"], "num_warps": row["num_warps"],
+            "registers": row["registers"], "spill_bytes": row["spill_bytes"],
+            "spill_load_bytes": row["spill_load_bytes"], "local_bytes": row["local_bytes"],
+            "local_stores": row["local_stores"], "local_loads": row["local_loads"],
+            "shared_bytes": row["shared_bytes"], "num_warps": row["num_warps"],
             "num_stages": row["num_stages"], "occupancy": json.loads(row["occupancy_json"]),
             "instructions": row["instructions"], "mix": json.loads(row["mix_json"]),
             "gpu": None if row["gpu_json"] is None else json.loads(row["gpu_json"]),

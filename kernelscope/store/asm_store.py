@@ -149,12 +149,13 @@ class AsmStore:
         facts = built.facts
         self.conn.execute(
             """INSERT INTO kernel_asm (kernel_id, run_id, error, arch, config_json, candidates_json, chosen_by,
-                   registers, spill_bytes, spill_stores, spill_loads, shared_bytes, num_warps, num_stages,
-                   occupancy_json, instructions, mix_json, gpu_json, build_seconds, tools_json)
-               VALUES (?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   registers, spill_bytes, spill_load_bytes, local_bytes, local_stores, local_loads, shared_bytes,
+                   num_warps, num_stages, occupancy_json, instructions, mix_json, gpu_json, build_seconds, tools_json)
+               VALUES (?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (kernel.kernel_id, kernel.run_id, facts.arch, _json(facts.config.to_dict()),
              _json([config.to_dict() for config in facts.candidates]), facts.chosen_by, facts.registers,
-             facts.spill_bytes, facts.spill_stores, facts.spill_loads, facts.shared_bytes, facts.num_warps,
+             facts.spill_bytes, facts.spill_load_bytes, facts.local_bytes, facts.local_stores, facts.local_loads,
+             facts.shared_bytes, facts.num_warps,
              facts.num_stages, _json(_occupancy_dict(facts.occupancy)), facts.instructions, _json(facts.mix),
              None if facts.gpu is None else _json(facts.gpu), round(built.build_seconds, 4), _json(built.tools)),
         )
@@ -252,8 +253,10 @@ def _facts(row: sqlite3.Row) -> AsmFacts:
         chosen_by=row["chosen_by"],
         registers=row["registers"],
         spill_bytes=row["spill_bytes"],
-        spill_stores=row["spill_stores"],
-        spill_loads=row["spill_loads"],
+        spill_load_bytes=row["spill_load_bytes"],
+        local_bytes=row["local_bytes"],
+        local_stores=row["local_stores"],
+        local_loads=row["local_loads"],
         shared_bytes=row["shared_bytes"],
         num_warps=row["num_warps"],
         num_stages=row["num_stages"],

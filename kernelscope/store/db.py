@@ -204,9 +204,11 @@ CREATE TABLE kernel_asm (
     candidates_json TEXT,     -- every config the kernel's autotuner holds
     chosen_by       TEXT,     -- why this config is the one shown
     registers       INTEGER,  -- per thread
-    spill_bytes     INTEGER,  -- local memory per thread (stack frame + local)
-    spill_stores    INTEGER,  -- STL instructions
-    spill_loads     INTEGER,  -- LDL instructions
+    spill_bytes     INTEGER,  -- registers spilled: spill stores per thread, bytes (ptxas)
+    spill_load_bytes INTEGER, -- spill loads per thread, bytes (ptxas)
+    local_bytes     INTEGER,  -- local memory per thread (stack frame + local)
+    local_stores    INTEGER,  -- STL instructions
+    local_loads     INTEGER,  -- LDL instructions
     shared_bytes    INTEGER,  -- per block
     num_warps       INTEGER,
     num_stages      INTEGER,

@@ -1,0 +1,17 @@
+"""One fused elementwise kernel over 2 or 12 inputs: the wide one needs more registers
+(a pointer and loaded values per input). For the registers-increase gate."""
+import torch
+from torch import nn
+
+
+class SinCosSum(nn.Module):
+    def forward(self, *xs):
+        return sum(torch.sin(x) * torch.cos(x) for x in xs)
+
+
+def make_narrow():
+    return SinCosSum(), tuple(torch.randn(4096) for _ in range(2))
+
+
+def make_wide():
+    return SinCosSum(), tuple(torch.randn(4096) for _ in range(12))
