@@ -190,10 +190,14 @@ def _launch_config(config) -> LaunchConfig:
 def _ptxas_log():
     """Triton prints `ptxas -v` (registers, stack frame, spill stores and loads) when asked
     (TRITON_DUMP_PTXAS_LOG); yields the text it printed."""
-    from triton import knobs
-
     captured = io.StringIO()
-    previous = knobs.nvidia.dump_ptxas_log
+    try:
+        from triton import knobs
+
+        previous = knobs.nvidia.dump_ptxas_log
+    except (ImportError, AttributeError):  # an older Triton: the local memory size stands for spills
+        yield captured
+        return
     knobs.nvidia.dump_ptxas_log = True
     try:
         with contextlib.redirect_stdout(captured):
