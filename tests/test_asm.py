@@ -384,3 +384,20 @@ def test_spills_increase_gate_and_a_side_without_builds(width_dumps, run_cli):
     (directory / "unbuilt.json").write_text(json.dumps(data))
     blind = run_cli(["diff", str(dumps["make_wide"]), "unbuilt.json", "--fail-on", "spills-increase"], cwd=directory)
     assert blind.returncode == 1 and "B has no kernel compiled below Triton" in blind.stdout, blind.stdout
+
+
+@pytest.mark.slow
+def test_a_cpu_triton_kernel_is_stored_as_not_buildable(recordings, tmp_path):
+    """cpu-triton kernels run on the CPU: the build says so and keeps the reason, once."""
+    from kernelscope.engine.asm_build import build_run_asm
+    from kernelscope.store import Store
+
+    with Store(tmp_path / ".kernelscope") as store:
+        run_id = store.write_run(recordings.get("function", device="cpu-triton"))
+        summary = build_run_asm(store, run_id)
+        assert summary.built == 0 and summary.failed
+        assert all("generated for a cpu device, not an NVIDIA GPU" in failure for failure in summary.failed)
+        infos = store.asm.run_infos(run_id)
+        assert infos and all(info.facts is None and "cpu device" in info.error for info in infos.values())
+        assert not (store.root / f"runs/{run_id}/asm").exists()
+        assert build_run_asm(store, run_id).failed == []  # stored once: not built again

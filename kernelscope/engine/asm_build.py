@@ -102,6 +102,10 @@ def _load_autotuner(kernel: KernelToBuild):
     if not isinstance(autotuner, CachingAutotuner):
         raise KernelBuildError(f"{kernel.path}: {kernel.name} is not an Inductor Triton kernel "
                                "(no @triton_heuristics autotuner): nothing to compile below it")
+    device = getattr(autotuner.device_props, "type", "cuda")
+    if device != "cuda":
+        raise KernelBuildError(f"{kernel.path}: {kernel.name} was generated for a {device} device, not an NVIDIA "
+                               "GPU: no PTX or SASS (record with --target virtual-cuda or cuda)")
     return autotuner
 
 

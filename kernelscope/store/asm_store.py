@@ -113,32 +113,35 @@ class AsmStore:
         """Store one kernel's build (or the error that stopped it); False when another
         process stored it first."""
         directory = asm_dir(kernel.run_id, kernel.graph_key, kernel.name)
-        parent = self.root / directory
-        parent.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=parent.parent))
+        final = self.root / directory
+        staging = None
+        if built is not None:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=final.parent))
         moved = False
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             if self.conn.execute("SELECT 1 FROM kernel_asm WHERE kernel_id = ?", (kernel.kernel_id,)).fetchone():
                 self.conn.execute("ROLLBACK")
-                shutil.rmtree(staging, ignore_errors=True)
                 return False
             if built is None:
                 self._insert_error(kernel, error or "unknown error", seconds)
             else:
                 self._insert_build(kernel, built, directory, staging)
-            if parent.exists():
-                shutil.rmtree(parent)  # left by a write that crashed before its COMMIT
-            os.replace(staging, parent)
-            moved = True
+                if final.exists():
+                    shutil.rmtree(final)  # left by a write that crashed before its COMMIT
+                os.replace(staging, final)
+                moved = True
             self.conn.execute("COMMIT")
         except BaseException:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             if moved:
-                shutil.rmtree(parent, ignore_errors=True)
-            shutil.rmtree(staging, ignore_errors=True)
+                shutil.rmtree(final, ignore_errors=True)
             raise
+        finally:
+            if staging is not None and staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
         return True
 
     def _insert_error(self, kernel: PendingKernel, error: str, seconds: float) -> None:
