@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import tempfile
 import textwrap
 import types
 from pathlib import Path
@@ -401,3 +402,22 @@ def test_a_cpu_triton_kernel_is_stored_as_not_buildable(recordings, tmp_path):
         assert infos and all(info.facts is None and "cpu device" in info.error for info in infos.values())
         assert not (store.root / f"runs/{run_id}/asm").exists()
         assert build_run_asm(store, run_id).failed == []  # stored once: not built again
+
+
+@pytest.mark.slow
+def test_a_reduction_the_gpu_would_also_build_with_a_halved_r0_block(recordings):
+    """Inductor's own dynamic R0_BLOCK check, asked with the cubin's registers, says the GPU
+    would compile and time a second config: the shown config says so."""
+    from kernelscope.engine.asm_build import KernelToBuild, build_kernel
+
+    run = recordings.get_spec(f"{REPO / 'tests' / 'data' / 'asm_widths.py'}:make_wide_reduction")
+    [kernel] = [k for g in run.graphs for k in g.kernels if k.kind == "triton"]
+    directory = Path(tempfile.mkdtemp(prefix="kernelscope-test-"))
+    path = directory / f"{kernel.name}.py"
+    path.write_text(kernel.source)
+    built = build_kernel(KernelToBuild(kernel.name, str(path), kernel.source))
+    assert built.facts.registers > 32
+    assert re.fullmatch(rf"the kernel's only config; but with {built.facts.registers} registers per thread Inductor "
+                        r"also compiles R0_BLOCK=\d+ .* \(a halved R0_BLOCK, for occupancy\) and the GPU times them "
+                        r"at the first launch: shown is the kernel's own", built.facts.chosen_by), built.facts.chosen_by
+    shutil.rmtree(directory)

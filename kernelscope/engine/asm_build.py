@@ -80,7 +80,12 @@ def build_kernel(kernel: KernelToBuild) -> KernelAsm:
         built = assemble(compiled, kernel.path, _launch_config(config), [_launch_config(c) for c in candidates],
                          chosen_by, gpu)
         if kernel.launch is None:
-            built.facts.chosen_by += _rblock_scaling(autotuner, result, built)
+            extra = _rblock_scaling(autotuner, result, built)
+            if extra:
+                built.facts.chosen_by = (
+                    f"{built.facts.chosen_by.split(':', 1)[0]}; but with {built.facts.registers} registers per "
+                    f"thread Inductor also compiles {', '.join(extra)} (a halved R0_BLOCK, for occupancy) and the "
+                    "GPU times them at the first launch: shown is the kernel's own")
     import triton
 
     built.tools["triton"] = getattr(triton, "__version__", "unknown")
@@ -166,24 +171,19 @@ def _choose(autotuner, untimed: list | None, launch: dict | None):
         "tell; shown: the first")
 
 
-def _rblock_scaling(autotuner, result, built: KernelAsm) -> str:
+def _rblock_scaling(autotuner, result, built: KernelAsm) -> list[str]:
     """Inductor's dynamic R0_BLOCK scaling on a GPU: a reduction using many registers is also
     compiled with a halved R0_BLOCK and the versions are timed. Asked of Inductor itself with
-    the registers the cubin uses; '' when it would not."""
+    the registers the cubin uses; the labels of the configs it would add."""
     try:
         if not autotuner._could_rblock_scale:
-            return ""
+            return []
         result.kernel.n_regs = built.facts.registers
         result.kernel.n_spills = built.facts.triton_spills
         autotuner.compile_results = [result]
-        extra = list(autotuner._iter_rblock_scale_candidates())
+        return [_launch_config(config).label for config in autotuner._iter_rblock_scale_candidates()]
     except (AttributeError, AssertionError, TypeError):  # another torch: the check is skipped
-        return ""
-    if not extra:
-        return ""
-    return (f"; with {built.facts.registers} registers per thread the GPU also compiles "
-            f"{len(extra)} config(s) with a halved R0_BLOCK ({', '.join(_launch_config(c).label for c in extra)}) "
-            "and times them")
+        return []
 
 
 def _launch_config(config) -> LaunchConfig:
