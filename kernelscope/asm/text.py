@@ -37,7 +37,7 @@ def facts_line(facts: AsmFacts) -> str:
 
 def mix_text(mix: dict[str, int], limit: int = 6) -> str:
     """`fp32 42 · integer 17 · special function 4 · ...` (largest first)."""
-    items = list(mix.items())
+    items = sorted(mix.items(), key=lambda item: (-item[1], item[0]))
     shown = " · ".join(f"{name} {count}" for name, count in items[:limit])
     return shown + (f" · +{len(items) - limit} more classes" if len(items) > limit else "")
 
