@@ -421,3 +421,22 @@ def test_a_reduction_the_gpu_would_also_build_with_a_halved_r0_block(recordings)
                         r"also compiles R0_BLOCK=\d+ .* \(a halved R0_BLOCK, for occupancy\) and the GPU times them "
                         r"at the first launch: shown is the kernel's own", built.facts.chosen_by), built.facts.chosen_by
     shutil.rmtree(directory)
+
+
+@pytest.mark.slow
+def test_two_runs_of_one_model_dump_the_same_builds(recordings, tmp_path):
+    """The stage files name their run's kernel file; the dump's hashes leave the run and
+    the machine out, so two runs of one model dump the same below the kernel."""
+    from kernelscope.engine.asm_build import build_run_asm
+    from kernelscope.store import Store
+
+    with Store(tmp_path / ".kernelscope") as store:
+        runs = [store.write_run(recordings.get("mlp")) for _ in range(2)]
+        for run_id in runs:
+            assert build_run_asm(store, run_id).built >= 1
+        first, second = (store.dump(run_id) for run_id in runs)
+        sass = (store.root / next(iter(store.asm.run_infos(runs[1]).values())).files["sass"]).read_text()
+    assert f"runs/{runs[1]}/graphs/" in sass  # the text names its own run's kernel file
+    builds = [[kernel["asm"] for graph in dump["run"]["graphs"] for kernel in graph["kernels"] if kernel["asm"]]
+              for dump in (first, second)]
+    assert builds[0] and builds[0] == builds[1]

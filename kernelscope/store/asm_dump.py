@@ -15,9 +15,16 @@ from kernelscope.store import paths
 _PACKAGE_PREFIX = re.compile(r"[^\s\"'()\[\]]*?/(?:site|dist)-packages/")
 
 
+_PTX_DEBUG_SECTIONS = re.compile(r"^\s*\.section\s+\.debug_", re.MULTILINE)
+
+
 def portable_stage_text(text: str, root: Path, run_id: int, portable) -> str:
     """A stage file's text without what ties it to one store, run or machine: the kernel
-    file it names becomes run-relative, installed packages `<site-packages>/...`."""
+    file it names becomes run-relative, installed packages `<site-packages>/...`, and the
+    PTX's DWARF sections (file names spelled out as bytes) are left out."""
+    debug = _PTX_DEBUG_SECTIONS.search(text)
+    if debug is not None:
+        text = text[:debug.start()]
     text = text.replace(f"{Path(root).as_posix()}/{paths.run_dir(run_id)}/", "")
     return portable(_PACKAGE_PREFIX.sub("<site-packages>/", text))
 
