@@ -31,12 +31,11 @@ Prints a table per case and the shares over all kernels; --out writes everything
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -168,6 +167,7 @@ def compare(real: dict, virtual: dict) -> dict:
         if kernel.get("error") or gpu is None or gpu.get("sass") is None:
             row["rebuild"] = "no GPU build captured" if not kernel.get("error") else f"not built: {kernel['error']}"
         else:
+            row["rebuild_same_config"] = kernel["config"] == gpu["config"]  # the launch was kept and built
             row["rebuild_sass"] = kernel["sass"] == gpu["sass"]
             row["rebuild_resources"] = _same_resources(kernel, gpu["n_regs"], gpu["n_spills"], gpu["shared"])
             row["gpu"] = {"config": gpu["config"], "n_regs": gpu["n_regs"], "n_spills": gpu["n_spills"],
@@ -200,6 +200,7 @@ def shares(rows: list[dict]) -> dict:
     same_config = [r for r in paired if r["same_config"]]
     return {
         "kernels": len(rows),
+        "rebuild_same_config": f"{sum(r['rebuild_same_config'] for r in rebuilt)}/{len(rebuilt)}",
         "rebuild_sass_identical": f"{sum(r['rebuild_sass'] for r in rebuilt)}/{len(rebuilt)}",
         "rebuild_resources_equal": f"{sum(r['rebuild_resources'] for r in rebuilt)}/{len(rebuilt)}",
         "virtual_sass_identical": f"{sum(r['virtual_sass'] for r in paired)}/{len(paired)}",
@@ -220,46 +221,59 @@ def _self_check_as_gpu(result: dict) -> dict:
     return result
 
 
+def _print_row(case: str, row: dict) -> None:
+    if "error" in row:
+        print(f"{case:22} error ({row['error_in']}): {row['error'][-400:]}", flush=True)
+        return
+    s = row["shares"]
+    print(f"{case:22} {s['kernels']:>7} {s['rebuild_sass_identical']:>12} {s['rebuild_resources_equal']:>11} "
+          f"{s['virtual_sass_identical']:>9} {s['virtual_resources_equal']:>8} {s['virtual_same_config']:>8} "
+          f"{s['same_config_sass_identical']:>13}  {'; '.join(s['not_compared'])}", flush=True)
+    for kernel in row["kernels"]:
+        if kernel.get("virtual") == "DIFFERENT" or kernel.get("rebuild_sass") is False \
+                or kernel.get("rebuild_same_config") is False \
+                or kernel.get("rebuild_resources") is False:
+            details = {key: kernel.get(key) for key in ("gpu", "rebuild", "virtual_config", "rebuild_same_config",
+                                                        "rebuild_sass",
+                                                        "rebuild_resources", "virtual_sass", "virtual_resources")}
+            print(f"    {kernel['graph']}/{kernel['name']}: {json.dumps(details)}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="*", default=list(CASES), help=f"default: {', '.join(CASES)}")
     parser.add_argument("--jobs", type=int, default=4, help="recordings run in parallel")
-    parser.add_argument("--out", type=Path, help="write every kernel's comparison as JSON")
+    parser.add_argument("--out", type=Path, help="write every kernel's comparison as JSON (after each case)")
     parser.add_argument("--self-check", action="store_true",
                         help="no GPU: a second virtual-cuda recording stands in for the GPU's")
     args = parser.parse_args()
-    real_device = "virtual-cuda" if args.self_check else "cuda"
-    jobs = [(case, device) for case in args.cases for device in (real_device, "virtual-cuda")]
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = dict(zip(jobs, pool.map(lambda job: record(*job), jobs)))
-    report = {}
-    all_rows = []
+    devices = {"gpu": "virtual-cuda" if args.self_check else "cuda", "virtual": "virtual-cuda"}
+    jobs = [(case, role) for case in args.cases for role in devices]
+    results: dict[tuple[str, str], dict] = {}
+    report: dict[str, dict] = {}
+    all_rows: list[dict] = []
     print(f"{'case':22} {'kernels':>7} {'rebuild SASS':>12} {'rebuild res':>11} {'virt SASS':>9} {'virt res':>8} "
-          f"{'same cfg':>8} {'same-cfg SASS':>13}  not compared")
-    for case in args.cases:
-        real = results[(case, real_device)]
-        if args.self_check:
-            real = _self_check_as_gpu(real)
-        row = compare(real, results[(case, "virtual-cuda")])
-        report[case] = row
-        if "error" in row:
-            print(f"{case:22} error ({row['error_in']}): {row['error'][-400:]}")
-            continue
-        all_rows += row["kernels"]
-        s = shares(row["kernels"])
-        row["shares"] = s
-        print(f"{case:22} {s['kernels']:>7} {s['rebuild_sass_identical']:>12} {s['rebuild_resources_equal']:>11} "
-              f"{s['virtual_sass_identical']:>9} {s['virtual_resources_equal']:>8} {s['virtual_same_config']:>8} "
-              f"{s['same_config_sass_identical']:>13}  {'; '.join(s['not_compared'])}", flush=True)
-        for kernel in row["kernels"]:
-            if kernel.get("virtual") == "DIFFERENT" or kernel.get("rebuild_sass") is False \
-                    or kernel.get("rebuild_resources") is False:
-                print(f"    {kernel['graph']}/{kernel['name']}: {json.dumps({k: kernel.get(k) for k in ('gpu', 'rebuild', 'virtual_config', 'rebuild_sass', 'rebuild_resources', 'virtual_sass', 'virtual_resources')})}")
-    total = shares(all_rows)
-    report["all"] = total
-    print("all: " + json.dumps(total))
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1) + "\n")
+          f"{'same cfg':>8} {'same-cfg SASS':>13}  not compared", flush=True)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(record, case, devices[role]): (case, role) for case, role in jobs}
+        for future in as_completed(futures):
+            case, role = futures[future]
+            results[(case, role)] = future.result()
+            if (case, "gpu") not in results or (case, "virtual") not in results:
+                continue
+            real = results[(case, "gpu")]
+            if args.self_check:
+                real = _self_check_as_gpu(real)
+            row = compare(real, results[(case, "virtual")])
+            if "error" not in row:
+                row["shares"] = shares(row["kernels"])
+                all_rows += row["kernels"]
+            report[case] = row
+            _print_row(case, row)
+            report["all"] = shares(all_rows)
+            if args.out:
+                args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print("all: " + json.dumps(shares(all_rows)), flush=True)
     return 0
 
 
