@@ -225,6 +225,7 @@ def test_store_and_cli_read_side_never_import_torch():
         "    importlib.import_module(f'kernelscope.cli.{name}_cmd')\n"
         "import kernelscope.diff, kernelscope.trace_import, kernelscope.watch.session\n"
         "import kernelscope.watch.worker_client\n"
+        "import kernelscope.cli.asm_query, kernelscope.cli.asm_ask, kernelscope.asm.assemble, kernelscope.asm.text\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton', 'jsonschema')))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
