@@ -79,6 +79,9 @@ class Kernel:
     lines: list[LineOrigin] = field(default_factory=list)  # kernel body lines
     inductor_nodes: list[str] | None = None  # Inductor's own kernel->node mapping
     wrapper_lines: list[int] = field(default_factory=list)  # launch/call sites
+    # --target cuda: the config its autotuner launched and what the GPU reported for it
+    # ({"config", "candidates", "registers", "spills", "shared_bytes"}; engine/asm_launches.py)
+    launch: dict | None = None
 
 
 @dataclass

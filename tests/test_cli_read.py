@@ -186,7 +186,7 @@ def test_dump_to_stdout_and_file_then_validate(mlp_store, workspace, cli):
     assert code == 0 and json.loads(out) == mlp_store.dump(1)
     assert cli("dump", "--run", "1", "-o", "run.json") == (0, "", "")
     assert (workspace / "run.json").read_text() == out
-    assert cli("validate", "run.json") == (0, "run.json: valid kernelscope dump (schema 3.0)\n", "")
+    assert cli("validate", "run.json") == (0, "run.json: valid kernelscope dump (schema 4.0)\n", "")
 
 
 def test_validate_reports_problem_paths(mlp_store, workspace, cli):
@@ -225,6 +225,7 @@ def test_store_and_cli_read_side_never_import_torch():
         "    importlib.import_module(f'kernelscope.cli.{name}_cmd')\n"
         "import kernelscope.diff, kernelscope.trace_import, kernelscope.watch.session\n"
         "import kernelscope.watch.worker_client\n"
+        "import kernelscope.cli.asm_query, kernelscope.cli.asm_ask, kernelscope.asm.assemble, kernelscope.asm.text\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton', 'jsonschema')))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,

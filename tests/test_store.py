@@ -131,7 +131,7 @@ def test_kernel_disagreeing_with_inductor_lowers_agreement(workspace):
 def test_database_is_wal_with_schema_version(mlp_store):
     assert rows(mlp_store, "PRAGMA journal_mode") == [("wal",)]
     assert rows(mlp_store, "PRAGMA foreign_keys") == [(1,)]
-    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("2",)]
+    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("3",)]
 
 
 def test_runs_listing_and_latest_per_target(workspace):
@@ -264,7 +264,7 @@ def test_sqlite_file_of_another_program_is_refused(tmp_path):
 def test_newer_store_schema_is_refused(mlp_store, workspace):
     mlp_store.conn.execute("UPDATE meta SET value = '99' WHERE key = 'store_schema_version'")
     mlp_store.close()
-    with pytest.raises(StoreError, match=r"store schema version '99', but this kernelscope reads version 2: upgrade"):
+    with pytest.raises(StoreError, match=r"store schema version '99', but this kernelscope reads version 3: upgrade"):
         Store(workspace / ".kernelscope")
 
 
@@ -275,9 +275,25 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
     mlp_store.close()
     before = (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes()
     with pytest.raises(StoreError, match=r"written by an older kernelscope \(store schema version 1; this one "
-                                         r"reads version 2.*Re-record: move .*\.kernelscope away"):
+                                         r"reads version 3.*Re-record: move .*\.kernelscope away"):
         Store(workspace / ".kernelscope")
     assert (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes() == before
+
+
+def test_version_2_store_gains_the_below_the_kernel_tables(mlp_store, workspace):
+    """Below the kernel only adds tables, filled on first ask: a version-2 store opens with
+    its runs as they were and the new tables empty."""
+    conn = mlp_store.conn
+    for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
+    runs_before = rows(mlp_store, "SELECT id, target FROM runs")
+    mlp_store.close()
+    with Store(workspace / ".kernelscope") as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("3",)]
+        assert rows(store, "SELECT id, target FROM runs") == runs_before
+        assert rows(store, "SELECT COUNT(*) FROM kernel_asm") == [(0,)]
+        assert store.asm.pending(1)  # its Triton kernels can be built below the kernel
 
 
 def test_json_columns_round_trip(mlp_store):

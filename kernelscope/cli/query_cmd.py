@@ -48,6 +48,7 @@ def add_parser(subparsers) -> None:
             "kernelscope query examples/nanogpt.py:69 --module blocks.1          # one layer, by submodule",
             "kernelscope query examples/nanogpt.py:69 --module blocks.1 --detail",
             "kernelscope query examples/mlp.py:13 --json",
+            "kernelscope query bench/models/gpt2.py:40 --asm        # down to PTX and SASS (sm_90), registers, spills",
         ],
     )
     parser.add_argument("location", metavar="FILE:LINE", help="the line to start from")
@@ -65,10 +66,17 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the result as JSON (always complete: every node and line, each graph's "
                         "module instances and their folded groups with the members of each)")
+    parser.add_argument("--asm", action="store_true",
+                        help="below the kernel: each Triton kernel's PTX and SASS lines for this line, with its "
+                        "registers, spills and occupancy (compiled on first ask); a .ptx/.sass FILE goes up")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from kernelscope.cli import asm_query
+
+    if asm_query.wanted(args):
+        return asm_query.run(args)
     path, line = parse_file_line(args.location)
     with open_store(args) as store:
         location = store.locate(path, args.run_id)

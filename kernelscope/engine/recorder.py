@@ -102,6 +102,7 @@ class Recording:
         self.probes.trace_position = lambda: len(self.trace.records)
         self._stack = contextlib.ExitStack()
         self.device_warnings: list[str] = []
+        self.autotuners: list | None = None  # --target cuda: Inductor's autotuners, read after the run
 
     def __enter__(self):
         import torch
@@ -126,6 +127,10 @@ class Recording:
             )
         )
         self.device_warnings = stack.enter_context(device_target(self.device, self.options.execute))
+        if self.device == "cuda":
+            from kernelscope.engine import asm_launches
+
+            self.autotuners = stack.enter_context(asm_launches.autotuners_seen())
         stack.enter_context(self.trace)
         stack.enter_context(self.probes)
         return self
@@ -435,6 +440,11 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         per_compile = forward_by_seq_nr.setdefault(capture.compile_id, {})
         graphs.append(links.build_graph(capture, pre, mapping_json, per_compile, skip))
 
+    if recording.autotuners is not None:  # the configs the GPU launched (below the kernel)
+        from kernelscope.engine import asm_launches
+
+        asm_launches.attach(graphs, recording.autotuners)
+        recording.autotuners = None
     warnings = list(probes.disabled and [
         f"line-level provenance unavailable on torch {torch.__version__}: kernel-level only "
         f"({'; '.join(probes.disabled)})"

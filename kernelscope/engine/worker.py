@@ -20,6 +20,10 @@ Methods
   retention removed, and `timings` seconds per phase:
   `import` (torch if not yet imported, the user's modules, the factory),
   `capture`, `lower`, `codegen`, `store`, `total`.
+- `asm {store, run_id, kernel_files?}` -> `{built, failed, seconds, kernel_seconds}`: compile
+  the run's Triton kernels (those of `kernel_files`, stored kernel paths, when given) below
+  Triton — TTIR, TTGIR, PTX, SASS, facts — and store each that has no build yet
+  (engine/asm_build.py); `phase {phase: "asm", detail}` notifications per kernel.
 - `shutdown {}` -> `null`, then the worker exits. End of stdin also ends it.
 
 While `record` runs the worker sends notifications `phase {phase, detail}`.
@@ -136,7 +140,8 @@ class Worker:
             return
         request_id, method = message.get("id"), message["method"]
         params = message.get("params") or {}
-        handler = {"initialize": self.initialize, "record": self.record, "shutdown": self.shutdown}.get(method)
+        handler = {"initialize": self.initialize, "record": self.record, "asm": self.asm,
+                   "shutdown": self.shutdown}.get(method)
         try:
             if handler is None:
                 raise RequestFailed(METHOD_NOT_FOUND, f"unknown method {method!r}")
@@ -231,6 +236,25 @@ class Worker:
             "pruned": pruned,
             "timings": timings,
         }
+
+    def asm(self, params: dict) -> dict:
+        from kernelscope.engine.asm_build import build_run_asm
+        from kernelscope.store import Store
+
+        store, run_id, files = params.get("store"), params.get("run_id"), params.get("kernel_files")
+        if not isinstance(store, str) or not isinstance(run_id, int) or \
+                (files is not None and not (isinstance(files, list) and all(isinstance(f, str) for f in files))):
+            raise RequestFailed(INVALID_PARAMS, "asm needs 'store' (a directory), 'run_id' (a number) and "
+                                "optionally 'kernel_files' (stored kernel paths)")
+        try:
+            with Store(store, create=False) as opened:
+                kernel_ids = None if files is None else list(opened.asm.kernel_ids_of_files(files).values())
+                summary = build_run_asm(opened, run_id, kernel_ids, on_kernel=lambda done, total, name:
+                                        self.channel.notify("phase", {"phase": "asm",
+                                                                      "detail": f"{done + 1}/{total} {name}"}))
+        except UserError as error:
+            raise RequestFailed(error.exit_code, str(error), {"kind": "store", "message": str(error)}) from error
+        return summary.to_dict()
 
     def _switch_imports(self, imports) -> None:
         if self._imports is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from kernelscope.errors import StoreError
 
 DB_FILE_NAME = "kernelscope.sqlite"
-STORE_SCHEMA_VERSION = 2
+STORE_SCHEMA_VERSION = 3  # 3: below the kernel (ASM_TABLES)
 
 TABLES = """
 CREATE TABLE meta (
@@ -193,6 +193,80 @@ CREATE TABLE recompiles (
     reason     TEXT NOT NULL
 );
 """
+
+# ---- below the kernel (kernelscope/asm, store/asm_store.py) --------------------------
+# A Triton kernel compiled for the run's GPU, added to a stored run on first ask (or
+# up front with --asm): its TTIR/TTGIR/PTX/SASS files under runs/<id>/asm/, each
+# stage's lines mapped to the kernel's lines, and its resource facts.
+ASM_TABLES = """
+-- One row per kernel built (or that failed to build: `error`, and no facts).
+CREATE TABLE kernel_asm (
+    kernel_id       INTEGER PRIMARY KEY REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    error           TEXT,
+    arch            TEXT,     -- sm_90
+    config_json     TEXT,     -- the config built: {kwargs, num_warps, num_stages}
+    candidates_json TEXT,     -- every config the kernel's autotuner holds
+    chosen_by       TEXT,     -- why this config is the one shown
+    registers       INTEGER,  -- per thread
+    spill_bytes     INTEGER,  -- registers spilled: spill stores per thread, bytes (ptxas)
+    spill_load_bytes INTEGER, -- spill loads per thread, bytes (ptxas)
+    local_bytes     INTEGER,  -- local memory per thread (stack frame + local)
+    local_stores    INTEGER,  -- STL instructions
+    local_loads     INTEGER,  -- LDL instructions
+    shared_bytes    INTEGER,  -- per block
+    num_warps       INTEGER,
+    num_stages      INTEGER,
+    occupancy_json  TEXT,     -- {blocks_per_sm, active_warps, max_warps, limited_by}
+    instructions    INTEGER,  -- SASS instructions
+    mix_json        TEXT,     -- instruction class -> count
+    gpu_json        TEXT,     -- --target cuda: what the GPU's launcher reported
+    build_seconds   REAL NOT NULL,
+    tools_json      TEXT
+);
+
+CREATE TABLE asm_files (
+    kernel_id  INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    stage      TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass')),
+    path       TEXT NOT NULL,  -- runs/<id>/asm/<graph key>/<kernel>/<kernel>.<stage>
+    line_count INTEGER NOT NULL,
+    sha256     TEXT NOT NULL,
+    PRIMARY KEY (kernel_id, stage)
+);
+
+-- A stage line -> the kernel line it came from (a SASS line of a helper inlined at
+-- several kernel lines has one row per kernel line).
+CREATE TABLE asm_lines (
+    kernel_id   INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    stage       TEXT NOT NULL,
+    line        INTEGER NOT NULL,
+    kernel_line INTEGER NOT NULL,
+    text        TEXT NOT NULL,
+    opcode      TEXT NOT NULL,
+    via         TEXT NOT NULL
+);
+
+-- --target cuda: the config each kernel's autotuner launched and what the GPU reported.
+CREATE TABLE kernel_launches (
+    kernel_id       INTEGER PRIMARY KEY REFERENCES kernels(id) ON DELETE CASCADE,
+    config_json     TEXT NOT NULL,
+    candidates_json TEXT NOT NULL,
+    registers       INTEGER,
+    spills          INTEGER,
+    shared_bytes    INTEGER
+);
+"""
+
+ASM_INDEXES = """
+CREATE INDEX kernel_asm_by_run        ON kernel_asm (run_id);
+CREATE INDEX asm_files_by_path        ON asm_files (path);
+CREATE INDEX asm_files_by_run         ON asm_files (run_id);
+CREATE INDEX asm_lines_by_kernel_line ON asm_lines (kernel_id, kernel_line);
+CREATE INDEX asm_lines_by_stage_line  ON asm_lines (kernel_id, stage, line);
+"""
+ASM_ADDED_AFTER_VERSION = "2"  # a store of this version gains the tables above when opened
+# ---- end of below the kernel ---------------------------------------------------------
 
 # Lookups both ways by (file, line), plus one index per foreign key so that
 # deleting a run (ON DELETE CASCADE) does not scan the child tables. The
@@ -379,7 +453,7 @@ def _create_or_check_schema(conn: sqlite3.Connection, db_path: Path, writable: b
         tables = _tables(conn)  # another process may have created it meanwhile
         if not tables:
             # executescript() would COMMIT first, so statements run one by one here.
-            for statement in _statements(TABLES + INDEXES):
+            for statement in _statements(TABLES + ASM_TABLES + INDEXES + ASM_INDEXES):
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('store_schema_version', ?)",
@@ -422,6 +496,12 @@ def _check_version(conn: sqlite3.Connection, db_path: Path, tables: set[str]) ->
             "move it away or pass --store DIR"
         )
     version = row[0]
+    if version == ASM_ADDED_AFTER_VERSION:
+        # Below the kernel only adds tables (filled on first ask): the runs stay as they are.
+        for statement in _statements(ASM_TABLES + ASM_INDEXES):
+            conn.execute(statement)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'store_schema_version'", (str(STORE_SCHEMA_VERSION),))
+        return
     if version.isdigit() and int(version) < STORE_SCHEMA_VERSION:
         raise StoreError(
             f"{db_path} was written by an older kernelscope (store schema version {version}; "

@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v3.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v4.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -32,13 +32,13 @@ from pathlib import Path, PurePosixPath
 
 from kernelscope import __version__
 from kernelscope.errors import StoreError, UserError
-from kernelscope.store import paths
+from kernelscope.store import asm_dump, paths
 from kernelscope.store.catalog import resolve_run_id
 from kernelscope.store.profiles import dump_profile
 
-SCHEMA_VERSION = "3.0"
+SCHEMA_VERSION = "4.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
-                    "3.0": ("schema", "dump-v3.json")}
+                    "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -57,7 +57,7 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
         "dropped": set(),
         "added": {"key", "compile_id"},
     },
-    "Kernel": {"$def": "kernel", "renamed": {"source": "file"}, "dropped": set(), "added": set()},
+    "Kernel": {"$def": "kernel", "renamed": {"source": "file"}, "dropped": set(), "added": {"asm"}},
     "FxNode": {"$def": "fx_node", "renamed": {}, "dropped": set(), "added": set()},
     "LineOrigin": {"$def": "line_origin", "renamed": {}, "dropped": set(), "added": set()},
     "SourceLocation": {"$def": "source_location", "renamed": {}, "dropped": set(), "added": set()},
@@ -264,6 +264,8 @@ class _DumpContext:
         kernel_calls: dict[int, list[int]] = {}
         for row in conn.execute("SELECT kernel_id, wrapper_line FROM kernel_calls WHERE graph_id = ?", (graph_id,)):
             kernel_calls.setdefault(row["kernel_id"], []).append(row["wrapper_line"])
+        launches = asm_dump.launches(conn, graph_id)
+        builds = asm_dump.builds(conn, self.root, self.run_id, graph_id, self.portable, self.options.absolute_paths)
         kernels = []
         for row in conn.execute("SELECT * FROM kernels WHERE graph_id = ?", (graph_id,)):
             inductor_nodes = None if row["inductor_nodes_json"] is None else sorted(json.loads(row["inductor_nodes_json"]))
@@ -275,6 +277,8 @@ class _DumpContext:
                 "lines": lines.get(row["id"], []),
                 "inductor_nodes": inductor_nodes,
                 "wrapper_lines": sorted(kernel_calls.get(row["id"], [])),
+                "launch": launches.get(row["id"]),
+                "asm": builds.get(row["id"]),
             })
 
         node_order = lambda node: (node["graph_line"], node["name"], node["target"])  # noqa: E731

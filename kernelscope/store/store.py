@@ -14,6 +14,7 @@ from pathlib import Path
 from kernelscope.errors import StoreError
 from kernelscope.record import RunRecord
 from kernelscope.store import (
+    asm_store,
     catalog,
     db,
     dump,
@@ -202,6 +203,13 @@ class Store:
     def absolute_path(self, stored_path: str) -> Path:
         """Where a generated file (`runs/3/...`) is on disk."""
         return self.root / stored_path
+
+    # -- below the kernel (kernelscope.store.asm_store) ------------------------------
+
+    @property
+    def asm(self) -> asm_store.AsmStore:
+        """Each kernel compiled for the run's GPU: stage files, line maps, facts."""
+        return asm_store.AsmStore(self.conn, self.root)
 
     # -- export --------------------------------------------------------------------
 

@@ -246,6 +246,13 @@ class _RunWriter:
             )
             if file is not None:
                 self._insert_lines(kernel.lines, file, ids, kernel_id)
+            if kernel.launch is not None:
+                self.conn.execute(
+                    """INSERT INTO kernel_launches (kernel_id, config_json, candidates_json, registers, spills,
+                           shared_bytes) VALUES (?, ?, ?, ?, ?, ?)""",
+                    (kernel_id, _json(kernel.launch["config"]), _json(kernel.launch.get("candidates") or []),
+                     kernel.launch.get("registers"), kernel.launch.get("spills"), kernel.launch.get("shared_bytes")),
+                )
 
     def _insert_lines(self, origins: list[LineOrigin], file: str, ids: _GraphIds, kernel_id: int | None) -> None:
         rows = []
