@@ -14,7 +14,8 @@ import sys
 from kernelscope import __version__
 from kernelscope.errors import UserError
 
-SUBCOMMANDS = ["compile", "run", "runs", "show", "query", "dump", "validate", "watch", "diff", "import", "tui", "lsp", "profile"]
+SUBCOMMANDS = ["compile", "run", "runs", "show", "query", "dump", "validate", "watch", "diff", "import", "tui", "lsp",
+               "profile", "merge"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -7,8 +7,9 @@ generated line are small and always detailed, with each node's whole call stack.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
+from kernelscope.cli import distributed_view
 from kernelscope.cli.common import new_parser, open_store, parse_file_line, parse_run_id, print_json, stdout_is_tty
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store import DEFAULT_STORE_DIR, GraphChain, LineRef, NodeRef, QueryResult
@@ -57,10 +58,20 @@ def run(args: argparse.Namespace) -> int:
         result = store.query(path, line, run_id=args.run_id, direction=args.direction, module=args.module,
                              direct_only=args.direct_only, detail=not summary, rollup=summary)
         linked_lines = [] if not result.empty else [links.line for links in store.lines_for_file(path, result.location.run_id).lines]
+        collectives = store.collectives_at(path, line, result.location.run_id)  # communication at this line
+    if result.location.kind == SOURCE:  # a model line: its collectives; their waits are named under each
+        issued = {(collective.graph_key, collective.node) for collective in collectives}
+        collectives = [collective for collective in collectives if collective.role != "wait"
+                       or not any((collective.graph_key, peer) in issued for peer in collective.peers)]
     if args.json:
-        print_json(result)
+        print_json({**asdict(result), "collectives": [asdict(collective) for collective in collectives]}
+                   if collectives else result)
         return 0
     tree = build_summary(result) if summary else build_tree(result)
+    if collectives:
+        tree.children.insert(1 if result.text.strip() else 0, Branch("collectives", "bold red", [
+            Branch(lines[0], "red", [Branch(line, "red") for line in lines[1:]])
+            for lines in map(distributed_view.collective_answer, collectives)]))
     if result.empty:
         if args.module:
             hint = f"none in module instance {args.module!r}: drop --module to see all"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
+from kernelscope.cli import distributed_view
 from kernelscope.cli.common import (
     format_share,
     format_table,
@@ -33,7 +34,8 @@ def add_parser(subparsers) -> None:
         help="show one run: graphs, kernels, graph breaks, coverage",
         description="Show a run (the latest by default): its graphs with node and kernel counts, its "
         "kernels, graph breaks with the user line that caused them, recompiles, provenance coverage, "
-        "warnings and timings.",
+        "warnings and timings; for a rank of a distributed job, which ranks compiled identical code, "
+        "the graphs DDP split, and each graph's collectives in compute/communication order.",
         examples=["kernelscope show", "kernelscope show 3", "kernelscope show 3 --json"],
     )
     parser.add_argument("run_id", nargs="?", type=parse_run_id, metavar="RUN", help="run id (default: latest)")
@@ -45,12 +47,18 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         details = store.show(args.run_id)
         profile = store.device_times(details.summary.id)  # None unless a trace was attached
+        distributed = store.distributed(details.summary.id)  # rank, collectives, DDP splits
     if profile is not None:
         from kernelscope.profile.report import profile_data, render_profile
     if args.json:
-        print_json(details if profile is None else {**asdict(details), "profile": profile_data(profile)})
+        data = asdict(details) if profile is None else {**asdict(details), "profile": profile_data(profile)}
+        if distributed_view.has_content(distributed):
+            data["distributed"] = asdict(distributed)
+        print_json(data)
     else:
         print(render(details))
+        if distributed_view.has_content(distributed):
+            print("\n" + "\n".join(distributed_view.render_run(distributed)))
         if profile is not None:
             print("\n" + "\n".join(render_profile(profile_data(profile))))
     return 0

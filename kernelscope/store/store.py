@@ -11,6 +11,7 @@ from pathlib import Path
 from kernelscope.errors import UserError
 from kernelscope.record import RunRecord
 from kernelscope.store import catalog, db, dump, paths, profiles, query, run_facts, source_index, writer
+from kernelscope.store import distributed, merge
 from kernelscope.store.results import SOURCE, FileLinks, Location, QueryResult, RunDetails, RunSummary
 
 
@@ -124,6 +125,27 @@ class Store:
     def absolute_path(self, stored_path: str) -> Path:
         """Where a generated file (`runs/3/...`) is on disk."""
         return self.root / stored_path
+
+    # -- distributed jobs (kernelscope.store.distributed, kernelscope.store.merge) ----
+
+    def distributed(self, run_id: int | None = None) -> distributed.DistributedRun:
+        """Run `run_id`'s rank and job, which ranks compiled identical code, and per graph
+        its DDP split part, collectives and compute/communication order."""
+        return distributed.distributed_run(self.conn, catalog.resolve_run_id(self.conn, run_id))
+
+    def collectives_at(self, path: str | Path, line: int, run_id: int | None = None) -> list[distributed.CollectiveRef]:
+        """The collectives a wrapper, post-grad or model source line issues or waits on."""
+        return distributed.collectives_at(self.conn, self.locate(path, run_id), line)
+
+    def ranks_of_runs(self, run_ids: list[int]) -> dict[int, distributed.RankRef]:
+        return distributed.ranks_of_runs(self.conn, run_ids)
+
+    def latest_run_of_rank(self, rank: int, job: str | None = None) -> int | None:
+        return distributed.latest_run_of_rank(self.conn, rank, job)
+
+    def merge_from(self, other: str | Path) -> merge.MergeResult:
+        """Copy every run of the store at `other` into this one (see kernelscope.store.merge)."""
+        return merge.merge_store(self.conn, self.root, Path(other))
 
     # -- export --------------------------------------------------------------------
 

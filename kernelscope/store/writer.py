@@ -109,6 +109,7 @@ class _RunWriter:
                 wrapper = self._require_file(graph, "wrapper", graph.wrapper_text)
                 self._insert_lines(graph.wrapper_lines, wrapper, ids, kernel_id=None)
         self._insert_graph_breaks_and_recompiles()
+        self._insert_distributed(graph_ids)
         self.conn.executemany(
             "INSERT INTO files (run_id, path, kind) VALUES (?, ?, 'source')",
             [(self.run_id, path) for path in sorted(self.source_files)],
@@ -282,6 +283,44 @@ class _RunWriter:
             [(self.run_id, recompile.compile_id, recompile.reason) for recompile in self.record.recompiles],
         )
 
+    def _insert_distributed(self, graph_ids: list[_GraphIds]) -> None:
+        """The run's rank, each graph's split part and collectives (db.DISTRIBUTED_TABLES)."""
+        rank = self.record.rank
+        if rank is not None:
+            self.conn.execute(
+                """INSERT INTO run_ranks (run_id, rank, world_size, job, backend, local_rank)
+                   VALUES (?, ?, ?, ?, ?, ?)""",
+                (self.run_id, rank.rank, rank.world_size, rank.job, rank.backend, rank.local_rank),
+            )
+        for graph, ids in zip(self.record.graphs, graph_ids):
+            self.conn.execute("INSERT INTO graph_code (graph_id, run_id, digest) VALUES (?, ?, ?)",
+                              (ids.graph_id, self.run_id, _code_digest(graph.wrapper_text, self.record.workspace)))
+            split = graph.split
+            if split is not None:
+                self.conn.execute(
+                    """INSERT INTO graph_splits (graph_id, run_id, splitter, part, parts, params_json,
+                           bucket_bytes, cap_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (ids.graph_id, self.run_id, split.splitter, split.part, split.parts, _json(split.params),
+                     split.bucket_bytes, split.cap_bytes),
+                )
+            self.conn.executemany(
+                """INSERT INTO collectives (run_id, graph_id, node_id, node_name, op, role, peers_json,
+                       group_name, group_size, reduce_op, bytes, issued_by, style, frame_file, frame_line,
+                       frame_function, frame_code, redistribute, model_file, model_line, model_function,
+                       model_code)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [(self.run_id, ids.graph_id, ids.post_nodes.get(c.node), c.node, c.op, c.role, _json(c.peers),
+                  c.group, c.group_size, c.reduce_op, c.bytes, c.issued_by, c.style, *self._frame_columns(c.frame),
+                  c.redistribute, *self._source_columns(c.model_line))
+                 for c in graph.collectives],
+            )
+
+    def _frame_columns(self, frame: SourceLocation | None) -> tuple:
+        """A frame of torch's or a library's code (not one of the run's source files)."""
+        if frame is None:
+            return (None, None, "", "")
+        return (paths.source_key(frame.file, self.record.workspace), frame.line, frame.function, frame.code)
+
     def _source_columns(self, source: SourceLocation | None) -> tuple:
         if source is None:
             return (None, None, "", "")
@@ -304,6 +343,14 @@ class _RunWriter:
             (self.run_id, key, kind, graph_id, kernel_id, hashlib.sha256(data).hexdigest(),
              len(text.splitlines())),
         )
+
+
+def _code_digest(wrapper_text: str, workspace: str) -> str:
+    """sha256 of a graph's generated code as its dump hashes it (dump.portable_text: no
+    cache directories, no workspace path): equal for ranks that compiled the same code."""
+    from kernelscope.store.dump import portable_text
+
+    return hashlib.sha256(portable_text(wrapper_text, workspace).encode("utf-8")).hexdigest()
 
 
 def _json(value) -> str:

@@ -18,6 +18,7 @@ import types
 from unittest import mock
 
 from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, meta_models, real_compute, triton_driver
+from kernelscope.engine.devices import fake_distributed
 
 ARCH = 90
 
@@ -198,7 +199,7 @@ def _fake_cuda_inputs(gm, example_inputs, fake_mode):
             fakes.append(fake_mode.from_tensor(value))
             continue
         like = traced if isinstance(traced, torch.Tensor) else fake_mode.from_tensor(value)
-        fake = fake_cuda.fake_cuda_like(like, fake_mode)
+        fake = fake_distributed.fake_cuda_like(like, fake_mode)  # DTensor parameters too
         if value.requires_grad and not fake.requires_grad:
             fake.requires_grad_(True)
         fakes.append(fake)
