@@ -7,6 +7,7 @@ back to Shard(1). Its compiled graphs hold the all-gathers and reduce-scatters.
 
 Record it without a GPU, as one rank of an 8-way job on torch's fake process group:
     kernelscope compile examples/distributed/llama_tp.py:make --world-size 8
+    kernelscope compile examples/distributed/llama_tp.py:make_async_tp --world-size 8   # async TP
 or run it for real (CPU/gloo here, NCCL on GPUs), every rank recorded:
     torchrun --nproc-per-node 2 -m kernelscope run examples/distributed/llama_tp.py -- --steps 2
     kernelscope merge
@@ -111,9 +112,29 @@ def make(device="cpu"):
     return parallel_block(device), (local_batch(device),)
 
 
+def enable_async_tp() -> None:
+    """Async TP as torchtitan turns it on: symmetric memory for the TP group, and Inductor's
+    micro-pipeline pass, which fuses each all-gather into the matmuls that use it."""
+    import torch._inductor.config as inductor_config
+    from torch.distributed._symmetric_memory import enable_symm_mem_for_group
+
+    enable_symm_mem_for_group(dist.group.WORLD.group_name)
+    inductor_config._micro_pipeline_tp = True
+
+
+def make_async_tp(device="cpu"):
+    """The block with async TP (fused all-gather matmuls): `... llama_tp.py:make_async_tp --world-size 8`."""
+    model, inputs = make(device)
+    enable_async_tp()
+    return model, inputs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--async-tp", action="store_true", help="fuse all-gathers into matmuls (needs NCCL)")
+    parser.add_argument("--overlap", action="store_true",
+                        help="Inductor's overlap scheduling of collectives (aten_distributed_optimizations)")
     args = parser.parse_args()
     use_cuda = torch.cuda.is_available()
     dist.init_process_group("nccl" if use_cuda else "gloo")
@@ -121,6 +142,12 @@ def main() -> None:
     if use_cuda:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
     block = parallel_block(device)
+    if args.async_tp:
+        enable_async_tp()
+    if args.overlap:
+        import torch._inductor.config as inductor_config
+
+        inductor_config.aten_distributed_optimizations.enable_overlap_scheduling = True
     step = torch.compile(block)
     optimizer = torch.optim.SGD(block.parameters(), lr=0.01)
     for index in range(args.steps):

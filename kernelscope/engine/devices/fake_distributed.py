@@ -4,6 +4,8 @@
   captured them on the CPU; virtual-cuda hands AOTAutograd the same subclass with its
   inner tensors made fake cuda tensors (`fake_cuda_like`), so AOTAutograd desugars it
   as on a GPU and the functional collectives DTensor traces work on fake cuda tensors.
+- `collectives_as_on_a_gpu_build()`: while compiling, NCCL is available, as on a CUDA
+  build (async TP fuses only then).
 - `fake_process_group(world_size, rank)`: a job of any world size in one process, on
   torch's own fake backend (`torch.testing._internal.distributed.fake_pg`: no
   communication, every collective "succeeds" with its input). A script's own
@@ -38,6 +40,20 @@ def fake_cuda_like(tensor, fake_mode):
     if tensor.requires_grad and not made.requires_grad:
         made.requires_grad_(True)
     return made
+
+
+@contextlib.contextmanager
+def collectives_as_on_a_gpu_build():
+    """While virtual-cuda compiles, torch.distributed says NCCL is available, as a CUDA build
+    of torch does: async TP's pass (`micro_pipeline_tp`) fuses all-gathers into matmuls only
+    where NCCL is, and would leave them unfused on a CPU build."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        yield
+        return
+    with _replaced(dist, "is_nccl_available", lambda: True):
+        yield
 
 
 @contextlib.contextmanager

@@ -279,6 +279,7 @@ def make_compile_fx(original_compile_fx):
         compiling.append(True)
         try:
             with meta_models.compiling(), pretend_cuda_present(), fake_cuda.cuda_fake_tensors(), \
+                    fake_distributed.collectives_as_on_a_gpu_build(), \
                     device_audit.compiling_with(fake_mode), \
                     real_compute.real_compute_on_cpu(fake_mode), \
                     functorch_config.patch(force_non_lazy_backward_lowering=True), \
