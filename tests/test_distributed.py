@@ -123,12 +123,14 @@ def test_merge_refuses_what_is_not_a_store_and_the_store_itself(workspace):
 
 
 def test_cli_merge_show_runs_and_diff_between_ranks(workspace):
-    # rank 1 compiled the same code (only Inductor's cache directory differs); rank 2 did not
+    # rank 1 compiled the same code for its own GPU (Inductor's cache directory and the GPU
+    # index differ); rank 2 did not
     def edit(rank, run):
         forward = run.graphs[0]
         forward.wrapper_text = forward.wrapper_text.replace(
             "from torch._inductor.runtime import triton_helpers\n",
-            f"from torch._inductor.runtime import triton_helpers\n# kernel path: /tmp/tmp{rank}x/ab/cabc.py\n", 1)
+            f"from torch._inductor.runtime import triton_helpers\n# kernel path: /tmp/tmp{rank}x/ab/cabc.py\n", 1
+        ).replace("stream=stream0", f"stream=stream{rank}")
         if rank == 2:
             forward.wrapper_text += "# something else\n"
 

@@ -132,11 +132,13 @@ def make_async_tp(device="cpu"):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--cpu", action="store_true",
+                        help="run on the CPU (gloo) even where there is a GPU: what virtual-cuda records")
     parser.add_argument("--async-tp", action="store_true", help="fuse all-gathers into matmuls (needs NCCL)")
     parser.add_argument("--overlap", action="store_true",
                         help="Inductor's overlap scheduling of collectives (aten_distributed_optimizations)")
     args = parser.parse_args()
-    use_cuda = torch.cuda.is_available()
+    use_cuda = torch.cuda.is_available() and not args.cpu
     dist.init_process_group("nccl" if use_cuda else "gloo")
     device = "cuda" if use_cuda else "cpu"
     if use_cuda:

@@ -69,11 +69,12 @@ def step(model, device: str, train: bool, seed: int = 0):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=1)
+    parser.add_argument("--cpu", action="store_true", help="run on the CPU (gloo) even where there is a GPU")
     parser.add_argument("--train", action="store_true", help="forward and backward (GPUs only: see above)")
     parser.add_argument("--spmd-backend", default="partial_dtensor",
                         choices=["partial_dtensor", "full_dtensor", "spmd_types"])
     args = parser.parse_args()
-    use_cuda = torch.cuda.is_available()
+    use_cuda = torch.cuda.is_available() and not args.cpu
     if not dist.is_initialized():
         dist.init_process_group("nccl" if use_cuda else "gloo")
     device = "cuda" if use_cuda else "cpu"

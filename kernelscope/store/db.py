@@ -214,8 +214,8 @@ CREATE TABLE graph_splits (
 );
 
 -- Each graph's generated code (its wrapper, which embeds the kernels) as a digest that
--- leaves out what differs between machines and runs (Inductor's cache paths), so ranks
--- that compiled identical code compare equal.
+-- leaves out what differs between machines, runs and ranks (Inductor's cache paths, the
+-- workspace, the rank's GPU index), so ranks that compiled identical code compare equal.
 CREATE TABLE graph_code (
     graph_id INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
     run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -345,12 +346,20 @@ class _RunWriter:
         )
 
 
+# Where a rank's generated code names its own GPU: `_DeviceGuard(1)`, `set_device(1)`,
+# `get_raw_stream(1)`, `stream1`, `index=1` (the kernels' device properties), 'cuda:1'.
+_DEVICE_INDEX = re.compile(r"(?<=_DeviceGuard\()\d+|(?<=set_device\()\d+|(?<=get_raw_stream\()\d+"
+                           r"|(?<=\bstream)\d+|(?<=\bindex=)\d+|(?<='cuda:)\d+")
+
+
 def _code_digest(wrapper_text: str, workspace: str) -> str:
     """sha256 of a graph's generated code as its dump hashes it (dump.portable_text: no
-    cache directories, no workspace path): equal for ranks that compiled the same code."""
+    cache directories, no workspace path) and without the GPU index each rank compiled
+    for: equal for ranks that compiled the same code."""
     from kernelscope.store.dump import portable_text
 
-    return hashlib.sha256(portable_text(wrapper_text, workspace).encode("utf-8")).hexdigest()
+    text = _DEVICE_INDEX.sub("N", portable_text(wrapper_text, workspace))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _json(value) -> str:
