@@ -11,7 +11,8 @@ plain and with async TP) and DDP training (examples/distributed/ddp_train.py) â€
 2. records the same script with `--target virtual-cuda --world-size 2 --rank R -- --cpu`
    for R = 0 and 1 (one process each, torch's fake process group, no GPU used);
 3. compares, per rank, the real run with the virtual one graph by graph (from their
-   dumps): the Triton kernels (names and portable source hashes), the extern calls,
+   dumps): the Triton kernels (names, and sources without cache paths and the GPU index
+   a rank compiled for), the extern calls,
    the collectives (op, role, group size, bytes, what issued them, the placements,
    the model line and layer, the passes in their lineage) and DDP's split parts; and
    the real ranks with each other (`show`: which ranks compiled identical code).
@@ -30,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # kernelscope from this checkout
 EXAMPLES = REPO / "examples" / "distributed"
 JOBS = {  # name -> (script, arguments after `--`), in the order they run
     "tp": ("llama_tp.py", ["--steps", "2"]),
@@ -60,11 +62,16 @@ def runs_by_rank(store: Path, env: dict) -> dict[int, int]:
     return {run["rank"]["rank"]: run["id"] for run in json.loads(done.stdout) if run.get("rank")}
 
 
-def summary(data: dict) -> dict:
-    """What is compared: per graph key, kernels, extern calls, collectives, split."""
+def summary(data: dict, store: Path, run_id: int) -> dict:
+    """What is compared: per graph key, kernels (their source without the GPU index a rank
+    compiled for, as `show` compares ranks), extern calls, collectives, split."""
+    from kernelscope.store.writer import code_digest
+
+    run_dir = store / "runs" / str(run_id)
     graphs = {}
     for graph in data["run"]["graphs"]:
-        triton = {k["name"]: k["file"]["portable_sha256"] for k in graph["kernels"] if k["kind"] != "extern" and k["file"]}
+        triton = {k["name"]: code_digest((run_dir / k["file"]["path"]).read_text(), str(REPO))
+                  for k in graph["kernels"] if k["kind"] != "extern" and k["file"]}
         externs = Counter(k["name"].split("#")[0] for k in graph["kernels"] if k["kind"] == "extern")
         collectives = [(c["op"], c["role"], c["group_size"], c["bytes"], c["issued_by"], c["redistribute"],
                         (c["model_line"] or {}).get("line"),
@@ -78,7 +85,7 @@ def summary(data: dict) -> dict:
 
 
 def compare(real: dict, virtual: dict) -> dict:
-    real_graphs, virtual_graphs = summary(real), summary(virtual)
+    real_graphs, virtual_graphs = real, virtual
     notes, verdict = [], "identical"
     if set(real_graphs) != set(virtual_graphs):
         notes.append(f"graphs differ: real {sorted(real_graphs)} virtual {sorted(virtual_graphs)}")
@@ -112,13 +119,13 @@ def compare(real: dict, virtual: dict) -> dict:
     return {"verdict": verdict, **counts, "notes": notes}
 
 
-def check_job(name: str, out: Path, env: dict) -> list[dict]:
+def check_job(name: str, out: Path, env: dict, real_target: str = "cuda") -> list[dict]:
     script, script_args = JOBS[name]
     base = out / name
     real_store, rows = base / "real", []
     started = time.perf_counter()
     job = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               "-m", "kernelscope", "run", str(EXAMPLES / script), "--target", "cuda", "--store", str(real_store),
+               "-m", "kernelscope", "run", str(EXAMPLES / script), "--target", real_target, "--store", str(real_store),
                "--", *script_args], env, timeout=600)
     real_seconds = round(time.perf_counter() - started, 1)
     (base / "real.log").parent.mkdir(parents=True, exist_ok=True)
@@ -139,8 +146,9 @@ def check_job(name: str, out: Path, env: dict) -> list[dict]:
             rows.append({"job": name, "rank": rank, "verdict": "ERROR (virtual recording)",
                          "notes": [(recorded.stderr or merged.stderr).strip()[-1500:]]})
             continue
-        real = dump(real_store, real_runs[rank], base / f"real-rank{rank}.json", env)
-        virtual = dump(virtual_store, 1, base / f"virtual-rank{rank}.json", env)
+        real = summary(dump(real_store, real_runs[rank], base / f"real-rank{rank}.json", env), real_store,
+                       real_runs[rank])
+        virtual = summary(dump(virtual_store, 1, base / f"virtual-rank{rank}.json", env), virtual_store, 1)
         row = {"job": name, "rank": rank, **compare(real, virtual), "real_ranks": ranks_line,
                "real_job_seconds": real_seconds, "virtual_seconds": virtual_seconds}
         rows.append(row)
@@ -151,6 +159,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="distributed_gpu", help="directory for stores, dumps and the JSON results")
     parser.add_argument("--jobs", default=",".join(JOBS), help=f"comma-separated, of {', '.join(JOBS)}")
+    parser.add_argument("--real-target", default="cuda",
+                        help="the torchrun job's --target (virtual-cuda: a dry run of this script without GPUs)")
     args = parser.parse_args()
     out = Path(args.out).absolute()
     out.mkdir(parents=True, exist_ok=True)
@@ -164,7 +174,7 @@ def main() -> None:
     print(f"torch {header['torch']} on {', '.join(header['gpus']) or 'no GPU'}", flush=True)
     rows = []
     for name in args.jobs.split(","):
-        for row in check_job(name, out, env):
+        for row in check_job(name, out, env, args.real_target):
             rows.append(row)
             kernels = f"{row.get('same_source', '-')}/{row.get('kernels_real', '-')} kernels same source"
             collectives = f"{row.get('collectives_same', '-')}/{row.get('collectives_real', '-')} collectives same"

@@ -10,6 +10,34 @@ def has_content(view: DistributedRun) -> bool:
     return view.rank is not None or any(graph.collectives or graph.split for graph in view.graphs)
 
 
+def overview(view: DistributedRun) -> dict:
+    """The part of a recording's summary (`compile`, `run`; `--json` too) about its rank,
+    DDP's parts and each graph's compute/communication order."""
+    rank = view.rank
+    return {
+        "rank": None if rank is None else {"rank": rank.rank, "world_size": rank.world_size,
+                                           "backend": rank.backend, "job": rank.job},
+        "graphs": [{"graph": graph.graph, "split": graph.split.label if graph.split else None,
+                    "collectives": sum(1 for c in graph.collectives if c.role != "wait"),
+                    "order": order_text(graph.order) if graph.collectives else None} for graph in view.graphs],
+    }
+
+
+def render_overview(data: dict) -> list[str]:
+    out = []
+    if data["rank"] is not None:
+        rank = data["rank"]
+        out.append(f"rank {rank['rank']} of {rank['world_size']}" + (f" ({rank['backend']})" if rank["backend"] else "")
+                   + f" · job {rank['job']}")
+    for graph in data["graphs"]:
+        if graph["collectives"]:
+            out.append(f"[{graph['graph']}] {graph['collectives']} collective(s): {graph['order']}")
+    parts = [graph for graph in data["graphs"] if graph["split"]]
+    if parts:
+        out.append(f"{len(parts)} graph(s) are parts of graphs DDP's optimizer split (kernelscope show: their buckets)")
+    return out
+
+
 def render_run(view: DistributedRun) -> list[str]:
     """The `show` section: rank and job, code across ranks, splits, collectives, order."""
     out = ["distributed"]

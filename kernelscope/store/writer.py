@@ -295,7 +295,7 @@ class _RunWriter:
             )
         for graph, ids in zip(self.record.graphs, graph_ids):
             self.conn.execute("INSERT INTO graph_code (graph_id, run_id, digest) VALUES (?, ?, ?)",
-                              (ids.graph_id, self.run_id, _code_digest(graph.wrapper_text, self.record.workspace)))
+                              (ids.graph_id, self.run_id, code_digest(graph.wrapper_text, self.record.workspace)))
             split = graph.split
             if split is not None:
                 self.conn.execute(
@@ -352,10 +352,10 @@ _DEVICE_INDEX = re.compile(r"(?<=_DeviceGuard\()\d+|(?<=set_device\()\d+|(?<=get
                            r"|(?<=\bstream)\d+|(?<=\bindex=)\d+|(?<='cuda:)\d+")
 
 
-def _code_digest(wrapper_text: str, workspace: str) -> str:
-    """sha256 of a graph's generated code as its dump hashes it (dump.portable_text: no
-    cache directories, no workspace path) and without the GPU index each rank compiled
-    for: equal for ranks that compiled the same code."""
+def code_digest(wrapper_text: str, workspace: str) -> str:
+    """sha256 of generated code as its dump hashes it (dump.portable_text: no cache
+    directories, no workspace path) and without the GPU index each rank compiled for:
+    equal for ranks that compiled the same code."""
     from kernelscope.store.dump import portable_text
 
     text = _DEVICE_INDEX.sub("N", portable_text(wrapper_text, workspace))
