@@ -203,7 +203,8 @@ def graph_comm(conn: sqlite3.Connection, graph_row) -> GraphComm:
     wrapper = conn.execute("SELECT path FROM files WHERE graph_id = ? AND kind = 'wrapper'", (graph_id,)).fetchone()
     rows = conn.execute("SELECT * FROM collectives WHERE graph_id = ? ORDER BY id", (graph_id,)).fetchall()
     collectives = _collective_refs(conn, rows)
-    order = _order(conn, graph_id, {row["node_id"]: row for row in rows if row["node_id"] is not None})
+    # the order of a graph without communication is left out (a large run's show stays fast)
+    order = _order(conn, graph_id, {row["node_id"]: row for row in rows if row["node_id"] is not None}) if rows else []
     return GraphComm(graph=label, graph_key=graph_row["key"], wrapper_file=wrapper["path"] if wrapper else "",
                      split=split, collectives=collectives, order=order, overlap=_overlap(order, collectives))
 
