@@ -4,7 +4,6 @@ on torch's fake process group (8-way tensor parallel in one process), a real 2-r
 job under torchrun, and torchtitan's debug Llama."""
 from __future__ import annotations
 
-import copy
 import json
 import os
 import subprocess
