@@ -15,7 +15,7 @@ from synthetic_runs import LIBRARY_FILE, make_mlp_run, mlp_store, workspace  # n
 from kernelscope import record as record_module
 from kernelscope.record import RunRecord
 from kernelscope.store import InvalidDumpError, Store, dump_json, load_schema, schema_problems, validate_dump
-from kernelscope.store.dump import DUMP_FIELD_CHANGES, DumpOptions, dump_run, portable_text
+from kernelscope.store.dump import DUMP_FIELD_CHANGES, SCHEMA_VERSION, DumpOptions, dump_run, portable_text
 
 PORTABLE_LIBRARY_FILE = "<site-packages>/torch/nn/modules/linear.py"
 
@@ -77,6 +77,9 @@ def expected_run(record: RunRecord) -> dict:
             "wrapper_lines": [origin(line) for line in graph.wrapper_lines],
             "wrapper_attributable": graph.wrapper_attributable,
             "inductor_mapping": graph.inductor_mapping,
+            "split": None if graph.split is None else dataclasses.asdict(graph.split),
+            "collectives": [{**dataclasses.asdict(c), "frame": source(c.frame), "model_line": source(c.model_line)}
+                            for c in graph.collectives],
         })
     return {
         "target": record.target, "device": record.device, "mode": record.mode,
@@ -88,12 +91,14 @@ def expected_run(record: RunRecord) -> dict:
                          for b in record.graph_breaks],
         "recompiles": [dataclasses.asdict(r) for r in record.recompiles],
         "warnings": record.warnings, "execute_max_error": record.execute_max_error, "config": record.config,
+        "rank": None if record.rank is None else {"rank": record.rank.rank, "world_size": record.rank.world_size,
+                                                  "backend": record.rank.backend, "local_rank": record.rank.local_rank},
     }
 
 
 def test_dump_holds_exactly_what_the_record_held(mlp_store, workspace):
     data = mlp_store.dump(1)
-    assert data["schema_version"] == "4.0"
+    assert data["schema_version"] == SCHEMA_VERSION
     run = dict(data["run"])
     coverage = run.pop("coverage")
     assert coverage == mlp_store.runs()[0].coverage

@@ -20,6 +20,7 @@ from synthetic_runs import (  # noqa: F401  (fixtures)
 
 from kernelscope.errors import StoreError
 from kernelscope.store import Store, writer
+from kernelscope.store.db import STORE_SCHEMA_VERSION
 
 FW = "runs/1/graphs/0_0_0-forward"
 BW = "runs/1/graphs/0_0_0-backward"
@@ -131,7 +132,7 @@ def test_kernel_disagreeing_with_inductor_lowers_agreement(workspace):
 def test_database_is_wal_with_schema_version(mlp_store):
     assert rows(mlp_store, "PRAGMA journal_mode") == [("wal",)]
     assert rows(mlp_store, "PRAGMA foreign_keys") == [(1,)]
-    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("3",)]
+    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [(str(STORE_SCHEMA_VERSION),)]
 
 
 def test_runs_listing_and_latest_per_target(workspace):
@@ -264,7 +265,8 @@ def test_sqlite_file_of_another_program_is_refused(tmp_path):
 def test_newer_store_schema_is_refused(mlp_store, workspace):
     mlp_store.conn.execute("UPDATE meta SET value = '99' WHERE key = 'store_schema_version'")
     mlp_store.close()
-    with pytest.raises(StoreError, match=r"store schema version '99', but this kernelscope reads version 3: upgrade"):
+    with pytest.raises(StoreError, match=r"store schema version '99', but this kernelscope reads version "
+                       rf"{STORE_SCHEMA_VERSION}: upgrade"):
         Store(workspace / ".kernelscope")
 
 
@@ -275,7 +277,7 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
     mlp_store.close()
     before = (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes()
     with pytest.raises(StoreError, match=r"written by an older kernelscope \(store schema version 1; this one "
-                                         r"reads version 3.*Re-record: move .*\.kernelscope away"):
+                                         rf"reads version {STORE_SCHEMA_VERSION}.*Re-record: move .*\.kernelscope away"):
         Store(workspace / ".kernelscope")
     assert (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes() == before
 

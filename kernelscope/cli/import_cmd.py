@@ -46,12 +46,13 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from kernelscope.trace_import import ImportOptions, find_logs, import_log
-    from kernelscope.trace_import.importer import parse_path_map
+    from kernelscope.trace_import.importer import job_of_logs, parse_path_map
 
     started = time.perf_counter()
     files = [log for path in args.paths for log in find_logs(Path(path))]
+    job, world_size = job_of_logs(files)  # the ranks' runs share a job
     options = ImportOptions(strict=args.strict, workspace=Path(args.workspace),
-                            path_map=parse_path_map(args.map_path))
+                            path_map=parse_path_map(args.map_path), job=job, world_size=world_size)
     summaries, skipped = [], []
     with _progress(enabled=not args.json) as on_progress:
         options.on_progress = on_progress

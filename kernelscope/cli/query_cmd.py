@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
+from kernelscope.cli import distributed_view
 from kernelscope.cli.common import new_parser, open_store, parse_file_line, parse_run_id, print_json, stdout_is_tty
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store import (
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         if summary and args.module is None and not args.direct_only and args.direction != "up":
             # the default: the counts the store keeps per line (one index probe)
             overview = view.line_overview(location, line)
-            tree, empty = build_overview(overview), overview.empty
+            tree, empty, text = build_overview(overview), overview.empty, overview.text
             groups = [group for graph in overview.graphs for group in graph.groups]
             if view.has_profile() and not empty:  # device times are per kernel: read the kernels
                 answer = view.query_at(location, line, args.direction, detail=False, rollup=True)
@@ -97,12 +98,22 @@ def run(args: argparse.Namespace) -> int:
             answer = view.query_at(location, line, args.direction, args.module, args.direct_only,
                                   detail=not summary, rollup=summary)
             tree = build_summary(answer) if summary else build_tree(answer)
-            empty = answer.empty
+            empty, text = answer.empty, answer.text
             groups = [group for chain in answer.graphs for group in chain.groups]
         linked_lines = _linked_lines(view, location) if empty else []
+        collectives = view.collectives_at(location, line)  # communication at this line
+    if location.kind == SOURCE:  # a model line: its collectives; their waits are named under each
+        issued = {(collective.graph_key, collective.node) for collective in collectives}
+        collectives = [collective for collective in collectives if collective.role != "wait"
+                       or not any((collective.graph_key, peer) in issued for peer in collective.peers)]
     if args.json:
-        print_json(answer)
+        print_json({**asdict(answer), "collectives": [asdict(collective) for collective in collectives]}
+                   if collectives else answer)
         return 0
+    if collectives:
+        tree.children.insert(1 if text.strip() else 0, Branch("collectives", "bold red", [
+            Branch(lines[0], "red", [Branch(line, "red") for line in lines[1:]])
+            for lines in map(distributed_view.collective_answer, collectives)]))
     if empty:
         if args.module:
             hint = f"none in module instance {args.module!r}: drop --module to see all"

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from kernelscope.cli import distributed_view
 from kernelscope.cli.common import add_store_argument, format_share, graph_break_details
 from kernelscope.cli.progress import phase_display
 from kernelscope.errors import UserError
@@ -80,6 +81,7 @@ def record_and_store(args, record, after_store=None) -> int:
             store_seconds = time.perf_counter() - store_started
             asm = _build_asm(store, run_id, on_phase) if getattr(args, "asm", False) else None
             details = store.show(run_id)
+            distributed = store.run(run_id).distributed()  # rank, collectives, DDP splits
             if args.dump:
                 write_dump(store, run_id, args.dump)
             profile = after_store(store, run_id) if after_store is not None else None
@@ -105,6 +107,8 @@ def record_and_store(args, record, after_store=None) -> int:
         summary["profile"] = profile
     if asm is not None:
         summary["asm"] = asm
+    if distributed_view.has_content(distributed):
+        summary["distributed"] = distributed_view.overview(distributed)
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     else:
@@ -159,6 +163,8 @@ def render_summary(summary: dict) -> str:
     for key, label in COVERAGE_ORDER:
         if key in summary["coverage"]:
             out.append(f"    {label}: {format_share(summary['coverage'][key])}")
+    if summary.get("distributed"):
+        out.extend(f"  {line}" for line in distributed_view.render_overview(summary["distributed"]))
     if summary["execute_max_error"] is not None:
         out.append(f"  executed in Triton's interpreter: max error vs eager {summary['execute_max_error']:.3g}")
     phases = " · ".join(f"{k} {v:.2f}s" for k, v in summary["timings"].items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
+from kernelscope.cli import distributed_view
 from kernelscope.cli.common import (
     format_share,
     format_table,
@@ -33,7 +34,8 @@ def add_parser(subparsers) -> None:
         help="show one run: graphs, kernels, graph breaks, coverage",
         description="Show a run (the latest by default): its graphs with node and kernel counts, its "
         "kernels, graph breaks with the user line that caused them, recompiles, provenance coverage, "
-        "warnings and timings.",
+        "warnings and timings; for a rank of a distributed job, which ranks compiled identical code, "
+        "the graphs DDP split, and each graph's collectives in compute/communication order.",
         examples=["kernelscope show", "kernelscope show 3", "kernelscope show 3 --json",
                   "kernelscope show 3 --asm        # each Triton kernel's registers, spills, occupancy (sm_90)"],
     )
@@ -54,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
             asm_ask.ensure_built(store, details.summary.id, quiet=args.json)
         asm = store.asm.run_infos(details.summary.id)  # kernels compiled below Triton, if any
+        distributed = view.distributed()  # rank, collectives, DDP splits
     if profile is not None:
         from kernelscope.profile.report import profile_data, render_profile
     if args.json:
@@ -62,9 +65,13 @@ def run(args: argparse.Namespace) -> int:
             data["profile"] = profile_data(profile)
         if asm:
             data["asm"] = {info.key: asdict(info) for info in asm.values()}
+        if distributed_view.has_content(distributed):
+            data["distributed"] = asdict(distributed)
         print_json(data)
     else:
         print(render(details, asm))
+        if distributed_view.has_content(distributed):
+            print("\n" + "\n".join(distributed_view.render_run(distributed)))
         if profile is not None:
             print("\n" + "\n".join(render_profile(profile_data(profile))))
     return 0

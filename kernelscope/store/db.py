@@ -17,7 +17,7 @@ from pathlib import Path
 from kernelscope.errors import StoreError
 
 DB_FILE_NAME = "kernelscope.sqlite"
-STORE_SCHEMA_VERSION = 3  # 3: below the kernel (ASM_TABLES)
+STORE_SCHEMA_VERSION = 3  # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES)
 
 TABLES = """
 CREATE TABLE meta (
@@ -265,8 +265,81 @@ CREATE INDEX asm_files_by_run         ON asm_files (run_id);
 CREATE INDEX asm_lines_by_kernel_line ON asm_lines (kernel_id, kernel_line);
 CREATE INDEX asm_lines_by_stage_line  ON asm_lines (kernel_id, stage, line);
 """
-ASM_ADDED_AFTER_VERSION = "2"  # a store of this version gains the tables above when opened
 # ---- end of below the kernel ---------------------------------------------------------
+
+# -- distributed jobs (docs/distributed.md) ------------------------------------------
+# A run's place in a torch.distributed job, the collectives of its graphs, and the
+# graphs DDP's optimizer split. Kept in tables of their own; readers join them.
+DISTRIBUTED_TABLES = """
+CREATE TABLE run_ranks (
+    run_id     INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    rank       INTEGER NOT NULL,
+    world_size INTEGER NOT NULL,
+    job        TEXT NOT NULL,  -- the runs of one job's ranks share it (engine/rank_info.py)
+    backend    TEXT NOT NULL,  -- gloo, nccl, fake, ...
+    local_rank INTEGER
+);
+
+CREATE TABLE graph_splits (
+    graph_id     INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    splitter     TEXT NOT NULL,  -- DDPOptimizer ('' when no probe named it)
+    part         INTEGER NOT NULL,
+    parts        INTEGER NOT NULL,
+    params_json  TEXT NOT NULL,
+    bucket_bytes INTEGER NOT NULL,
+    cap_bytes    INTEGER NOT NULL
+);
+
+-- Each graph's generated code (its wrapper, which embeds the kernels) as a digest that
+-- leaves out what differs between machines, runs and ranks (Inductor's cache paths, the
+-- workspace, the rank's GPU index), so ranks that compiled identical code compare equal.
+CREATE TABLE graph_code (
+    graph_id INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    digest   TEXT NOT NULL
+);
+
+-- record.Collective: one row per communicating post-grad node.
+CREATE TABLE collectives (
+    id             INTEGER PRIMARY KEY,
+    run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id       INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    node_id        INTEGER REFERENCES nodes(id) ON DELETE CASCADE,
+    node_name      TEXT NOT NULL,
+    op             TEXT NOT NULL,
+    role           TEXT NOT NULL CHECK (role IN ('issue', 'wait', 'fused')),
+    peers_json     TEXT NOT NULL,  -- node names: an issue's waits, a wait's collectives
+    group_name     TEXT NOT NULL,
+    group_size     INTEGER,
+    reduce_op      TEXT NOT NULL,
+    bytes          INTEGER,
+    issued_by      TEXT NOT NULL,
+    style          TEXT NOT NULL,
+    frame_file     TEXT,
+    frame_line     INTEGER,
+    frame_function TEXT NOT NULL,
+    frame_code     TEXT NOT NULL,
+    redistribute   TEXT NOT NULL,
+    model_file     TEXT,  -- the model line whose op needed it (stored like nodes.source_file)
+    model_line     INTEGER,
+    model_function TEXT NOT NULL,
+    model_code     TEXT NOT NULL
+);
+"""
+
+DISTRIBUTED_INDEXES = """
+CREATE INDEX run_ranks_by_job      ON run_ranks (job, rank);
+CREATE INDEX splits_by_run         ON graph_splits (run_id);
+CREATE INDEX graph_code_by_run     ON graph_code (run_id);
+CREATE INDEX collectives_by_graph  ON collectives (graph_id);
+CREATE INDEX collectives_by_node   ON collectives (node_id);
+CREATE INDEX collectives_by_run    ON collectives (run_id);
+"""
+
+ADDED_AFTER_VERSION = "2"  # a store of this version gains the ASM and DISTRIBUTED tables when opened
+
+# -- end of distributed jobs ----------------------------------------------------------
 
 # Lookups both ways by (file, line), plus one index per foreign key so that
 # deleting a run (ON DELETE CASCADE) does not scan the child tables. The
@@ -453,7 +526,8 @@ def _create_or_check_schema(conn: sqlite3.Connection, db_path: Path, writable: b
         tables = _tables(conn)  # another process may have created it meanwhile
         if not tables:
             # executescript() would COMMIT first, so statements run one by one here.
-            for statement in _statements(TABLES + ASM_TABLES + INDEXES + ASM_INDEXES):
+            for statement in _statements(TABLES + ASM_TABLES + DISTRIBUTED_TABLES + INDEXES + ASM_INDEXES
+                                         + DISTRIBUTED_INDEXES):
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('store_schema_version', ?)",
@@ -496,9 +570,10 @@ def _check_version(conn: sqlite3.Connection, db_path: Path, tables: set[str]) ->
             "move it away or pass --store DIR"
         )
     version = row[0]
-    if version == ASM_ADDED_AFTER_VERSION:
-        # Below the kernel only adds tables (filled on first ask): the runs stay as they are.
-        for statement in _statements(ASM_TABLES + ASM_INDEXES):
+    if version == ADDED_AFTER_VERSION:
+        # Version 3 only adds tables (below the kernel: filled on first ask; distributed jobs:
+        # none for a run recorded without a process group): the runs stay as they are.
+        for statement in _statements(ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES):
             conn.execute(statement)
         conn.execute("UPDATE meta SET value = ? WHERE key = 'store_schema_version'", (str(STORE_SCHEMA_VERSION),))
         return

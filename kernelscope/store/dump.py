@@ -16,7 +16,8 @@ through it):
 - `workspace` is left out: source paths inside it are workspace-relative, paths
   in an installed package start with `<site-packages>/`; with
   `DumpOptions.absolute_paths` every path is absolute on this machine instead;
-- the run gains `coverage`, a graph its `key` and `compile_id`.
+- the run gains `coverage`, a graph its `key` and `compile_id`;
+- a rank's `job` (a torchrun run id, a process) is left out.
 Every list is sorted and every object's keys too, so dumps diff cleanly.
 """
 from __future__ import annotations
@@ -64,6 +65,10 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     "PassStep": {"$def": "pass_step", "renamed": {}, "dropped": set(), "added": set()},
     "GraphBreak": {"$def": "graph_break", "renamed": {}, "dropped": set(), "added": set()},
     "Recompile": {"$def": "recompile", "renamed": {}, "dropped": set(), "added": set()},
+    # distributed jobs
+    "RankInfo": {"$def": "rank_info", "renamed": {}, "dropped": {"job"}, "added": set()},
+    "GraphSplit": {"$def": "graph_split", "renamed": {}, "dropped": set(), "added": set()},
+    "Collective": {"$def": "collective", "renamed": {}, "dropped": set(), "added": set()},
 }
 
 # `# kernel path: /tmp/tmpab12/tmpcd34/ti/cti66....py`: Inductor's cache dir is a fresh
@@ -116,6 +121,7 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         "graphs": sorted(graphs, key=lambda graph: graph["key"]),
         "graph_breaks": sorted(graph_breaks, key=_break_order),
         "recompiles": sorted(recompiles, key=lambda rec: (rec["compile_id"], rec["reason"])),
+        "rank": _rank(conn, run_id),
     }
     if options.include_volatile:
         dumped["volatile"] = {
@@ -298,7 +304,40 @@ class _DumpContext:
             "wrapper_lines": lines.get(None, []),
             "wrapper_attributable": graph["wrapper_attributable"],
             "inductor_mapping": None if graph["inductor_mapping_json"] is None else json.loads(graph["inductor_mapping_json"]),
+            "split": _split(conn, graph_id),
+            "collectives": self.collectives(graph_id),
         }
+
+    def collectives(self, graph_id: int) -> list[dict]:
+        found = []
+        for row in self.conn.execute("SELECT * FROM collectives WHERE graph_id = ?", (graph_id,)):
+            frame = None if row["frame_file"] is None else self.frame(
+                row["frame_file"], row["frame_line"], row["frame_function"], row["frame_code"])
+            model = None if row["model_file"] is None else self.frame(
+                row["model_file"], row["model_line"], row["model_function"], row["model_code"])
+            found.append({
+                "node": row["node_name"], "op": row["op"], "role": row["role"], "peers": sorted(json.loads(row["peers_json"])),
+                "group": row["group_name"], "group_size": row["group_size"], "reduce_op": row["reduce_op"],
+                "bytes": row["bytes"], "issued_by": row["issued_by"], "style": row["style"], "frame": frame,
+                "redistribute": row["redistribute"], "model_line": model,
+            })
+        return sorted(found, key=lambda collective: collective["node"])
+
+
+def _rank(conn: sqlite3.Connection, run_id: int) -> dict | None:
+    row = conn.execute("SELECT * FROM run_ranks WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        return None
+    return {"rank": row["rank"], "world_size": row["world_size"], "backend": row["backend"],
+            "local_rank": row["local_rank"]}
+
+
+def _split(conn: sqlite3.Connection, graph_id: int) -> dict | None:
+    row = conn.execute("SELECT * FROM graph_splits WHERE graph_id = ?", (graph_id,)).fetchone()
+    if row is None:
+        return None
+    return {"part": row["part"], "parts": row["parts"], "params": json.loads(row["params_json"]),
+            "bucket_bytes": row["bucket_bytes"], "cap_bytes": row["cap_bytes"], "splitter": row["splitter"]}
 
 
 def _line_origins(conn: sqlite3.Connection, graph_id: int, portable) -> dict[int | None, list[dict]]:

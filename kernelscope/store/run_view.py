@@ -18,7 +18,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelscope.errors import UserError
-from kernelscope.store import catalog, dump, module_tree, overviews, profiles, query, run_facts, run_reads, source_index
+from kernelscope.store import (
+    catalog,
+    distributed,
+    dump,
+    module_tree,
+    overviews,
+    profiles,
+    query,
+    run_facts,
+    run_reads,
+    source_index,
+)
 from kernelscope.store.results import (
     SOURCE,
     FileLinks,
@@ -211,6 +222,17 @@ class RunView:
         return profiles.run_kernels(self._conn, self.id)
 
     # -- export ------------------------------------------------------------------------
+
+    # -- distributed jobs (kernelscope.store.distributed) -----------------------------
+
+    def distributed(self) -> distributed.DistributedRun:
+        """The run's rank and job, which ranks compiled identical code, and per graph its
+        DDP split part, collectives and compute/communication order."""
+        return distributed.distributed_run(self._conn, self.id)
+
+    def collectives_at(self, location: Location, line: int) -> list[distributed.CollectiveRef]:
+        """The collectives a wrapper, post-grad or model source line issues or waits on."""
+        return distributed.collectives_at(self._conn, location, line)
 
     def dump(self, options: dump.DumpOptions = dump.DumpOptions()) -> dict:
         """The run as schema-valid, deterministic JSON data."""

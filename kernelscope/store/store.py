@@ -17,8 +17,10 @@ from kernelscope.store import (
     asm_store,
     catalog,
     db,
+    distributed,
     dump,
     integrity,
+    merge,
     paths,
     places,
     profiles,
@@ -210,6 +212,18 @@ class Store:
     def asm(self) -> asm_store.AsmStore:
         """Each kernel compiled for the run's GPU: stage files, line maps, facts."""
         return asm_store.AsmStore(self.conn, self.root)
+
+    # -- distributed jobs (kernelscope.store.distributed, kernelscope.store.merge) ----
+
+    def ranks_of_runs(self, run_ids: list[int]) -> dict[int, distributed.RankRef]:
+        return distributed.ranks_of_runs(self.conn, run_ids)
+
+    def latest_run_of_rank(self, rank: int, job: str | None = None) -> int | None:
+        return distributed.latest_run_of_rank(self.conn, rank, job)
+
+    def merge_from(self, other: str | Path) -> merge.MergeResult:
+        """Copy every run of the store at `other` into this one (see kernelscope.store.merge)."""
+        return merge.merge_store(self.conn, self.root, Path(other))
 
     # -- export --------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -116,6 +117,7 @@ class _RunWriter:
                 wrapper = self._require_file(graph, "wrapper", graph.wrapper_text)
                 self._insert_lines(graph.wrapper_lines, wrapper, ids, kernel_id=None)
         self._insert_graph_breaks_and_recompiles()
+        self._insert_distributed(graph_ids)
         self.conn.executemany(
             "INSERT INTO files (run_id, path, kind) VALUES (?, ?, 'source')",
             [(self.run_id, path) for path in sorted(self.source_files)],
@@ -296,6 +298,44 @@ class _RunWriter:
             [(self.run_id, recompile.compile_id, recompile.reason) for recompile in self.record.recompiles],
         )
 
+    def _insert_distributed(self, graph_ids: list[_GraphIds]) -> None:
+        """The run's rank, each graph's split part and collectives (db.DISTRIBUTED_TABLES)."""
+        rank = self.record.rank
+        if rank is not None:
+            self.conn.execute(
+                """INSERT INTO run_ranks (run_id, rank, world_size, job, backend, local_rank)
+                   VALUES (?, ?, ?, ?, ?, ?)""",
+                (self.run_id, rank.rank, rank.world_size, rank.job, rank.backend, rank.local_rank),
+            )
+        for graph, ids in zip(self.record.graphs, graph_ids):
+            self.conn.execute("INSERT INTO graph_code (graph_id, run_id, digest) VALUES (?, ?, ?)",
+                              (ids.graph_id, self.run_id, code_digest(graph.wrapper_text, self.record.workspace)))
+            split = graph.split
+            if split is not None:
+                self.conn.execute(
+                    """INSERT INTO graph_splits (graph_id, run_id, splitter, part, parts, params_json,
+                           bucket_bytes, cap_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (ids.graph_id, self.run_id, split.splitter, split.part, split.parts, _json(split.params),
+                     split.bucket_bytes, split.cap_bytes),
+                )
+            self.conn.executemany(
+                """INSERT INTO collectives (run_id, graph_id, node_id, node_name, op, role, peers_json,
+                       group_name, group_size, reduce_op, bytes, issued_by, style, frame_file, frame_line,
+                       frame_function, frame_code, redistribute, model_file, model_line, model_function,
+                       model_code)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [(self.run_id, ids.graph_id, ids.post_nodes.get(c.node), c.node, c.op, c.role, _json(c.peers),
+                  c.group, c.group_size, c.reduce_op, c.bytes, c.issued_by, c.style, *self._frame_columns(c.frame),
+                  c.redistribute, *self._source_columns(c.model_line))
+                 for c in graph.collectives],
+            )
+
+    def _frame_columns(self, frame: SourceLocation | None) -> tuple:
+        """A frame of torch's or a library's code (not one of the run's source files)."""
+        if frame is None:
+            return (None, None, "", "")
+        return (paths.source_key(frame.file, self.record.workspace), frame.line, frame.function, frame.code)
+
     def _source_columns(self, source: SourceLocation | None) -> tuple:
         if source is None:
             return (None, None, "", "")
@@ -318,6 +358,22 @@ class _RunWriter:
             (self.run_id, key, kind, graph_id, kernel_id, hashlib.sha256(data).hexdigest(),
              len(text.splitlines())),
         )
+
+
+# Where a rank's generated code names its own GPU: `_DeviceGuard(1)`, `set_device(1)`,
+# `get_raw_stream(1)`, `stream1`, `index=1` (the kernels' device properties), 'cuda:1'.
+_DEVICE_INDEX = re.compile(r"(?<=_DeviceGuard\()\d+|(?<=set_device\()\d+|(?<=get_raw_stream\()\d+"
+                           r"|(?<=\bstream)\d+|(?<=\bindex=)\d+|(?<='cuda:)\d+")
+
+
+def code_digest(wrapper_text: str, workspace: str) -> str:
+    """sha256 of generated code as its dump hashes it (dump.portable_text: no cache
+    directories, no workspace path) and without the GPU index each rank compiled for:
+    equal for ranks that compiled the same code."""
+    from kernelscope.store.dump import portable_text
+
+    text = _DEVICE_INDEX.sub("N", portable_text(wrapper_text, workspace))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _json(value) -> str:
