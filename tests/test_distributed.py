@@ -24,6 +24,12 @@ STYLE = "torch/distributed/tensor/parallel/style.py"
 FW_WRAPPER = "runs/{run}/graphs/0_0_0-forward/wrapper.py"
 
 
+def collectives_at(store, path, line):
+    """What the CLI asks the read model: the collectives at FILE:LINE of the run that has it."""
+    location = store.locate(path)
+    return store.run(location.run_id).collectives_at(location, line)
+
+
 def line_of(path: Path, needle: str) -> int:
     return next(number for number, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
 
@@ -104,7 +110,7 @@ def test_merge_brings_rank_stores_together_with_new_ids_files_and_profiles(works
                                  ).fetchone()[0] == 0
         profile = main.device_times(3)
         assert profile is not None and [kernel.name for kernel in profile.kernels.values()] == ["triton_poi_fused_gelu_0"]
-        answer = main.collectives_at(FW_WRAPPER.format(run=3), 13)
+        answer = collectives_at(main, FW_WRAPPER.format(run=3), 13)
         assert [(c.op, c.module, c.issued_by, c.model_line.line) for c in answer] == \
             [("all_reduce", "fc2", "RowwiseParallel output", FC2_LINE)]
         again = main.merge_from(roots[0])
@@ -305,10 +311,10 @@ def test_fake_8_rank_tensor_parallel_block_collectives_answer_model_line_and_lay
 
     with Store(tmp_path / "ks") as store:
         run_id = store.write_run(tp8)
-        view = store.distributed(run_id)
+        view = store.run(run_id).distributed()
         graph = view.graphs[0]
         line = graph.collectives[0].wrapper_lines[0]
-        answer = store.collectives_at(graph.wrapper_file, line)
+        answer = collectives_at(store, graph.wrapper_file, line)
     assert [(c.op, c.module, c.module_class.rsplit(".", 1)[-1], c.model_line.line) for c in answer] == \
         [("all_gather_into_tensor", "attention", "Attention", attention_call)]
     assert [step.kind for step in graph.order if step.kind != "compute"] == ["issue", "wait"] * 4
@@ -382,7 +388,7 @@ def test_two_gloo_ranks_under_torchrun_record_merge_and_compare(tmp_path):
     assert "over 2 ranks" in shown
     assert "no differences" in kernelscope("diff", "rank0", "rank1")
     with Store(store) as merged:
-        graph = merged.distributed(1).graphs[0]
+        graph = merged.run(1).distributed().graphs[0]
         wrapper, line = graph.wrapper_file, graph.collectives[0].wrapper_lines[0]
     answer = kernelscope("query", f"{wrapper}:{line}")
     attention_call = line_of(EXAMPLES / "llama_tp.py", "h = x + self.attention(self.attention_norm(x))")
@@ -403,7 +409,7 @@ def test_torchtitan_debug_llama_tensor_parallel_recorded_and_queried(tmp_path):
 
     kernelscope("run", str(EXAMPLES / "torchtitan_llama.py"), "--world-size", "2", "--json")
     with Store(store) as recorded:
-        view = recorded.distributed(1)
+        view = recorded.run(1).distributed()
         block = next(graph for graph in view.graphs if len([c for c in graph.collectives if c.role == "issue"]) == 4)
         first = next(c for c in block.collectives if c.role == "issue")
     assert (first.op, first.module, first.redistribute) == ("all_gather_into_tensor", "attention", "S(1) -> R")

@@ -282,11 +282,12 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
     assert (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes() == before
 
 
-def test_version_2_store_gains_the_below_the_kernel_tables(mlp_store, workspace):
-    """Below the kernel only adds tables, filled on first ask: a version-2 store opens with
-    its runs as they were and the new tables empty."""
+def test_version_2_store_gains_the_version_3_tables(mlp_store, workspace):
+    """Version 3 only adds tables (below the kernel, filled on first ask; distributed jobs):
+    a version-2 store opens with its runs as they were and the new tables empty."""
     conn = mlp_store.conn
-    for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm"):
+    for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm",
+                  "collectives", "graph_code", "graph_splits", "run_ranks"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
@@ -296,6 +297,7 @@ def test_version_2_store_gains_the_below_the_kernel_tables(mlp_store, workspace)
         assert rows(store, "SELECT id, target FROM runs") == runs_before
         assert rows(store, "SELECT COUNT(*) FROM kernel_asm") == [(0,)]
         assert store.asm.pending(1)  # its Triton kernels can be built below the kernel
+        assert rows(store, "SELECT COUNT(*) FROM run_ranks") == [(0,)]
 
 
 def test_json_columns_round_trip(mlp_store):

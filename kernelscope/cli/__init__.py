@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import sqlite3
 import sys
 
 from kernelscope import __version__
@@ -97,11 +96,6 @@ def _dispatch(argv: list[str], passthrough: list[str]) -> int:
     except KeyboardInterrupt:
         print("kernelscope: interrupted", file=sys.stderr)
         return 130
-    except sqlite3.DatabaseError as error:  # a store damaged past what opening it checks
-        store = getattr(args, "store", None) or "the store"
-        print_error(f"kernelscope: error: the store's database is damaged ({one_line(error)}): "
-                    f"`kernelscope doctor --store {store}` checks it and repairs what it can", error)
-        return 5
     except BrokenPipeError:  # `kernelscope query ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -448,6 +448,29 @@ def _open(db_path: Path, writable: bool) -> sqlite3.Connection:
     return conn
 
 
+def reads_damage_as_store_errors(cls):
+    """Class decorator: a public method of `cls` (Store, RunView) that meets a database
+    damaged past what opening it checked raises the StoreError `unreadable` gives (one line,
+    exit 5, how to repair) instead of an sqlite3 error, so no reader outside the store needs
+    to know the database exists. `cls` finds its database file at `self.db_path`."""
+    import functools
+
+    def wrap(method):
+        @functools.wraps(method)
+        def translated(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.DatabaseError as error:
+                raise unreadable(self.db_path, error) from error
+
+        return translated
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_") and not isinstance(value, (staticmethod, classmethod, type)):
+            setattr(cls, name, wrap(value))
+    return cls
+
+
 def unreadable(db_path: Path, error: sqlite3.DatabaseError) -> StoreError:
     """The StoreError for an SQLite failure while opening or reading a store."""
     text = str(error)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from kernelscope.errors import UserError
 from kernelscope.store import (
     catalog,
+    db,
     distributed,
     dump,
     module_tree,
@@ -47,12 +48,14 @@ if TYPE_CHECKING:
     from kernelscope.store.store import Store
 
 
+@db.reads_damage_as_store_errors
 class RunView:
     """One run of a store, read-only (see the module docstring)."""
 
     def __init__(self, store: Store, run_id: int):
         self._store = store
         self._conn = store.conn
+        self.db_path = store.db_path
         self.id = run_id
 
     def __repr__(self) -> str:

@@ -34,6 +34,7 @@ from kernelscope.store.results import SOURCE, FileLinks, Location, QueryResult, 
 from kernelscope.store.run_view import RunView
 
 
+@db.reads_damage_as_store_errors
 class Store:
     """A workspace's `.kernelscope/` directory: `kernelscope.sqlite` plus `runs/<id>/` files."""
 
