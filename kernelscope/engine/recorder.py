@@ -118,6 +118,8 @@ class Recording:
         import torch._inductor.config as inductor_config
         from torch._inductor.utils import fresh_cache
 
+        from kernelscope.engine import torch_fixes
+
         stack = self._stack
         stack.enter_context(_quiet_recording_warnings())
         torch._dynamo.reset()
@@ -143,6 +145,7 @@ class Recording:
         stack.enter_context(self.trace)
         stack.enter_context(self.distributed)  # first: its wrappers keep torch's signatures
         stack.enter_context(self.probes)
+        self.fixes = stack.enter_context(torch_fixes.upstream_fixes())
         return self
 
     def __exit__(self, *exc):
@@ -460,6 +463,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         f"({'; '.join(probes.disabled)})"
     ])
     warnings += recording.device_warnings
+    warnings += recording.fixes.warnings(torch.__version__)
     warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
     warnings += _distributed_warnings(recording.distributed, graphs)
     return RunRecord(
