@@ -80,10 +80,22 @@ class Compiler:
             "options": {"device": target.device, "train": target.train, "dynamic": target.dynamic},
         }
         try:
-            result = client.request(
-                "record", params, timeout=timeout,
-                on_notification=lambda method, p: on_phase and on_phase(p.get("phase", ""), p.get("detail", "")),
-            )
+            try:
+                result = client.request(
+                    "record", params, timeout=timeout,
+                    on_notification=lambda method, p: on_phase and on_phase(p.get("phase", ""), p.get("detail", "")),
+                )
+            except WorkerCrashed as crash:
+                if not crash.unheard or crash.timed_out:
+                    raise
+                # it had died while idle (after `alive` last said it lived): ask a new one, once
+                ended = str(crash).removeprefix("the engine worker ")
+                if not self._restart(on_restart, f"the engine worker ended ({ended}) before the compile reached it"):
+                    raise
+                result = client.request(
+                    "record", params, timeout=timeout,
+                    on_notification=lambda method, p: on_phase and on_phase(p.get("phase", ""), p.get("detail", "")),
+                )
         except WorkerRequestError as error:
             data = error.data
             raise CompileFailed(data.get("kind", "internal"), data.get("message") or error.message,

@@ -167,12 +167,13 @@ class WatchSession:
         try:
             if not self._client.alive:
                 self._start_worker()  # first build, or the worker died while idle
-            result = self._client.request(
-                "record", self._record_params(),
-                on_notification=lambda method, params: self._emit(
-                    BuildPhase(build, params.get("phase", ""), params.get("detail", ""))),
-                timeout=self.options.build_timeout,
-            )
+            try:
+                result = self._record(build)
+            except WorkerCrashed as crash:
+                if not crash.unheard or crash.timed_out or self._stopping:
+                    raise
+                self._start_worker()  # it died while idle, after `alive` last said it lived: once more
+                result = self._record(build)
         except WorkerRequestError as error:
             data = error.data
             self._watch([*self.watched_files, *data.get("files", [])])
@@ -197,6 +198,14 @@ class WatchSession:
             build, result["run_id"], result["target"], result["graphs"], result["kernels"],
             result["timings"], round(time.perf_counter() - started, 4), result["pruned"], result["warnings"],
         ))
+
+    def _record(self, build: int) -> dict:
+        return self._client.request(
+            "record", self._record_params(),
+            on_notification=lambda method, params: self._emit(
+                BuildPhase(build, params.get("phase", ""), params.get("detail", ""))),
+            timeout=self.options.build_timeout,
+        )
 
     def _record_params(self) -> dict:
         options = self.options

@@ -43,6 +43,9 @@ class WorkerCrashed(Exception):
     def __init__(self, message: str, returncode: int | None, stderr_tail: list[str], timed_out: bool = False):
         super().__init__(message)
         self.returncode, self.stderr_tail, self.timed_out = returncode, stderr_tail, timed_out
+        # the worker said nothing about the request before it ended: it had died before the
+        # request reached it (killed while idle, after `alive` last said it lived)
+        self.unheard = False
 
 
 def describe_exit(returncode: int | None) -> str:
@@ -167,7 +170,8 @@ class WorkerClient:
             try:
                 self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
             except OSError:
-                raise self._crashed(process) from None
+                raise self._crashed(process, unheard=True) from None
+            heard = False
             deadline = None if timeout is None else time.monotonic() + timeout
             while True:
                 remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
@@ -182,7 +186,8 @@ class WorkerClient:
                         "was stopped", process.returncode, list(self._stderr_tail), timed_out=True,
                     ) from None
                 if message is _END_OF_OUTPUT:
-                    raise self._crashed(process)
+                    raise self._crashed(process, unheard=not heard)
+                heard = True
                 if "id" not in message:
                     if on_notification is not None:
                         on_notification(message.get("method", ""), message.get("params") or {})
@@ -198,14 +203,16 @@ class WorkerClient:
         self._process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
         self._process.stdin.flush()
 
-    def _crashed(self, process: subprocess.Popen) -> WorkerCrashed:
+    def _crashed(self, process: subprocess.Popen, unheard: bool = False) -> WorkerCrashed:
         try:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        return WorkerCrashed(f"the engine worker {describe_exit(process.returncode)}",
-                             process.returncode, list(self._stderr_tail))
+        crash = WorkerCrashed(f"the engine worker {describe_exit(process.returncode)}",
+                              process.returncode, list(self._stderr_tail))
+        crash.unheard = unheard
+        return crash
 
     # -- reader threads --------------------------------------------------------------
 
