@@ -23,6 +23,7 @@ identical, a difference that a timing decision of the GPU explains (named), or D
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -37,6 +38,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
+from suite import registry  # noqa: E402  (the bench/suite/ package)
 from suite.registry import FAMILIES, MODELS, SuiteModel  # noqa: E402
 
 MODES = ("inference", "train")
@@ -122,17 +124,39 @@ def record(model: SuiteModel, train: bool, target: str, timeout: int) -> dict:
                 timings=summary["timings"], peak_memory_mb=summary["peak_memory_mb"])
 
 
-def compare_row(model: SuiteModel, train: bool, timeout: int) -> dict:
-    """`--compare`: the same model recorded for the GPU and on virtual-cuda, under one torch."""
+def compare(model: SuiteModel, train: bool, real: dict, virtual: dict) -> dict:
+    """`--compare`: gpu_check's verdict on one row recorded for the GPU and on virtual-cuda."""
     import gpu_check
 
     row = {"model": model.name, "family": model.family, "library": model.library,
-           "mode": "train" if train else "inference", "spec": model.spec(train)}
+           "mode": "train" if train else "inference", "spec": model.spec(train),
+           "wall": round(real.pop("wall", 0) + virtual.pop("wall", 0), 1)}
+    return {**gpu_check.compare(real, virtual), **row}  # "mode": inference or train (not the compile mode)
+
+
+def record_for_compare(model: SuiteModel, train: bool, device: str, timeout: int) -> dict:
+    """gpu_check's recording (every kernel's source and nodes) of one row on one device."""
+    import gpu_check
+
     started = time.perf_counter()
-    real = gpu_check.record_spec(model.spec(train), "cuda", train, timeout=timeout)
-    virtual = gpu_check.record_spec(model.spec(train), "virtual-cuda", train, timeout=timeout)
-    row["wall"] = round(time.perf_counter() - started, 1)
-    return dict(row, **gpu_check.compare(real, virtual))
+    result = gpu_check.record_spec(model.spec(train), device, train, timeout=timeout)
+    return dict(result, wall=round(time.perf_counter() - started, 1))
+
+
+@functools.lru_cache(maxsize=1)
+def committed_walls() -> dict[tuple[str, str], float]:
+    """{(model, mode): wall seconds} from the committed virtual-cuda results, if any."""
+    for path in sorted((BENCH / "results").glob("suite_virtual_cuda_*.json")):
+        try:
+            return {(r["model"], r["mode"]): r.get("wall", 0) for r in json.loads(path.read_text())["rows"]}
+        except (OSError, ValueError, KeyError):
+            continue
+    return {}
+
+
+def expected_seconds(model: SuiteModel, train: bool) -> float:
+    """A row's wall time in the committed results (0 if none): the longest rows start first."""
+    return committed_walls().get((model.name, "train" if train else "inference"), 0)
 
 
 def missed_floors(row: dict) -> list[str]:
@@ -244,24 +268,31 @@ def main() -> int:
     args = parser.parse_args()
 
     todo = selected(args)
+    devices = ("cuda", "virtual-cuda") if args.compare else (args.target,)
+    jobs = sorted(((model, train, device) for model, train in todo for device in devices),
+                  key=lambda job: -expected_seconds(job[0], job[1]))
     gate = MemoryGate(args.job_memory * 1024)
-    finished = []
+    done: dict[tuple, dict] = {}
 
     def run(job):
-        model, train = job
+        model, train, device = job
         with gate:
-            row = compare_row(model, train, args.timeout) if args.compare \
-                else record(model, train, args.target, args.timeout)
-        finished.append(row)
-        state = row.get("verdict") or ("recorded" if row.get("recorded") else
-                                       f"FAILED: {(row.get('error') or '').strip()[-200:]}")
-        print(f"[{len(finished)}/{len(todo)}] {model.name} {row['mode']}: {state} ({row['wall']:.0f} s)",
-              file=sys.stderr, flush=True)
-        return row
+            result = record_for_compare(model, train, device, args.timeout) if args.compare \
+                else record(model, train, device, args.timeout)
+        done[job] = result
+        state = ("recorded" if result.get("recorded") or (args.compare and "error" not in result)
+                 else f"FAILED: {(result.get('error') or '').strip()[:200]}")
+        print(f"[{len(done)}/{len(jobs)}] {model.name} {'train' if train else 'inference'} {device}: {state} "
+              f"({result['wall']:.0f} s)", file=sys.stderr, flush=True)
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        rows = list(pool.map(run, todo))
+        list(pool.map(run, jobs))
+    if args.compare:
+        rows = [compare(model, train, done[(model, train, "cuda")], done[(model, train, "virtual-cuda")])
+                for model, train in todo]
+    else:
+        rows = [done[(model, train, args.target)] for model, train in todo]
     elapsed = time.perf_counter() - started
     if args.compare:
         print_comparison(rows, elapsed)
