@@ -65,3 +65,17 @@ def run_cli():
         )
 
     return run
+
+
+def assert_full_links(run):
+    """Every kernel agrees with Inductor's mapping and every kernel line, wrapper line and
+    post-grad node is linked (the floors of a run at 100%)."""
+    from kernelscope.store.coverage import compute_coverage
+
+    coverage = compute_coverage(run)
+    assert coverage["kernel_agreement"]["share"] == 1.0, coverage
+    assert coverage["kernel_lines"]["share"] == 1.0, coverage
+    assert coverage["wrapper_lines"]["share"] == 1.0, coverage
+    for kind in ("forward_nodes_with_source", "backward_nodes_with_source"):
+        if coverage[kind]["total"]:
+            assert coverage[kind]["share"] == 1.0, (kind, coverage)

@@ -141,11 +141,17 @@ def device_target(device: str, execute: bool = False):
 
     Used by recordings and by the benchmark's plain-compile baseline alike.
     """
-    from kernelscope.engine.devices import codegen_only, cpu_triton, cuda_attention, virtual_cuda
+    from kernelscope.engine.devices import codegen_only, cpu_triton, cuda_attention, meta_models, virtual_cuda
 
     warnings_for_run: list[str] = []
     with contextlib.ExitStack() as stack:
         if device == "virtual-cuda":
+            from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
+
+            problem = ensure_cuda_device_guard()
+            if problem:
+                warnings_for_run.append(f"{problem}: Python indexing inside decompositions may fail")
+            stack.enter_context(meta_models.captured_as_cpu())
             stack.enter_context(cuda_attention.attention_as_on_cuda())
             stack.enter_context(_compile_fx_replaced(virtual_cuda.make_compile_fx))
         elif device == "cpu-triton":
@@ -276,6 +282,20 @@ def _prepare_inputs(model, inputs, options: RecordOptions, device: str):
             if isinstance(t, torch.Tensor) and t.dim() > 0:
                 torch._dynamo.mark_dynamic(t, 0)
     return inputs
+
+
+def _check_meta_model(model, inputs, options: RecordOptions, device: str) -> list[str]:
+    """The meta tensors the factory returned (a model built on the meta device); only
+    virtual-cuda records such a model, which has sizes and no values."""
+    from kernelscope.engine.devices import meta_models
+
+    on_meta = meta_models.meta_tensors(model, inputs)
+    if on_meta and device != "virtual-cuda":
+        raise TargetError(
+            f"--target {device} needs weight values, and `{on_meta[0]}` is on the meta device "
+            f"({len(on_meta)} meta tensor(s)): record a meta-device model with --target virtual-cuda, "
+            "or build it with real weights")
+    return on_meta
 
 
 def _run_factory_model(model, inputs, options: RecordOptions, device: str) -> float | None:
@@ -470,6 +490,7 @@ def record_factory(spec: str, options: RecordOptions) -> RunRecord:
     device = resolve_device(options.device)
     options.on_phase("import", str(target.path))
     model, inputs = targets.load_factory(target, targets.factory_device(device))
+    on_meta = _check_meta_model(model, inputs, options, device)
     inputs = _prepare_inputs(model, inputs, options, device)
     started = time.perf_counter()
     with Recording(device, options) as recording:
@@ -480,6 +501,10 @@ def record_factory(spec: str, options: RecordOptions) -> RunRecord:
     shown = f"{_display_path(target.path, options.workspace)}:{target.factory}"
     run = build_run(recording, shown, options, device)
     run.execute_max_error = max_error
+    if on_meta:
+        from kernelscope.engine.devices import meta_models
+
+        run.warnings.append(meta_models.summary(on_meta))
     if not run.graphs:
         raise CompileError(f"{target.path}: torch.compile produced no graph to record")
     return _finish(run, recording.probes, import_seconds, time.perf_counter() - started)

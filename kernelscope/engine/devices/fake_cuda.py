@@ -159,10 +159,6 @@ def cuda_fake_tensors():
     original_init_gpu_context = getattr(fake_tensor_module, "init_gpu_context", None)
     if original_init_gpu_context is not None:
         fake_tensor_module.init_gpu_context = lambda device: None
-    # make_fx keeps real values of small traced tensors (to answer `.item()` later) by
-    # computing each op on them for real: for cuda there is no device to compute on.
-    original_constant_limit = proxy_tensor.CONSTANT_NUMEL_LIMIT
-    proxy_tensor.CONSTANT_NUMEL_LIMIT = 0
     _install_python_to()
     kept_ops = _keep_ops_a_gpu_keeps()
     composites = _mark_composites_on_cuda()
@@ -180,7 +176,6 @@ def cuda_fake_tensors():
         fake_tensor_module.FakeTensorMode.avoid_device_init = original_avoid
         if original_init_gpu_context is not None:
             fake_tensor_module.init_gpu_context = original_init_gpu_context
-        proxy_tensor.CONSTANT_NUMEL_LIMIT = original_constant_limit
         del FunctionalTensor.device, FunctionalTensor.is_cuda, FunctionalTensor.get_device
         _remove_python_to()
         kept_ops._destroy()

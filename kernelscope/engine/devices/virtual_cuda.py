@@ -17,7 +17,7 @@ import contextlib
 import types
 from unittest import mock
 
-from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, triton_driver
+from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, meta_models, real_compute, triton_driver
 
 ARCH = 90
 
@@ -111,19 +111,6 @@ def pretend_cuda_present():
         if selector is not None and hasattr(selector, "benchmark"):
             stack.enter_context(mock.patch.object(
                 selector, "benchmark", lambda self, choices, *args, **kwargs: {choice: 0.0 for choice in choices}))
-        # Constant folding evaluates input-independent parts of a graph on real tensors
-        # of the graph's device; there is no GPU: they are computed on the CPU (the
-        # values are the same; the folded nodes keep their cuda fake values).
-        constant_folding = _module_or_none("torch._inductor.constant_folding")
-        if constant_folding is not None and hasattr(constant_folding, "ConstantFolder"):
-            folder = constant_folding.ConstantFolder
-            original_run = folder.run
-
-            def run_on_cpu(self, *args, **kwargs):
-                with _RealTensorsOnCpu():
-                    return original_run(self, *args, **kwargs)
-
-            stack.enter_context(mock.patch.object(folder, "run", run_on_cpu))
         # Generated modules would switch Triton to its real CUDA driver (needs libcuda).
         stack.enter_context(
             mock.patch.object(triton_helpers, "set_driver_to_gpu", lambda: None)
@@ -266,7 +253,8 @@ def make_compile_fx(original_compile_fx):
     Triton's driver report an H100. The backward is compiled at once (a GPU
     compiles it at the first backward call; the code is the same). The generated
     code is kept and never loaded; Dynamo gets its own graph back, so the program
-    runs eagerly on the CPU (autograd included) and goes on.
+    runs eagerly on the CPU (autograd included) and goes on — on meta tensors for a
+    model built on the meta device (meta_models).
     """
     import torch
     from torch._functorch import config as functorch_config
@@ -289,8 +277,9 @@ def make_compile_fx(original_compile_fx):
         fake_mode = detect_fake_mode(example_inputs_)
         compiling.append(True)
         try:
-            with pretend_cuda_present(), fake_cuda.cuda_fake_tensors(), \
+            with meta_models.compiling(), pretend_cuda_present(), fake_cuda.cuda_fake_tensors(), \
                     device_audit.compiling_with(fake_mode), \
+                    real_compute.real_compute_on_cpu(fake_mode), \
                     functorch_config.patch(force_non_lazy_backward_lowering=True), \
                     mock.patch.object(PyCodeCache, "load_by_key_path",
                                       staticmethod(codegen_only.codegen_only_loader(PyCodeCache.load_by_key_path))):
@@ -300,7 +289,7 @@ def make_compile_fx(original_compile_fx):
                 original_compile_fx(cuda_gm, fake_inputs, **kwargs)
         finally:
             compiling.pop()
-        return model_.forward
+        return meta_models.runs_on_meta(model_.forward)
 
     return compile_fx
 
@@ -312,30 +301,3 @@ def _module_or_none(name: str):
         return importlib.import_module(name)
     except ImportError:
         return None
-
-
-def _cpu(value):
-    import torch
-
-    if isinstance(value, torch.device) and value.type == "cuda":
-        return torch.device("cpu")
-    if isinstance(value, str) and value.startswith("cuda"):
-        return "cpu"
-    return value
-
-
-class _RealTensorsOnCpu:
-    """A dispatch mode that makes real (not fake) ops asked for cuda run on the CPU."""
-
-    def __new__(cls):
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        class RealTensorsOnCpu(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                kwargs = dict(kwargs or {})
-                if "device" in kwargs:
-                    kwargs["device"] = _cpu(kwargs["device"])
-                args = tuple(_cpu(arg) for arg in args)
-                return func(*args, **kwargs)
-
-        return RealTensorsOnCpu()

@@ -1,0 +1,39 @@
+"""A Llama-3-8B-sized model (transformers' LlamaConfig with the 8B sizes) built on the meta
+device: 32 layers, hidden 4096, intermediate 14336, 32 heads, 8 KV heads, vocab 128256 —
+about 30 GB of fp32 weights that are never materialized. `LAYERS` (environment variable
+KERNELSCOPE_LAYERS, default 32) sets the depth; everything else is as the library ships it.
+"""
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch
+import transformers
+
+BATCH, SEQ = 1, 128
+
+
+def _config(layers: int):
+    return transformers.LlamaConfig(
+        vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=layers,
+        num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=8192, rope_theta=500000.0,
+        rms_norm_eps=1e-5, tie_word_embeddings=False)
+
+
+def _model():
+    layers = int(os.environ.get("KERNELSCOPE_LAYERS", "32"))
+    with torch.device("meta"):
+        return transformers.LlamaForCausalLM(_config(layers))
+
+
+def _inputs():
+    torch.manual_seed(0)
+    return (torch.randint(0, 128256, (BATCH, SEQ)),)
+
+
+def make():
+    return _model().eval(), _inputs()
+
+
+def make_train():
+    return _model().train(), _inputs()
