@@ -179,7 +179,8 @@ def selected(args) -> list[tuple[SuiteModel, bool]]:
     if unknown:
         raise SystemExit(f"suite.py: no model named {', '.join(sorted(unknown))} "
                          f"(bench/suite/registry.py lists {len(MODELS)})")
-    return [(m, mode == "train") for m in models for mode in MODES if mode in args.mode]
+    k, n = args.shard
+    return [(m, mode == "train") for m in models[k - 1::n] for mode in MODES if mode in args.mode]
 
 
 # -- printing -------------------------------------------------------------------------------
@@ -264,7 +265,10 @@ def main() -> int:
     parser.add_argument("--job-memory", type=float, default=3.0, metavar="GIB",
                         help="start a recording only while this much memory is free (default: 3)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per recording (default: 600)")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write every row and the totals to OUT")
+    parser.add_argument("--json", type=Path, metavar="OUT",
+                        help="write every row and the totals to OUT (rewritten as recordings finish)")
+    parser.add_argument("--shard", metavar="K/N", type=shard, default=(1, 1),
+                        help="only the K-th of N equal shares of the rows (to split a run across calls)")
     args = parser.parse_args()
 
     todo = selected(args)
@@ -273,13 +277,19 @@ def main() -> int:
                   key=lambda job: -expected_seconds(job[0], job[1]))
     gate = MemoryGate(args.job_memory * 1024)
     done: dict[tuple, dict] = {}
+    lock = threading.Lock()
 
     def run(job):
         model, train, device = job
         with gate:
             result = record_for_compare(model, train, device, args.timeout) if args.compare \
                 else record(model, train, device, args.timeout)
-        done[job] = result
+        with lock:
+            done[job] = result
+            if args.json:  # what is finished survives a run cut short
+                write_json(args.json, {"partial": True, "finished": [
+                    dict(r, model=m.name, mode="train" if t else "inference", device=d)
+                    for (m, t, d), r in done.items()]})
         state = ("recorded" if result.get("recorded") or (args.compare and "error" not in result)
                  else f"FAILED: {(result.get('error') or '').strip()[:200]}")
         print(f"[{len(done)}/{len(jobs)}] {model.name} {'train' if train else 'inference'} {device}: {state} "
@@ -301,13 +311,27 @@ def main() -> int:
         print_table(rows, args.target, elapsed)
         failed = [r for r in rows if missed_floors(r)]
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         report = {"target": "cuda vs virtual-cuda" if args.compare else args.target,
                   "floors": FLOORS, "elapsed": round(elapsed, 1), "rows": rows}
         if not args.compare:
             report["totals"] = totals(rows)
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
+        write_json(args.json, report)
     return 1 if failed else 0
+
+
+def write_json(path: Path, report: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1) + "\n")
+
+
+def shard(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not K/N, e.g. 1/2") from None
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"'{text}': K must be between 1 and N")
+    return k, n
 
 
 if __name__ == "__main__":
