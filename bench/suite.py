@@ -268,16 +268,21 @@ def main() -> int:
     parser.add_argument("--json", type=Path, metavar="OUT",
                         help="write every row and the totals to OUT (rewritten as recordings finish)")
     parser.add_argument("--shard", metavar="K/N", type=shard, default=(1, 1),
-                        help="only the K-th of N equal shares of the rows (to split a run across calls)")
+                        help="only every N-th model from the K-th (to split a run across calls)")
+    parser.add_argument("--resume", type=Path, metavar="JSON",
+                        help="take the rows already in JSON (a --json file, finished or cut short) "
+                             "and record only the others")
     args = parser.parse_args()
 
     todo = selected(args)
+    rows_done = resumed_rows(args.resume, todo) if args.resume else {}
     devices = ("cuda", "virtual-cuda") if args.compare else (args.target,)
-    jobs = sorted(((model, train, device) for model, train in todo for device in devices),
-                  key=lambda job: -expected_seconds(job[0], job[1]))
+    jobs = sorted(((model, train, device) for model, train in todo if (model.name, train) not in rows_done
+                   for device in devices), key=lambda job: -expected_seconds(job[0], job[1]))
     gate = MemoryGate(args.job_memory * 1024)
-    done: dict[tuple, dict] = {}
+    pending: dict[tuple, dict] = {}  # --compare: one side recorded, the other not yet
     lock = threading.Lock()
+    count = iter(range(1, len(jobs) + 1))
 
     def run(job):
         model, train, device = job
@@ -285,24 +290,26 @@ def main() -> int:
             result = record_for_compare(model, train, device, args.timeout) if args.compare \
                 else record(model, train, device, args.timeout)
         with lock:
-            done[job] = result
-            if args.json:  # what is finished survives a run cut short
-                write_json(args.json, {"partial": True, "finished": [
-                    dict(r, model=m.name, mode="train" if t else "inference", device=d)
-                    for (m, t, d), r in done.items()]})
+            if not args.compare:
+                rows_done[(model.name, train)] = result
+            elif (model, train) in pending:  # both sides recorded: keep the verdict, drop the sources
+                other = pending.pop((model, train))
+                real, virtual = (result, other) if device == "cuda" else (other, result)
+                rows_done[(model.name, train)] = compare(model, train, real, virtual)
+            else:
+                pending[(model, train)] = result
+            if args.json:  # what is finished survives a run cut short (and --resume takes it up)
+                write_json(args.json, {"partial": True, "rows": list(rows_done.values())})
+            number = next(count)
         state = ("recorded" if result.get("recorded") or (args.compare and "error" not in result)
                  else f"FAILED: {(result.get('error') or '').strip()[:200]}")
-        print(f"[{len(done)}/{len(jobs)}] {model.name} {'train' if train else 'inference'} {device}: {state} "
+        print(f"[{number}/{len(jobs)}] {model.name} {'train' if train else 'inference'} {device}: {state} "
               f"({result['wall']:.0f} s)", file=sys.stderr, flush=True)
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         list(pool.map(run, jobs))
-    if args.compare:
-        rows = [compare(model, train, done[(model, train, "cuda")], done[(model, train, "virtual-cuda")])
-                for model, train in todo]
-    else:
-        rows = [done[(model, train, args.target)] for model, train in todo]
+    rows = [rows_done[(model.name, train)] for model, train in todo]
     elapsed = time.perf_counter() - started
     if args.compare:
         print_comparison(rows, elapsed)
@@ -317,6 +324,13 @@ def main() -> int:
             report["totals"] = totals(rows)
         write_json(args.json, report)
     return 1 if failed else 0
+
+
+def resumed_rows(path: Path, todo: list[tuple[SuiteModel, bool]]) -> dict[tuple[str, bool], dict]:
+    """{(model, train): row} for the selected rows that `path` (a --json report) already holds."""
+    wanted = {(model.name, train) for model, train in todo}
+    rows = json.loads(path.read_text())["rows"]
+    return {(r["model"], r["mode"] == "train"): r for r in rows if (r["model"], r["mode"] == "train") in wanted}
 
 
 def write_json(path: Path, report: dict) -> None:

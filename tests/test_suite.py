@@ -96,3 +96,25 @@ def test_a_failed_recording_keeps_its_one_line_error_without_the_site_packages_p
               "cache_utils.py:125: Inductor failed: boom (the last good run in the store is unchanged)\n")
     assert suite_cli.one_line_error(stderr, 1).startswith("transformers/cache_utils.py:125: Inductor failed: boom")
     assert "signal 9" in suite_cli.one_line_error("", -9)
+
+
+def test_resume_takes_the_rows_a_report_already_holds(tmp_path):
+    rows = [{"model": "bert", "mode": "train"}, {"model": "bert", "mode": "inference"},
+            {"model": "llama", "mode": "train"}]
+    report = tmp_path / "report.json"
+    report.write_text(__import__("json").dumps({"partial": True, "rows": rows}))
+    bert = registry.BY_NAME["bert"]
+    taken = suite_cli.resumed_rows(report, [(bert, True), (registry.BY_NAME["t5"], True)])
+    assert taken == {("bert", True): {"model": "bert", "mode": "train"}}
+
+
+def test_a_compare_row_names_the_mode_and_gives_gpu_checks_verdict():
+    kernel = {"name": "triton_poi_fused_add_0", "kind": "triton", "nodes": ["add"], "inductor_nodes": ["add"],
+              "source": "x = 1", "lines": 1, "specific": 1}
+    side = {"torch": "2.11.0", "triton": "3.6.0", "provenance": "line", "warnings": [], "audit": {},
+            "pad_mm_timed": [], "graphs": [{"compile_id": "0/0", "kind": "forward", "kernels": [kernel]}],
+            "wall": 3.0}
+    row = suite_cli.compare(registry.BY_NAME["bert"], True, dict(side), dict(side))
+    assert (row["model"], row["mode"], row["verdict"], row["wall"]) == ("bert", "train", "identical", 6.0)
+    changed = dict(side, graphs=[{"compile_id": "0/0", "kind": "forward", "kernels": [dict(kernel, source="x = 2")]}])
+    assert suite_cli.compare(registry.BY_NAME["bert"], True, dict(side), changed)["verdict"] == "DIFFERENT"
