@@ -13,7 +13,7 @@ HERE = Path(__file__).resolve().parent
 FAMILIES = ("decoder", "encoder-decoder", "encoder", "moe", "vision-transformer", "conv", "diffusion-unet")
 # The model that stands for its family where one per family is run (CI: tests/test_suite.py).
 REPRESENTATIVES = {
-    "decoder": "llama", "encoder-decoder": "t5", "encoder": "bert", "moe": "mixtral",
+    "decoder": "llama", "encoder-decoder": "bart", "encoder": "bert", "moe": "mixtral",
     "vision-transformer": "deit", "conv": "resnet18", "diffusion-unet": "unet",
 }
 HF_LIST = "huggingface_models_list.txt"
