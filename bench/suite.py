@@ -272,6 +272,8 @@ def main() -> int:
     parser.add_argument("--resume", type=Path, metavar="JSON",
                         help="take the rows already in JSON (a --json file, finished or cut short) "
                              "and record only the others")
+    parser.add_argument("--table-only", action="store_true",
+                        help="record nothing: print the table of the rows --resume holds")
     args = parser.parse_args()
 
     todo = selected(args)
@@ -279,6 +281,12 @@ def main() -> int:
     devices = ("cuda", "virtual-cuda") if args.compare else (args.target,)
     jobs = sorted(((model, train, device) for model, train in todo if (model.name, train) not in rows_done
                    for device in devices), key=lambda job: -expected_seconds(job[0], job[1]))
+    if args.table_only:  # print what --resume holds; a row it lacks is shown as not run
+        for model, train, _ in jobs:
+            rows_done[(model.name, train)] = {"model": model.name, "family": model.family, "library": model.library,
+                                              "mode": "train" if train else "inference", "recorded": False,
+                                              "error": "not run", "error_in": "both", "wall": 0}
+        jobs = []
     gate = MemoryGate(args.job_memory * 1024)
     pending: dict[tuple, dict] = {}  # --compare: one side recorded, the other not yet
     lock = threading.Lock()
