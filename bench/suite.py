@@ -202,7 +202,8 @@ def totals(rows: list[dict]) -> dict:
         summed[key] = {"covered": covered, "total": total, "share": round(covered / total, 4) if total else None}
     return {"rows": len(rows), "recorded": len(recorded), "models": len({r["model"] for r in rows}),
             "rows_meeting_floors": sum(1 for r in rows if not missed_floors(r)),
-            "kernels": sum(r["kernels"] for r in recorded), "coverage": summed,
+            "kernels": sum(r["kernels"] for r in recorded), "graphs": sum(r["graphs"] for r in recorded),
+            "graph_breaks": sum(r["graph_breaks"] for r in recorded), "coverage": summed,
             "wall": round(sum(r.get("wall", 0) for r in rows), 1)}
 
 
@@ -211,7 +212,7 @@ def print_table(rows: list[dict], target: str, elapsed: float) -> None:
     print(f"\nmodel suite on {target}, torch {torch_version} (! marks a share under its floor; "
           f"floors: {', '.join(f'{k} {v:.0%}' for k, v in FLOORS.items())})")
     header = f"{'model':17} {'family':18} {'mode':9} {'recorded':8} " + " ".join(
-        f"{title:>10}" for _, title in COLUMNS) + f" {'kernels':>7} {'time':>6}"
+        f"{title:>10}" for _, title in COLUMNS) + f" {'kernels':>7} {'graphs':>6} {'breaks':>6} {'time':>6}"
     print(header)
     for row in rows:
         start = f"{row['model']:17} {row['family']:18} {row['mode']:9} "
@@ -219,11 +220,13 @@ def print_table(rows: list[dict], target: str, elapsed: float) -> None:
             print(start + f"{'NO':8} {row['error'][:160]}")
             continue
         shares = " ".join(f"{share_text(row['coverage'].get(key), FLOORS[key]):>10}" for key, _ in COLUMNS)
-        print(start + f"{'yes':8} {shares} {row['kernels']:7} {row['wall']:5.0f}s")
+        print(start + f"{'yes':8} {shares} {row['kernels']:7} {row['graphs']:6} {row['graph_breaks']:6} "
+                      f"{row['wall']:5.0f}s")
     summary = totals(rows)
     shares = " ".join(f"{share_text(summary['coverage'][key], FLOORS[key]):>10}" for key, _ in COLUMNS)
     print(f"{'total':17} {str(summary['models']) + ' models':18} {str(summary['rows']) + ' rows':9} "
-          f"{summary['recorded']:>3}/{summary['rows']:<4} {shares} {summary['kernels']:7} {summary['wall']:5.0f}s")
+          f"{summary['recorded']:>3}/{summary['rows']:<4} {shares} {summary['kernels']:7} {summary['graphs']:6} "
+          f"{summary['graph_breaks']:6} {summary['wall']:5.0f}s")
     print(f"recorded {summary['recorded']}/{summary['rows']}; rows meeting every floor "
           f"{summary['rows_meeting_floors']}/{summary['rows']}; {elapsed:.0f} s wall in all", flush=True)
 
