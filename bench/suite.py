@@ -102,7 +102,7 @@ def one_line_error(stderr: str, returncode: int) -> str:
 def record(model: SuiteModel, train: bool, target: str, timeout: int) -> dict:
     """One `kernelscope compile` of the model in a fresh process: a table row."""
     row = {"model": model.name, "family": model.family, "library": model.library,
-           "mode": "train" if train else "inference", "spec": model.spec(train), "target": target}
+           "mode": "train" if train else "inference", "spec": model.shown_spec(train), "target": target}
     with tempfile.TemporaryDirectory(prefix=f"suite-{model.name}-") as store:
         argv = [sys.executable, "-m", "kernelscope", "compile", model.spec(train), "--target", target,
                 "--json", "--store", store] + (["--train"] if train else [])
@@ -129,7 +129,7 @@ def compare(model: SuiteModel, train: bool, real: dict, virtual: dict) -> dict:
     import gpu_check
 
     row = {"model": model.name, "family": model.family, "library": model.library,
-           "mode": "train" if train else "inference", "spec": model.spec(train),
+           "mode": "train" if train else "inference", "spec": model.shown_spec(train),
            "wall": round(real.pop("wall", 0) + virtual.pop("wall", 0), 1)}
     return {**gpu_check.compare(real, virtual), **row}  # "mode": inference or train (not the compile mode)
 

@@ -37,6 +37,10 @@ class SuiteModel:
     def spec(self, train: bool) -> str:
         return f"{HERE / self.module}.py:{self.factory(train)}"
 
+    def shown_spec(self, train: bool) -> str:
+        """The target as the repository names it: bench/suite/<module>.py:<factory>."""
+        return f"bench/suite/{self.module}.py:{self.factory(train)}"
+
 
 def _models(family: str, library: str, module: str, entries: list[tuple[str, str]]) -> list[SuiteModel]:
     return [SuiteModel(name, family, library, module, listed) for name, listed in entries]
