@@ -231,6 +231,29 @@ def print_table(rows: list[dict], target: str, elapsed: float) -> None:
           f"{summary['rows_meeting_floors']}/{summary['rows']}; {elapsed:.0f} s wall in all", flush=True)
 
 
+def print_markdown(rows: list[dict]) -> None:
+    """The table as Markdown, for docs/model-suite.md and the README."""
+    titles = ["model", "family", "mode", "recorded"] + [t for _, t in COLUMNS] + ["kernels", "graphs", "breaks",
+                                                                                 "time"]
+    print("| " + " | ".join(titles) + " |")
+    print("|" + "---|" * len(titles))
+    for row in rows:
+        start = [row["model"], row["family"], row["mode"]]
+        if not row.get("recorded"):
+            error = row["error"].replace("|", "\\|")
+            print("| " + " | ".join(start + [f"no: {error}"] + [""] * (len(titles) - 4)) + " |")
+            continue
+        shares = [share_text(row["coverage"].get(key), FLOORS[key]) for key, _ in COLUMNS]
+        print("| " + " | ".join(start + ["yes"] + shares + [str(row["kernels"]), str(row["graphs"]),
+                                                           str(row["graph_breaks"]), f"{row['wall']:.0f} s"]) + " |")
+    summary = totals(rows)
+    shares = [share_text(summary["coverage"][key], FLOORS[key]) for key, _ in COLUMNS]
+    print("| " + " | ".join([f"**all {summary['models']} models**", "", f"{summary['rows']} rows",
+                             f"{summary['recorded']}/{summary['rows']}"] + shares
+                            + [str(summary["kernels"]), str(summary["graphs"]), str(summary["graph_breaks"]),
+                               f"{summary['wall']:.0f} s"]) + " |")
+
+
 def print_comparison(rows: list[dict], elapsed: float) -> None:
     torch_version = next((r["torch"] for r in rows if r.get("torch")), "?")
     print(f"\nmodel suite, --target cuda against --target virtual-cuda, torch {torch_version}")
@@ -275,6 +298,7 @@ def main() -> int:
     parser.add_argument("--resume", type=Path, metavar="JSON",
                         help="take the rows already in JSON (a --json file, finished or cut short) "
                              "and record only the others")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--table-only", action="store_true",
                         help="record nothing: print the table of the rows --resume holds")
     args = parser.parse_args()
@@ -325,6 +349,9 @@ def main() -> int:
     if args.compare:
         print_comparison(rows, elapsed)
         failed = [r for r in rows if "error" in r or r["verdict"] == "DIFFERENT"]
+    elif args.markdown:
+        print_markdown(rows)
+        failed = [r for r in rows if missed_floors(r)]
     else:
         print_table(rows, args.target, elapsed)
         failed = [r for r in rows if missed_floors(r)]
