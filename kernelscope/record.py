@@ -79,6 +79,51 @@ class Kernel:
     lines: list[LineOrigin] = field(default_factory=list)  # kernel body lines
     inductor_nodes: list[str] | None = None  # Inductor's own kernel->node mapping
     wrapper_lines: list[int] = field(default_factory=list)  # launch/call sites
+    # --target cuda: the config its autotuner launched and what the GPU reported for it
+    # ({"config", "candidates", "registers", "spills", "shared_bytes"}; engine/asm_launches.py)
+    launch: dict | None = None
+
+
+@dataclass
+class Collective:
+    """A communication op of a post-grad graph (torch.distributed's functional
+    collectives, which DTensor and Inductor emit) and why it is there.
+
+    `role`: "issue" starts a collective, "wait" waits on one (`wait_tensor`), "fused"
+    communicates and computes in one op (async-TP's fused all-gather matmul)."""
+
+    node: str  # the post-grad node
+    op: str  # all_reduce, all_gather_into_tensor, reduce_scatter_tensor, wait_tensor, ...
+    role: str  # "issue" | "wait" | "fused"
+    peers: list[str] = field(default_factory=list)  # issue: its wait nodes; wait: what it waits on
+    group: str = ""  # process-group name as the graph passes it
+    group_size: int | None = None
+    reduce_op: str = ""  # "sum", "avg", ... (reductions only)
+    bytes: int | None = None  # size of the tensor the op produces
+    # What in torch issued it: a ParallelStyle's hook ("RowwiseParallel output"), a DTensor
+    # call ("DTensor.redistribute"), or DTensor's sharding propagation of the op on the
+    # model line (an implicit redistribution: "implicit in aten.mm").
+    issued_by: str = ""
+    style: str = ""  # the ParallelStyle class (ColwiseParallel, RowwiseParallel, ...), "" if none
+    frame: SourceLocation | None = None  # the frame that issued it (style.py:298, a helper's redistribute call)
+    redistribute: str = ""  # DTensor placements before -> after, e.g. "P(sum) -> R"
+    # The model line whose op needed the communication: the node's own line, or, when
+    # that line is a parallelization helper calling DTensor itself (torchtitan's
+    # `_redistribute_inputs`), the innermost line outside the helper's file.
+    model_line: SourceLocation | None = None
+
+
+@dataclass
+class GraphSplit:
+    """A graph that is one part of a Dynamo graph split by DDP's optimizer at gradient
+    bucket boundaries (`torch._dynamo.config.optimize_ddp`)."""
+
+    part: int  # 0-based, in forward order (DDPOptimizer's submod_<part>)
+    parts: int
+    params: list[str] = field(default_factory=list)  # the parameters of this part's bucket
+    bucket_bytes: int = 0
+    cap_bytes: int = 0  # DDP's bucket_cap_mb in bytes
+    splitter: str = "DDPOptimizer"
 
 
 @dataclass
@@ -96,6 +141,8 @@ class GraphRecord:
     wrapper_lines: list[LineOrigin] = field(default_factory=list)
     wrapper_attributable: int = 0  # wrapper lines that should carry provenance
     inductor_mapping: dict | None = None  # raw inductor_provenance_tracking_node_mappings
+    collectives: list[Collective] = field(default_factory=list)
+    split: GraphSplit | None = None  # a DDP split part
 
     @property
     def compile_id(self) -> str:
@@ -105,8 +152,10 @@ class GraphRecord:
 
     @property
     def key(self) -> str:
-        """File-name form, unique within a run: `0_1_0-forward`."""
-        return f"{self.frame_id}_{self.frame_compile_id}_{self.attempt}-{self.kind}"
+        """File-name form, unique within a run: `0_1_0-forward` (`0_1_0-forward-part2`
+        for part 2 of a graph DDP's optimizer split)."""
+        part = f"-part{self.split.part}" if self.split is not None else ""
+        return f"{self.frame_id}_{self.frame_compile_id}_{self.attempt}-{self.kind}{part}"
 
 
 @dataclass
@@ -124,6 +173,17 @@ class GraphBreak:
 class Recompile:
     compile_id: str
     reason: str
+
+
+@dataclass
+class RankInfo:
+    """Where a run sits in a torch.distributed job."""
+
+    rank: int
+    world_size: int
+    job: str  # runs of one job share it (see engine/rank_info.py)
+    backend: str = ""  # gloo, nccl, fake, ...
+    local_rank: int | None = None
 
 
 @dataclass
@@ -145,6 +205,7 @@ class RunRecord:
     peak_memory_mb: float = 0.0
     execute_max_error: float | None = None
     config: dict = field(default_factory=dict)
+    rank: RankInfo | None = None  # a rank of a distributed job
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -4,7 +4,7 @@
 #   ./scripts/test.sh -m "not slow"   the fast set (no real compiles)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import torch, kernelscope" 2>/dev/null; then
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import torch, kernelscope, hypothesis" 2>/dev/null; then
   ./scripts/setup.sh --no-demo
 fi
 export TORCHINDUCTOR_COMPILE_THREADS=1

@@ -316,7 +316,8 @@ def make_mlp_run(workspace: Path, created: float = 1_763_800_000.0) -> RunRecord
     """The record of `kernelscope compile examples/mlp.py:make --mode train`."""
     source = workspace / MLP_PATH
     source.parent.mkdir(parents=True, exist_ok=True)
-    source.write_text(MLP_SOURCE)
+    if not source.is_file() or source.read_text() != MLP_SOURCE:  # concurrent writers and readers share it
+        source.write_text(MLP_SOURCE)
     forward = forward_graph(workspace)
     # Whole-stack provenance on one node: called from make()'s line, inside module fc1,
     # and rewritten by a pass.

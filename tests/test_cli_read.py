@@ -85,7 +85,7 @@ def test_show_json_and_unknown_run(mlp_store, cli):
     assert [graph["kind"] for graph in data["graphs"]] == ["forward", "backward"]
     assert data["graph_breaks"][0]["line"] == 18
     assert data["summary"]["coverage"]["wrapper_lines"]["covered"] == 11
-    assert cli("show", "7") == (5, "", "kernelscope: error: there is no run 7 in this store — `kernelscope runs` lists the runs\n")
+    assert cli("show", "7") == (5, "", "kernelscope: error: there is no run 7 in this store — `kernelscope runs` lists the runs (--traceback shows the full error)\n")
 
 
 def test_query_prints_the_chain_as_plain_text_when_not_a_tty(mlp_store, cli):
@@ -171,7 +171,7 @@ def test_missing_store(tmp_path, cli, monkeypatch):
     code, _, err = cli("runs")
     assert code == 5
     assert err == (f"kernelscope: error: no kernelscope store at {tmp_path / '.kernelscope'} — run "
-                   "`kernelscope compile FILE.py:FACTORY` first, or pass --store DIR\n")
+                   "`kernelscope compile FILE.py:FACTORY` first, or pass --store DIR (--traceback shows the full error)\n")
     assert not (tmp_path / ".kernelscope").exists()  # reading never creates a store
 
 
@@ -186,7 +186,7 @@ def test_dump_to_stdout_and_file_then_validate(mlp_store, workspace, cli):
     assert code == 0 and json.loads(out) == mlp_store.dump(1)
     assert cli("dump", "--run", "1", "-o", "run.json") == (0, "", "")
     assert (workspace / "run.json").read_text() == out
-    assert cli("validate", "run.json") == (0, "run.json: valid kernelscope dump (schema 3.0)\n", "")
+    assert cli("validate", "run.json") == (0, "run.json: valid kernelscope dump (schema 4.0)\n", "")
 
 
 def test_validate_reports_problem_paths(mlp_store, workspace, cli):
@@ -203,7 +203,7 @@ def test_validate_reports_problem_paths(mlp_store, workspace, cli):
     ]
     (workspace / "nonsense.json").write_text("{not json")
     assert cli("validate", "nonsense.json") == (1, "nonsense.json: not JSON: line 1 column 2: Expecting property name enclosed in double quotes\n", "")
-    assert cli("validate", "missing.json") == (2, "", "kernelscope: error: cannot read missing.json: No such file or directory\n")
+    assert cli("validate", "missing.json") == (2, "", "kernelscope: error: cannot read missing.json: No such file or directory (--traceback shows the full error)\n")
 
 
 def test_every_read_command_help_ends_with_examples(monkeypatch):
@@ -225,6 +225,7 @@ def test_store_and_cli_read_side_never_import_torch():
         "    importlib.import_module(f'kernelscope.cli.{name}_cmd')\n"
         "import kernelscope.diff, kernelscope.trace_import, kernelscope.watch.session\n"
         "import kernelscope.watch.worker_client\n"
+        "import kernelscope.cli.asm_query, kernelscope.cli.asm_ask, kernelscope.asm.assemble, kernelscope.asm.text\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton', 'jsonschema')))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,

@@ -15,7 +15,7 @@ from synthetic_runs import LIBRARY_FILE, make_mlp_run, mlp_store, workspace  # n
 from kernelscope import record as record_module
 from kernelscope.record import RunRecord
 from kernelscope.store import InvalidDumpError, Store, dump_json, load_schema, schema_problems, validate_dump
-from kernelscope.store.dump import DUMP_FIELD_CHANGES, DumpOptions, dump_run, portable_text
+from kernelscope.store.dump import DUMP_FIELD_CHANGES, SCHEMA_VERSION, DumpOptions, dump_run, portable_text
 
 PORTABLE_LIBRARY_FILE = "<site-packages>/torch/nn/modules/linear.py"
 
@@ -71,11 +71,15 @@ def expected_run(record: RunRecord) -> dict:
             "post_grad_nodes": [node(fx) for fx in graph.post_grad_nodes],
             "kernels": [{"name": k.name, "kind": k.kind, "file": file_ref(f"{directory}/kernels/{k.name}.py", k.source),
                          "nodes": k.nodes, "lines": [origin(line) for line in k.lines],
-                         "inductor_nodes": k.inductor_nodes, "wrapper_lines": k.wrapper_lines}
+                         "inductor_nodes": k.inductor_nodes, "wrapper_lines": k.wrapper_lines,
+                         "launch": k.launch, "asm": None}
                         for k in graph.kernels],
             "wrapper_lines": [origin(line) for line in graph.wrapper_lines],
             "wrapper_attributable": graph.wrapper_attributable,
             "inductor_mapping": graph.inductor_mapping,
+            "split": None if graph.split is None else dataclasses.asdict(graph.split),
+            "collectives": [{**dataclasses.asdict(c), "frame": source(c.frame), "model_line": source(c.model_line)}
+                            for c in graph.collectives],
         })
     return {
         "target": record.target, "device": record.device, "mode": record.mode,
@@ -87,12 +91,14 @@ def expected_run(record: RunRecord) -> dict:
                          for b in record.graph_breaks],
         "recompiles": [dataclasses.asdict(r) for r in record.recompiles],
         "warnings": record.warnings, "execute_max_error": record.execute_max_error, "config": record.config,
+        "rank": None if record.rank is None else {"rank": record.rank.rank, "world_size": record.rank.world_size,
+                                                  "backend": record.rank.backend, "local_rank": record.rank.local_rank},
     }
 
 
 def test_dump_holds_exactly_what_the_record_held(mlp_store, workspace):
     data = mlp_store.dump(1)
-    assert data["schema_version"] == "3.0"
+    assert data["schema_version"] == SCHEMA_VERSION
     run = dict(data["run"])
     coverage = run.pop("coverage")
     assert coverage == mlp_store.runs()[0].coverage
@@ -239,11 +245,13 @@ def reversed_lists(record: RunRecord) -> RunRecord:
 def test_schema_is_draft_2020_12_with_id_and_closed_objects():
     schema = load_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == "urn:kernelscope:schema:dump-v3"
-    assert schema["properties"]["schema_version"] == {"const": "3.0", "description": schema["properties"]["schema_version"]["description"]}
+    assert schema["$id"] == "urn:kernelscope:schema:dump-v4"
+    assert schema["properties"]["schema_version"] == {"const": "4.0", "description": schema["properties"]["schema_version"]["description"]}
     assert load_schema("1.0")["$id"] == "urn:kernelscope:schema:dump-v1"  # still read: old dumps validate
     assert load_schema("2.0")["$id"] == "urn:kernelscope:schema:dump-v2"
-    open_by_design = {"timings", "config", "inductor_mapping"}  # free-form dicts from torch and the user
+    assert load_schema("3.0")["$id"] == "urn:kernelscope:schema:dump-v3"
+    # free-form dicts from torch and the user; a config's constants and the instruction classes by name
+    open_by_design = {"timings", "config", "inductor_mapping", "kwargs", "mix"}
 
     def check(node, path):
         if isinstance(node, dict):
@@ -289,7 +297,7 @@ def _broken(data, edit):
     (lambda d: d["run"]["graphs"][0]["kernels"][0].pop("name"), "$.run.graphs[0].kernels[0]", "'name' is a required property"),
     (lambda d: d["run"]["graphs"][1].update(kind="sideways"), "$.run.graphs[1].kind", "'sideways' is not one of"),
     (lambda d: d["run"].update(surprise=1), "$.run", "Additional properties are not allowed ('surprise' was unexpected)"),
-    (lambda d: d.update(schema_version="4.0"), "$.schema_version", "'3.0' was expected"),
+    (lambda d: d.update(schema_version="5.0"), "$.schema_version", "'4.0' was expected"),
     (lambda d: d["run"].update(created=1.0), "$.run", "Additional properties are not allowed ('created' was unexpected)"),
     (lambda d: d["run"]["graphs"][1]["wrapper_file"].update(portable_sha256="abc"), "$.run.graphs[1].wrapper_file", "is not valid under any of the given schemas"),
     (lambda d: d["run"]["graphs"][1]["wrapper_lines"][0].update(line=0), "$.run.graphs[1].wrapper_lines[0].line", "0 is less than the minimum of 1"),

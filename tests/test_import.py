@@ -406,7 +406,9 @@ def test_two_rank_log_from_two_processes(tmp_path):
     for rank, imported in zip((0, 1), runs):
         with Store(tmp_path / "imported") as store:
             run_id = store.write_run(imported.run)
-            assert _dump_links(store.dump(run_id)["run"]) == _dump_links(_recorded(tmp_path / f"store{rank}"))
+            # under a launcher (RANK, WORLD_SIZE) each rank records into STORE/rank-<R>
+            assert _dump_links(store.dump(run_id)["run"]) == \
+                _dump_links(_recorded(tmp_path / f"store{rank}" / f"rank-{rank}"))
     # The ranks compiled different shapes: their kernels differ, and the import shows it.
     assert 'f32[4, 32]' in runs[0].run.graphs[0].post_grad_text
     assert 'f32[4, 48]' in runs[1].run.graphs[0].post_grad_text

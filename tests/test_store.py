@@ -20,6 +20,7 @@ from synthetic_runs import (  # noqa: F401  (fixtures)
 
 from kernelscope.errors import StoreError
 from kernelscope.store import Store, writer
+from kernelscope.store.db import STORE_SCHEMA_VERSION
 
 FW = "runs/1/graphs/0_0_0-forward"
 BW = "runs/1/graphs/0_0_0-backward"
@@ -131,7 +132,7 @@ def test_kernel_disagreeing_with_inductor_lowers_agreement(workspace):
 def test_database_is_wal_with_schema_version(mlp_store):
     assert rows(mlp_store, "PRAGMA journal_mode") == [("wal",)]
     assert rows(mlp_store, "PRAGMA foreign_keys") == [(1,)]
-    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("2",)]
+    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [(str(STORE_SCHEMA_VERSION),)]
 
 
 def test_runs_listing_and_latest_per_target(workspace):
@@ -247,7 +248,7 @@ def test_corrupt_database_file_raises_store_error_naming_it(tmp_path):
         Store(root)
     message = str(caught.value)
     assert str(root / "kernelscope.sqlite") in message
-    assert "not a readable SQLite database" in message and "move it away" in message
+    assert "not a readable SQLite database" in message and "kernelscope doctor" in message
 
 
 def test_sqlite_file_of_another_program_is_refused(tmp_path):
@@ -264,7 +265,8 @@ def test_sqlite_file_of_another_program_is_refused(tmp_path):
 def test_newer_store_schema_is_refused(mlp_store, workspace):
     mlp_store.conn.execute("UPDATE meta SET value = '99' WHERE key = 'store_schema_version'")
     mlp_store.close()
-    with pytest.raises(StoreError, match=r"store schema version '99', but this kernelscope reads version 2: upgrade"):
+    with pytest.raises(StoreError, match=r"store schema version '99', but this kernelscope reads version "
+                       rf"{STORE_SCHEMA_VERSION}: upgrade"):
         Store(workspace / ".kernelscope")
 
 
@@ -275,9 +277,27 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
     mlp_store.close()
     before = (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes()
     with pytest.raises(StoreError, match=r"written by an older kernelscope \(store schema version 1; this one "
-                                         r"reads version 2.*Re-record: move .*\.kernelscope away"):
+                                         rf"reads version {STORE_SCHEMA_VERSION}.*Re-record: move .*\.kernelscope away"):
         Store(workspace / ".kernelscope")
     assert (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes() == before
+
+
+def test_version_2_store_gains_the_version_3_tables(mlp_store, workspace):
+    """Version 3 only adds tables (below the kernel, filled on first ask; distributed jobs):
+    a version-2 store opens with its runs as they were and the new tables empty."""
+    conn = mlp_store.conn
+    for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm",
+                  "collectives", "graph_code", "graph_splits", "run_ranks"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
+    runs_before = rows(mlp_store, "SELECT id, target FROM runs")
+    mlp_store.close()
+    with Store(workspace / ".kernelscope") as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("3",)]
+        assert rows(store, "SELECT id, target FROM runs") == runs_before
+        assert rows(store, "SELECT COUNT(*) FROM kernel_asm") == [(0,)]
+        assert store.asm.pending(1)  # its Triton kernels can be built below the kernel
+        assert rows(store, "SELECT COUNT(*) FROM run_ranks") == [(0,)]
 
 
 def test_json_columns_round_trip(mlp_store):

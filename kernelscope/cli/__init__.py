@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from kernelscope import __version__
-from kernelscope.errors import UserError
+from kernelscope.errors import (
+    CLI_TRACEBACK_HINT,
+    INTERNAL_EXIT_CODE,
+    TRACEBACK_ENV,
+    UserError,
+    full_error,
+    one_line,
+    traceback_wanted,
+)
 
-SUBCOMMANDS = ["compile", "run", "runs", "show", "query", "dump", "validate", "watch", "diff", "import", "tui", "lsp", "profile"]
+MAP_PATH_ENV = "KERNELSCOPE_MAP_PATH"  # kernelscope.store.places.MAP_PATH_ENV (not imported: it loads the store)
+
+SUBCOMMANDS = ["compile", "run", "runs", "show", "query", "dump", "validate", "watch", "diff", "import", "tui", "lsp",
+               "profile", "doctor", "merge"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -28,9 +40,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog="examples:\n"
         "  kernelscope compile examples/mlp.py:make\n"
         "  kernelscope query examples/mlp.py:14\n"
-        "  kernelscope runs",
+        "  kernelscope runs\n"
+        "  kernelscope --traceback query examples/mlp.py:14   # an error with the chain behind it",
     )
     parser.add_argument("--version", action="version", version=f"kernelscope {__version__}")
+    parser.add_argument("--traceback", action="store_true",
+                        help=f"on an error, also print the full chain behind it (or set {TRACEBACK_ENV}=1); "
+                        "accepted anywhere before `--`")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in [only] if only else SUBCOMMANDS:
         module = importlib.import_module(f"kernelscope.cli.{name}_cmd")
@@ -45,6 +61,23 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, passthrough = argv[:cut], argv[cut + 1:]
+    # --traceback and --map-path reach the engine worker and the TUI's threads through the
+    # environment, for this command only (main() is also called in-process, by tests).
+    saved = {name: os.environ.get(name) for name in (TRACEBACK_ENV, MAP_PATH_ENV)}
+    if "--traceback" in argv:
+        argv = [arg for arg in argv if arg != "--traceback"]
+        os.environ[TRACEBACK_ENV] = "1"
+    try:
+        return _dispatch(argv, passthrough)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _dispatch(argv: list[str], passthrough: list[str]) -> int:
     parser = build_parser(only=argv[0] if argv and argv[0] in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
     args.passthrough = passthrough
@@ -52,10 +85,30 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if getattr(args, "store_map_path", None):
+            from kernelscope.cli.common import apply_map_path  # loads the store side: only when given
+
+            apply_map_path(args)
         return args.func(args)
     except UserError as error:
-        print(f"kernelscope: error: {error}", file=sys.stderr)
+        print_error(f"kernelscope: error: {one_line(error)}", error)
         return error.exit_code
     except KeyboardInterrupt:
         print("kernelscope: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `kernelscope query ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as error:  # noqa: BLE001 - a bug in kernelscope: one line, the chain on request
+        print_error(f"kernelscope: internal error: {one_line(error)} — a kernelscope bug; please report it "
+                    "with the full error", error)
+        return INTERNAL_EXIT_CODE
+
+
+def print_error(line: str, error: BaseException) -> None:
+    """One line; with --traceback (or KERNELSCOPE_TRACEBACK=1) the chain behind it first."""
+    if traceback_wanted():
+        sys.stderr.write(full_error(error))
+        print(line, file=sys.stderr)
+    else:
+        print(f"{line} ({CLI_TRACEBACK_HINT})", file=sys.stderr)

@@ -4,11 +4,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 
 from kernelscope.errors import UserError
 from kernelscope.store import DEFAULT_STORE_DIR, Store
+from kernelscope.store.places import MAP_PATH_ENV, PathMap
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
@@ -20,13 +22,35 @@ def add_store_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_map_path_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--map-path", action="append", default=[], metavar="RECORDED=LOCAL", dest="store_map_path",
+        help="read files recorded under RECORDED from LOCAL (a store whose runs were recorded on another "
+        f"machine or in another folder; repeatable; also {MAP_PATH_ENV}=RECORDED=LOCAL{os.pathsep}...). "
+        "A store moved together with its workspace needs none",
+    )
+
+
+def apply_map_path(args: argparse.Namespace) -> None:
+    """Make --map-path pairs the process's (every Store opened later reads them, the
+    TUI's threads included); a malformed pair is a one-line error here."""
+    pairs = list(getattr(args, "store_map_path", None) or [])
+    if not pairs:
+        return
+    PathMap.parse(pairs)
+    existing = os.environ.get(MAP_PATH_ENV, "")
+    os.environ[MAP_PATH_ENV] = os.pathsep.join(pairs + ([existing] if existing else []))
+
+
 def open_store(args: argparse.Namespace) -> Store:
     """The existing store named by --store; StoreError says what to do when there is none."""
     return Store(args.store, create=False)
 
 
-def new_parser(subparsers, name: str, help: str, description: str, examples: list[str]) -> argparse.ArgumentParser:
-    """A subcommand parser whose help ends in examples."""
+def new_parser(subparsers, name: str, help: str, description: str, examples: list[str],
+               map_path: bool = True) -> argparse.ArgumentParser:
+    """A subcommand parser whose help ends in examples; with --store, and with --map-path
+    unless `map_path` is false (a command that gives --map-path a meaning of its own)."""
     parser = subparsers.add_parser(
         name,
         help=help,
@@ -35,6 +59,8 @@ def new_parser(subparsers, name: str, help: str, description: str, examples: lis
         epilog="examples:\n" + "\n".join(f"  {example}" for example in examples),
     )
     add_store_argument(parser)
+    if map_path:
+        add_map_path_argument(parser)
     return parser
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernelscope.cli import recording_output
+from kernelscope.cli import distributed_args, recording_output
 
 
 def add_parser(subparsers) -> None:
@@ -21,7 +21,8 @@ def add_parser(subparsers) -> None:
         "  kernelscope compile examples/mlp.py:make --train\n"
         "  kernelscope compile examples/function.py:make --target cpu-triton --execute\n"
         "  kernelscope compile model.py:make --json > run.json\n"
-        "  kernelscope compile examples/mlp.py:make --target cuda --profile --steps 20   # on a GPU",
+        "  kernelscope compile examples/mlp.py:make --target cuda --profile --steps 20   # on a GPU\n"
+        "  kernelscope compile examples/distributed/llama_tp.py:make --world-size 8   # rank 0 of 8, faked",
     )
     parser.add_argument("target", metavar="PATH.py:FACTORY")
     recording_output.add_recording_arguments(parser)
@@ -32,6 +33,7 @@ def add_parser(subparsers) -> None:
                         help="on a GPU: then run the compiled model (warm-up, then --steps steps) under "
                              "torch.profiler and attach each kernel's device time to the run")
     parser.add_argument("--steps", type=int, default=10, help="profiled steps with --profile (default: 10)")
+    distributed_args.add_distributed_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -42,10 +44,13 @@ def run(args) -> int:
         return compile_and_profile(args)
     from kernelscope.engine.recorder import RecordOptions, record_factory
 
+    distributed_args.store_for_rank(args)  # under torchrun: STORE/rank-<R>
+
     def record(on_phase):
         options = RecordOptions(
             device=args.target_device, train=args.train, dynamic=args.dynamic,
             execute=args.execute, workspace=Path.cwd(), on_phase=on_phase,
+            **distributed_args.record_options(args),
         )
         return record_factory(args.target, options)
 

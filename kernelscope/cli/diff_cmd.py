@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -10,7 +11,7 @@ from kernelscope.cli.common import new_parser
 from kernelscope.diff import GATES, compare_runs, evaluate_gates, load_side, parse_gates
 from kernelscope.diff.gates import exit_code
 from kernelscope.diff.report import FORMATS, render
-from kernelscope.errors import UserError
+from kernelscope.errors import StoreError, UserError
 
 EXIT_CODES = """exit status:
   0  no gate tripped (the runs may still differ; the report says how)
@@ -37,9 +38,11 @@ def add_parser(subparsers) -> None:
                   "kernelscope diff baseline.json new.json --fail-on kernel-count,graph-break,fallback",
                   "kernelscope diff baseline.json latest --format md -o diff.md",
                   "kernelscope diff 3 4 --format json | jq .source_lines",
+                  "kernelscope diff rank0 rank1                  # two ranks of the latest distributed job",
                   "kernelscope diff base.json new.json --fail-on device-time --time-tolerance 5   # profiled dumps"],
     )
-    parser.add_argument("before", metavar="A", help="baseline: dump file, '-', or run (3, latest, latest~1)")
+    parser.add_argument("before", metavar="A",
+                        help="baseline: dump file, '-', or run (3, latest, latest~1, rank0: a rank's latest run)")
     parser.add_argument("after", metavar="B", help="new: dump file, '-', or run")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="text (default), json (for tools) or md (a pull-request comment)")
@@ -51,12 +54,31 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+_RANK = re.compile(r"^rank:?(\d+)$")
+
+
+def _rank_run(spec: str, store_dir: str) -> str:
+    """`rank1` (or `rank:1`): the latest run of rank 1, in the job of the store's latest
+    distributed run; other sides pass through."""
+    match = _RANK.match(spec)
+    if match is None or Path(spec).is_file():
+        return spec
+    from kernelscope.store import Store
+
+    with Store(store_dir, create=False) as store:
+        run_id = store.latest_run_of_rank(int(match.group(1)))
+    if run_id is None:
+        raise StoreError(f"{spec}: no run of rank {match.group(1)} in {store_dir} — record the job's ranks "
+                         "(under torchrun, then `kernelscope merge`), or give run ids (`kernelscope runs`)")
+    return str(run_id)
+
+
 def run(args: argparse.Namespace) -> int:
     gate_names = parse_gates(args.fail_on)
     if args.before == "-" and args.after == "-":
         raise UserError("only one side of the diff can be read from stdin ('-')")
-    before = load_side(args.before, args.store)
-    after = load_side(args.after, args.store)
+    before = load_side(_rank_run(args.before, args.store), args.store)
+    after = load_side(_rank_run(args.after, args.store), args.store)
     diff = compare_runs(before, after)
     if diff.device_time is not None:
         diff.device_time.tolerance = args.time_tolerance / 100

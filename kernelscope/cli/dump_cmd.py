@@ -8,7 +8,7 @@ from pathlib import Path
 from kernelscope.cli.common import new_parser, open_store, parse_run_id
 from kernelscope.errors import UserError
 from kernelscope.store import dump_json
-from kernelscope.store.dump import DumpOptions, dump_run
+from kernelscope.store.dump import DumpOptions
 
 
 def add_parser(subparsers) -> None:
@@ -39,7 +39,7 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     options = DumpOptions(include_volatile=args.include_volatile, absolute_paths=args.absolute_paths)
     with open_store(args) as store:
-        text = dump_json(dump_run(store.conn, args.run_id, options, store_root=store.root))
+        text = dump_json(store.run(args.run_id).dump(options))
     if args.output is None:
         sys.stdout.write(text)
         return 0

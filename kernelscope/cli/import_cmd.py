@@ -31,6 +31,7 @@ def add_parser(subparsers) -> None:
             "kernelscope import /tmp/trace/dedicated_log_torch_trace_rank_0_ab12cd.log --json",
             "kernelscope import logs/ --map-path /mnt/job/repo=$PWD --strict",
         ],
+        map_path=False,  # its --map-path rewrites the paths as they are imported
     )
     parser.add_argument("paths", metavar="PATH", nargs="+", help="a TORCH_TRACE directory or log file")
     parser.add_argument("--strict", action="store_true",
@@ -45,12 +46,13 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from kernelscope.trace_import import ImportOptions, find_logs, import_log
-    from kernelscope.trace_import.importer import parse_path_map
+    from kernelscope.trace_import.importer import job_of_logs, parse_path_map
 
     started = time.perf_counter()
     files = [log for path in args.paths for log in find_logs(Path(path))]
+    job, world_size = job_of_logs(files)  # the ranks' runs share a job
     options = ImportOptions(strict=args.strict, workspace=Path(args.workspace),
-                            path_map=parse_path_map(args.map_path))
+                            path_map=parse_path_map(args.map_path), job=job, world_size=world_size)
     summaries, skipped = [], []
     with _progress(enabled=not args.json) as on_progress:
         options.on_progress = on_progress

@@ -10,6 +10,7 @@ PHASES = {
     "lower": "lowering",
     "codegen": "generating code",
     "store": "writing the store",
+    "asm": "compiling below Triton",
 }
 
 

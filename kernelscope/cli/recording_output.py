@@ -8,11 +8,11 @@ import sys
 import time
 from pathlib import Path
 
+from kernelscope.cli import distributed_view
 from kernelscope.cli.common import add_store_argument, format_share, graph_break_details
 from kernelscope.cli.progress import phase_display
 from kernelscope.errors import UserError
 from kernelscope.store import Store, dump_json
-from kernelscope.store.dump import dump_run
 
 COVERAGE_ORDER = [
     ("kernel_lines", "kernel body lines attributed to post-grad nodes"),
@@ -56,6 +56,10 @@ def add_recording_arguments(parser) -> None:
     parser.add_argument("--dump", metavar="FILE",
                         help="also write the run's deterministic dump (as `kernelscope dump`) to FILE, "
                              "e.g. a CI baseline for `kernelscope diff`")
+    parser.add_argument("--asm", action="store_true",
+                        help="also compile every Triton kernel below Triton now (PTX, SASS, registers, "
+                             "spills; ~1 s a kernel); without it that happens on first ask "
+                             "(`query --asm`, `show --asm`)")
 
 
 def record_and_store(args, record, after_store=None) -> int:
@@ -75,11 +79,14 @@ def record_and_store(args, record, after_store=None) -> int:
             run.timings["store"] = 0.0
             run_id = store.write_run(run)
             store_seconds = time.perf_counter() - store_started
+            asm = _build_asm(store, run_id, on_phase) if getattr(args, "asm", False) else None
             details = store.show(run_id)
+            distributed = store.run(run_id).distributed()  # rank, collectives, DDP splits
             if args.dump:
                 write_dump(store, run_id, args.dump)
             profile = after_store(store, run_id) if after_store is not None else None
     timings = {**run.timings, "store": round(store_seconds, 4),
+               **({"asm": asm["seconds"]} if asm else {}),
                "total": round(time.perf_counter() - started, 4)}
     summary = {
         "run": run_id,
@@ -98,6 +105,10 @@ def record_and_store(args, record, after_store=None) -> int:
     }
     if profile is not None:
         summary["profile"] = profile
+    if asm is not None:
+        summary["asm"] = asm
+    if distributed_view.has_content(distributed):
+        summary["distributed"] = distributed_view.overview(distributed)
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     else:
@@ -105,8 +116,18 @@ def record_and_store(args, record, after_store=None) -> int:
     return 0
 
 
+def _build_asm(store: Store, run_id: int, on_phase) -> dict:
+    """--asm: every Triton kernel of the run compiled below Triton, in this process (the
+    engine is loaded already)."""
+    from kernelscope.engine.asm_build import build_run_asm
+
+    summary = build_run_asm(store, run_id, on_kernel=lambda done, total, name: on_phase(
+        "asm", f"{done + 1}/{total} {name}"))
+    return summary.to_dict()
+
+
 def write_dump(store: Store, run_id: int, path: str) -> None:
-    text = dump_json(dump_run(store.conn, run_id, store_root=store.root))
+    text = dump_json(store.run(run_id).dump())
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as error:
@@ -142,12 +163,19 @@ def render_summary(summary: dict) -> str:
     for key, label in COVERAGE_ORDER:
         if key in summary["coverage"]:
             out.append(f"    {label}: {format_share(summary['coverage'][key])}")
+    if summary.get("distributed"):
+        out.extend(f"  {line}" for line in distributed_view.render_overview(summary["distributed"]))
     if summary["execute_max_error"] is not None:
         out.append(f"  executed in Triton's interpreter: max error vs eager {summary['execute_max_error']:.3g}")
     phases = " · ".join(f"{k} {v:.2f}s" for k, v in summary["timings"].items())
     out.append(f"  time: {phases} · peak memory {summary['peak_memory_mb']:.0f} MB")
     for warning in summary["warnings"]:
         out.append(f"  warning: {warning}")
+    if summary.get("asm"):
+        asm = summary["asm"]
+        failed = f", {len(asm['failed'])} failed: {'; '.join(asm['failed'][:3])}" if asm["failed"] else ""
+        out.append(f"  below the kernel: {asm['built']} kernel(s) compiled to PTX and SASS in {asm['seconds']:.1f}s"
+                   f"{failed} (kernelscope show {summary['run']} --asm)")
     if summary.get("profile"):
         from kernelscope.profile.report import render_profile
 

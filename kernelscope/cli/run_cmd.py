@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernelscope.cli import recording_output
+from kernelscope.cli import distributed_args, recording_output
 
 
 def add_parser(subparsers) -> None:
@@ -17,10 +17,14 @@ def add_parser(subparsers) -> None:
         epilog="examples:\n"
         "  kernelscope run examples/train_script.py\n"
         "  kernelscope run examples/train_script.py --target cpu-triton -- --steps 3\n"
-        "  kernelscope run train.py --store /tmp/ks -- --epochs 1 --batch 8",
+        "  kernelscope run train.py --store /tmp/ks -- --epochs 1 --batch 8\n"
+        "  torchrun --nproc-per-node 2 -m kernelscope run examples/distributed/llama_tp.py   # every rank\n"
+        "  kernelscope merge                                  # then: the ranks' stores into one\n"
+        "  kernelscope run examples/distributed/llama_tp.py --world-size 8   # one rank of 8, no GPU",
     )
     parser.add_argument("script", metavar="SCRIPT.py")
     recording_output.add_recording_arguments(parser)
+    distributed_args.add_distributed_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -28,12 +32,19 @@ def run(args) -> int:
     from kernelscope.engine.recorder import RecordOptions, record_script
 
     script_args = list(args.passthrough)  # what followed `--` on the command line
+    distributed = distributed_args.record_options(args)
+    root = Path(args.store)
+    launched = distributed_args.store_for_rank(args)  # under torchrun: STORE/rank-<R>
 
     def record(on_phase):
         options = RecordOptions(
             device=args.target_device, execute=args.execute, workspace=Path.cwd(),
-            on_phase=on_phase,
+            on_phase=on_phase, **distributed,
         )
         return record_script(Path(args.script), script_args, options)
 
-    return recording_output.record_and_store(args, record)
+    code = recording_output.record_and_store(args, record)
+    if launched is not None and not args.json:
+        print(f"  rank {launched[0]} of {launched[1]} recorded into its own store {args.store}; when every rank "
+              f"is done: kernelscope merge --store {root}")
+    return code

@@ -23,8 +23,10 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         runs = store.runs()
+        ranks = store.ranks_of_runs([summary.id for summary in runs])  # runs of a distributed job
     if args.json:
-        print_json([dataclasses.asdict(summary) for summary in runs])
+        print_json([{**dataclasses.asdict(summary), "rank": dataclasses.asdict(ranks[summary.id])
+                     if summary.id in ranks else None} for summary in runs])
         return 0
     if not runs:
         print("no runs yet — record one with `kernelscope compile FILE.py:FACTORY`")
@@ -36,5 +38,10 @@ def run(args: argparse.Namespace) -> int:
          format_share(summary.coverage["kernel_lines"]), format_share(summary.coverage["wrapper_lines"])]
         for summary in runs
     ]
+    if ranks:
+        header.insert(3, "rank")
+        for summary, row in zip(runs, rows):
+            rank = ranks.get(summary.id)
+            row.insert(3, f"{rank.rank}/{rank.world_size}" if rank else "-")
     print(format_table(header, rows))
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
+from kernelscope.cli import distributed_view
 from kernelscope.cli.common import (
     format_share,
     format_table,
@@ -33,30 +34,50 @@ def add_parser(subparsers) -> None:
         help="show one run: graphs, kernels, graph breaks, coverage",
         description="Show a run (the latest by default): its graphs with node and kernel counts, its "
         "kernels, graph breaks with the user line that caused them, recompiles, provenance coverage, "
-        "warnings and timings.",
-        examples=["kernelscope show", "kernelscope show 3", "kernelscope show 3 --json"],
+        "warnings and timings; for a rank of a distributed job, which ranks compiled identical code, "
+        "the graphs DDP split, and each graph's collectives in compute/communication order.",
+        examples=["kernelscope show", "kernelscope show 3", "kernelscope show 3 --json",
+                  "kernelscope show 3 --asm        # each Triton kernel's registers, spills, occupancy (sm_90)"],
     )
     parser.add_argument("run_id", nargs="?", type=parse_run_id, metavar="RUN", help="run id (default: latest)")
     parser.add_argument("--json", action="store_true", help="print the run as JSON")
+    parser.add_argument("--asm", action="store_true",
+                        help="below the kernel: compile the run's Triton kernels for its GPU where not done yet "
+                        "and list each one's registers, spills, shared memory and occupancy")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        details = store.show(args.run_id)
-        profile = store.device_times(details.summary.id)  # None unless a trace was attached
+        view = store.run(args.run_id)
+        details, profile = view.details(), view.profile()  # profile: None unless a trace was attached
+        if args.asm:
+            from kernelscope.cli import asm_ask
+
+            asm_ask.ensure_built(store, details.summary.id, quiet=args.json)
+        asm = store.asm.run_infos(details.summary.id)  # kernels compiled below Triton, if any
+        distributed = view.distributed()  # rank, collectives, DDP splits
     if profile is not None:
         from kernelscope.profile.report import profile_data, render_profile
     if args.json:
-        print_json(details if profile is None else {**asdict(details), "profile": profile_data(profile)})
+        data = asdict(details)
+        if profile is not None:
+            data["profile"] = profile_data(profile)
+        if asm:
+            data["asm"] = {info.key: asdict(info) for info in asm.values()}
+        if distributed_view.has_content(distributed):
+            data["distributed"] = asdict(distributed)
+        print_json(data)
     else:
-        print(render(details))
+        print(render(details, asm))
+        if distributed_view.has_content(distributed):
+            print("\n" + "\n".join(distributed_view.render_run(distributed)))
         if profile is not None:
             print("\n" + "\n".join(render_profile(profile_data(profile))))
     return 0
 
 
-def render(details: RunDetails) -> str:
+def render(details: RunDetails, asm: dict | None = None) -> str:
     summary = details.summary
     out = [
         f"run {summary.id}  {summary.target}",
@@ -75,6 +96,11 @@ def render(details: RunDetails) -> str:
                    for kernel in details.kernels]
     out.append(_indent(format_table(["graph", "name", "kind", "nodes", "file"], kernel_rows)) if kernel_rows
                else "  (none)")
+    if asm:
+        from kernelscope.cli.asm_query import resources_table
+
+        out += ["", "below the kernel (registers and spills per thread, shared memory per block)"]
+        out.append(_indent(resources_table(list(asm.values()))))
     out += ["", "graph breaks"]
     if not details.graph_breaks:
         out.append("  (none)")

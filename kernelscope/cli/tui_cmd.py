@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from kernelscope.cli.common import new_parser, parse_run_id
@@ -31,6 +32,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--train", action="store_true",
                         help="compile forward and backward of a scalar loss (sum of the outputs)")
     parser.add_argument("--dynamic", action="store_true", help="mark the batch dimension dynamic")
+    parser.add_argument("--build-timeout", type=float, default=600.0, metavar="SECONDS",
+                        help="stop a build that runs longer and restart the engine worker (default: 600)")
+    parser.add_argument("--memory-limit", type=int, metavar="MB",
+                        help="cap the engine worker's memory (RLIMIT_AS; default: no cap)")
     add_target_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -39,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from kernelscope.tui.app import KernelscopeApp
     from kernelscope.tui.compile_driver import CompileRequest
 
+    if args.build_timeout <= 0 or (args.memory_limit is not None and args.memory_limit < 1):
+        raise UserError("--build-timeout and --memory-limit must be positive numbers")
     if args.watch and not args.target:
         raise UserError("--watch needs a target to record, e.g. `kernelscope tui examples/mlp.py:make --watch`")
     request = None
@@ -48,9 +55,13 @@ def run(args: argparse.Namespace) -> int:
         resolve_target(args.target, Path.cwd())  # a clear error before the screen opens
         request = CompileRequest(target=args.target, store=Path(args.store), workspace=Path.cwd(), watch=args.watch,
                                  device=args.target_device, train=args.train, dynamic=args.dynamic,
-                                 execute=args.execute)
+                                 execute=args.execute, build_timeout=args.build_timeout,
+                                 memory_limit_mb=args.memory_limit)
     elif not (Path(args.store) / "kernelscope.sqlite").exists():
         raise StoreError(f"no kernelscope store at {args.store} — run `kernelscope tui PATH.py:FACTORY` "
                         "(or `kernelscope compile`) first, or pass --store DIR")
-    KernelscopeApp(args.store, run_id=args.run, compile_request=request).run()
+    app = KernelscopeApp(args.store, run_id=args.run, compile_request=request)
+    app.run()
+    for text in getattr(app, "full_errors", []):  # KERNELSCOPE_TRACEBACK=1 / --traceback: after the screen closes
+        sys.stderr.write(text.rstrip("\n") + "\n")
     return 0

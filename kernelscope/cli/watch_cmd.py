@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kernelscope.cli.common import add_store_argument
 from kernelscope.cli.recording_output import add_target_arguments
-from kernelscope.errors import UserError
+from kernelscope.errors import CLI_TRACEBACK_HINT, UserError, traceback_wanted
 from kernelscope.store.retention import DEFAULT_KEEP
 from kernelscope.watch.debounce import DEFAULT_QUIET_SECONDS
 from kernelscope.watch.events import (
@@ -58,6 +58,9 @@ def add_parser(subparsers) -> None:
                              f"(default: {DEFAULT_QUIET_SECONDS})")
     parser.add_argument("--build-timeout", type=float, default=600.0, metavar="SECONDS",
                         help="stop a build that runs longer and restart the worker (default: 600)")
+    parser.add_argument("--memory-limit", type=_positive_int, metavar="MB",
+                        help="cap the engine worker's memory (address space, RLIMIT_AS): a model that "
+                             "allocates past it fails with MemoryError, the watch goes on (default: no cap)")
     parser.set_defaults(func=run)
 
 
@@ -72,10 +75,12 @@ def run(args) -> int:
 
     if args.quiet_period < 0:
         raise UserError(f"--quiet-period cannot be negative, got {args.quiet_period}")
+    if args.build_timeout <= 0:
+        raise UserError(f"--build-timeout must be a positive number of seconds, got {args.build_timeout}")
     options = WatchOptions(
         target=args.target, store=Path(args.store), workspace=Path.cwd(), device=args.target_device,
         train=args.train, dynamic=args.dynamic, execute=args.execute, keep=args.keep,
-        quiet_seconds=args.quiet_period, build_timeout=args.build_timeout,
+        quiet_seconds=args.quiet_period, build_timeout=args.build_timeout, memory_limit_mb=args.memory_limit,
     )
     session = WatchSession(options, JsonPrinter() if args.json else LinePrinter())
     previous_sigterm = signal.signal(signal.SIGTERM, _interrupt)
@@ -102,7 +107,10 @@ class JsonPrinter:
         if isinstance(event, WorkerOutput):
             print(event.line, file=sys.stderr, flush=True)
             return
-        sys.stdout.write(json.dumps({"time": round(time.time(), 3), **event.to_dict()}) + "\n")
+        data = event.to_dict()
+        if "traceback" in data and not traceback_wanted():
+            data["traceback"] = None  # --traceback (or KERNELSCOPE_TRACEBACK=1) includes it
+        sys.stdout.write(json.dumps({"time": round(time.time(), 3), **data}) + "\n")
         sys.stdout.flush()
 
 
@@ -114,6 +122,8 @@ class LinePrinter:
             print(event.line, file=sys.stderr, flush=True)
             return
         line = self.render(event)
+        if isinstance(event, BuildFailed) and event.traceback and traceback_wanted():
+            print(event.traceback.rstrip("\n"), file=sys.stderr, flush=True)
         if line:
             print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
 
@@ -140,7 +150,8 @@ class LinePrinter:
                 where += f":{event.line}"
             kept = (f"run {event.last_good_run} stays the latest" if event.last_good_run is not None
                     else "no run recorded yet")
-            return f"build {event.build} failed: {where + ': ' if where else ''}{event.message} ({kept})"
+            how = "" if traceback_wanted() or not event.traceback else f"; {CLI_TRACEBACK_HINT}"
+            return f"build {event.build} failed: {where + ': ' if where else ''}{event.message} ({kept}{how})"
         if isinstance(event, WorkerRestarted):
             return f"engine worker restarted (pid {event.pid}) after: {event.reason}"
         if isinstance(event, WatchStopped):

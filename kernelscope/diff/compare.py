@@ -16,6 +16,7 @@ from kernelscope.diff.align import LineAlignment
 from kernelscope.diff.device_time import DeviceTimeDiff, compare_device_time
 from kernelscope.diff.match import KernelPair, match_kernels
 from kernelscope.diff.model import BreakView, KernelView, RunView, SourceKey
+from kernelscope.diff.resources import ResourceDiff, compare_resources
 
 TOTALS = ["graphs", "kernels", "extern_calls", "fallbacks", "kernel_lines", "wrapper_lines", "graph_breaks",
           "recompiles"]
@@ -128,11 +129,13 @@ class RunDiff:
     fallbacks: list[FallbackChange] = field(default_factory=list)
     coverage: list[CoverageChange] = field(default_factory=list)
     device_time: DeviceTimeDiff | None = None  # when either side has a profile
+    resources: ResourceDiff | None = None  # registers and spills of paired kernels (below the kernel)
 
     @property
     def is_empty(self) -> bool:
         return not (any(count.delta for count in self.totals.values()) or self.graphs or self.kernels
-                    or self.source_lines or self.graph_breaks or self.recompiles or self.fallbacks or self.coverage)
+                    or self.source_lines or self.graph_breaks or self.recompiles or self.fallbacks or self.coverage
+                    or (self.resources is not None and self.resources.changes))
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -161,6 +164,7 @@ def compare_runs(before: RunView, after: RunView) -> RunDiff:
         fallbacks=_fallback_changes(before, after),
         coverage=_coverage_changes(before.coverage, after.coverage),
         device_time=compare_device_time(before.profile, after.profile, pairs),
+        resources=compare_resources(pairs),
     )
 
 

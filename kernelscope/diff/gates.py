@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from kernelscope.diff import device_time
+from kernelscope.diff import device_time, resources
 from kernelscope.diff.compare import RunDiff
 from kernelscope.errors import UserError
 
@@ -87,7 +87,13 @@ GATES: dict[str, Gate] = {gate.name: gate for gate in [
     Gate("coverage", "a provenance coverage share went down", _lower_coverage),
     Gate("device-time", "more device time per step than A plus --time-tolerance (both sides profiled)",
          lambda diff: device_time.gate_reasons(diff.device_time)),
+    Gate("registers-increase", "a kernel uses more registers per thread (both sides built with --asm)",
+         lambda diff: resources.gate_reasons(diff.resources, "registers")),
+    Gate("spills-increase", "a kernel spills more registers to local memory (both sides built with --asm)",
+         lambda diff: resources.gate_reasons(diff.resources, "spills")),
 ]}
+# Gates that need more than the plain dumps (a profile, kernels built below Triton): not in `all`.
+NEEDS_MORE = ("device-time", "registers-increase", "spills-increase")
 ALL = "all"
 
 
@@ -98,8 +104,8 @@ def parse_gates(values: list[str] | None) -> list[str]:
         for name in (part.strip() for part in value.split(",")):
             if not name:
                 continue
-            if name == ALL:  # every gate that needs nothing but the dumps (device-time needs profiles)
-                names += [gate for gate in GATES if gate != "device-time"]
+            if name == ALL:  # every gate that needs nothing but the dumps
+                names += [gate for gate in GATES if gate not in NEEDS_MORE]
             elif name in GATES:
                 names.append(name)
             else:

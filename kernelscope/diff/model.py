@@ -1,6 +1,6 @@
 """One side of a diff: a dump (file or a run of the store) read into plain views.
 
-A side is whatever `kernelscope dump` writes: a JSON file (schema 1.0, 2.0 or 3.0),
+A side is whatever `kernelscope dump` writes: a JSON file (schema 1.0 to 4.0),
 `-` for stdin, or a run of the store named `3`, `latest` or `latest~N` (N runs
 before the latest). Only the facts a diff compares are kept.
 """
@@ -17,7 +17,7 @@ from kernelscope.errors import StoreError, UserError
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 
 RUN_REFERENCE = re.compile(r"^(?:(\d+)|latest(?:~(\d+))?)$")
-READABLE_SCHEMAS = ("1.0", "2.0", "3.0")
+READABLE_SCHEMAS = ("1.0", "2.0", "3.0", "4.0")
 
 # Extern calls into these namespaces are ATen ops Inductor had no lowering for and ran
 # eagerly (a FallbackKernel: `torch.ops.aten.median.default(...)` in the wrapper).
@@ -44,6 +44,8 @@ class KernelView:
     sources: frozenset[SourceKey]  # user lines of its post-grad nodes
     line_count: int  # lines of its kernel file (0 for extern calls)
     lines_by_source: tuple[tuple[SourceKey, int], ...]  # kernel body lines computed for each source line
+    registers: int | None = None  # below the kernel (schema 4.0, when built): per thread
+    spill_bytes: int | None = None  # local memory per thread
 
     @property
     def is_generated(self) -> bool:
@@ -120,11 +122,10 @@ def load_side(spec: str, store_dir: str | Path) -> RunView:
             "— pass a file written by `kernelscope dump -o FILE`, or see `kernelscope runs`"
         )
     from kernelscope.store import Store
-    from kernelscope.store.dump import dump_run
 
     with Store(store_dir, create=False) as store:
         run_id = _resolve_reference(store, spec, reference)
-        return run_view(dump_run(store.conn, run_id, store_root=store.root), f"run {run_id}")
+        return run_view(store.run(run_id).dump(), f"run {run_id}")
 
 
 def _resolve_reference(store, spec: str, reference: re.Match) -> int:
@@ -170,7 +171,7 @@ def _checked_view(data: dict, name: str) -> RunView:
 
 
 def run_view(data: dict, label: str) -> RunView:
-    """The views of a dump (schema 1.0, 2.0 or 3.0)."""
+    """The views of a dump (schema 1.0 to 4.0)."""
     run = data["run"]
     graphs: list[GraphView] = []
     kernels: list[KernelView] = []
@@ -242,6 +243,8 @@ def _kernel_view(kernel: dict, graph_label: str, phase: str, node_sources: dict[
         sources=frozenset(node_sources[name] for name in kernel["nodes"] if name in node_sources),
         line_count=(kernel["file"] or {}).get("lines", 0),
         lines_by_source=tuple(sorted(lines_by_source.items())),
+        registers=(kernel.get("asm") or {}).get("registers"),
+        spill_bytes=(kernel.get("asm") or {}).get("spill_bytes"),
     )
 
 

@@ -6,6 +6,7 @@ import json
 
 from kernelscope.diff.compare import TOTALS, RunDiff
 from kernelscope.diff.device_time import render_lines as render_device_time
+from kernelscope.diff.resources import render_lines as render_resources
 from kernelscope.diff.gates import GateResult
 
 FORMATS = ("text", "json", "md")
@@ -133,6 +134,7 @@ def _text(diff: RunDiff, gates: list[GateResult]) -> str:
             out.append("coverage:")
             out += [f"  {cov.key}: {_share(cov.before)} -> {_share(cov.after)}" for cov in diff.coverage]
     out += render_device_time(diff.device_time)
+    out += render_resources(diff.resources)
     if gates:
         out.append("gates:")
         out += [f"  {line}" for line in _gate_lines(gates)]
@@ -190,6 +192,9 @@ def _markdown(diff: RunDiff, gates: list[GateResult]) -> str:
     device_lines = render_device_time(diff.device_time)
     if device_lines:
         out += ["#### Device time", "", "```", *device_lines, "```", ""]
+    resource_lines = render_resources(diff.resources)
+    if resource_lines:
+        out += ["#### Registers and spills", "", "```", *resource_lines, "```", ""]
     if gates:
         out += ["#### Gates", ""]
         for result in gates:

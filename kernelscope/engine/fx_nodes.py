@@ -60,6 +60,9 @@ def user_frame(stack_trace: str | None, skip_prefixes: tuple[str, ...]) -> Sourc
 
 _MODULE_ROOT = re.compile(r"^L\['[^']*'\]\.?")
 _MODULE_INDEX = re.compile(r"\[(?:'([^']*)'|(\d+))\]")
+# A module reached through a wrapper its forward was replaced with (torchtitan's
+# parallelize: `attention.forward.__closure__[0].cell_contents.__self__.wo`).
+_MODULE_CLOSURE = re.compile(r"(?:^|\.)\w+\.__closure__\.\d+\.cell_contents(?:\.__self__)?")
 
 
 def module_instance(nn_module_stack: dict | None) -> tuple[str, str]:
@@ -70,6 +73,7 @@ def module_instance(nn_module_stack: dict | None) -> tuple[str, str]:
     path, module_type = list(nn_module_stack.values())[-1][:2]
     path = _MODULE_ROOT.sub("", str(path))
     path = _MODULE_INDEX.sub(lambda match: "." + (match.group(1) or match.group(2)), path).strip(".")
+    path = _MODULE_CLOSURE.sub("", path).strip(".")
     if isinstance(module_type, str):
         class_name = module_type
     else:
@@ -126,7 +130,8 @@ def target_name(target) -> str:
     if isinstance(target, str):
         return target
     text = str(target)
-    if text.startswith(("aten.", "prims.", "inductor.", "quantized.")) or "::" in text:
+    if text.startswith(("aten.", "prims.", "inductor.", "quantized.", "_c10d_functional.", "c10d_functional.",
+                        "symm_mem.", "_dtensor.", "c10d.")) or "::" in text:
         return text
     name = getattr(target, "__name__", text)
     module = getattr(target, "__module__", "") or ""

@@ -6,10 +6,12 @@ Links, each with a reason:
                                        through the forward node with the same seq_nr)
   post-grad node <- kernel line       (the kernel_lines probe)
   post-grad node <- wrapper line      (the wrapper_regions probe)
+  collective node -> why it is there  (engine/collectives.py: ParallelStyle, DTensor call)
 """
 from __future__ import annotations
 
-from kernelscope.engine import fx_nodes, wrapper_code
+from kernelscope.engine import collectives, fx_nodes, wrapper_code
+from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
 from kernelscope.record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
 
@@ -29,6 +31,7 @@ def build_graph(
     inductor_mapping: dict | None,
     forward_by_seq_nr: dict[int, FxNode],
     skip_prefixes: tuple[str, ...],
+    distributed: DistributedProbes | None = None,
 ) -> GraphRecord:
     frame, compile_index, attempt = capture.compile_id or (0, 0, 0)
     record = GraphRecord(frame, compile_index, attempt, graph_kind(capture))
@@ -42,7 +45,27 @@ def build_graph(
     record.wrapper_text = capture.wrapper_text
     record.inductor_mapping = inductor_mapping
     _link_wrapper_and_kernels(record, capture, inductor_mapping or {})
+    _add_distributed(record, capture, pre_grad, distributed)
     return record
+
+
+def _add_distributed(record: GraphRecord, capture: GraphCapture, pre_grad: PreGradCapture | None,
+                     distributed: DistributedProbes | None) -> None:
+    """Collectives (with the passes that moved them in their nodes' lineage) and, for a
+    part of a graph DDP's optimizer split, which part (see engine/collectives.py)."""
+    gm = capture.post_grad_gm
+    group_sizes = distributed.group_sizes if distributed is not None else {}
+    record.collectives = collectives.graph_collectives(gm, record.post_grad_nodes, pre_grad.gm if pre_grad else None,
+                                                       group_sizes, backward=capture.is_backward)
+    if record.collectives:
+        collectives.add_moves(
+            record.post_grad_nodes,
+            distributed.moves_of(gm) if distributed is not None else {},
+            collectives.scheduler_moves(gm, capture.wrapper_regions),
+            distributed.scheduler_passes_of(gm) if distributed is not None else [],
+        )
+    if distributed is not None:
+        record.split = distributed.split_of(gm)
 
 
 # -- FX nodes -------------------------------------------------------------------

@@ -96,9 +96,13 @@ class WrapperRegion:
             for origin in inner.node.get_origins()
         ]
         self.origins = list(dict.fromkeys(origin.name for origin in origins))
-        # An extern kernel (mm, convolution, a fallback) computes exactly its origin_node.
+        # An extern kernel (mm, convolution, a fallback) computes exactly its origin_node —
+        # unless a later op that returns its input (a collective's wait_tensor) was
+        # assigned the buffer: then the node it was made for (kernel_lines probe).
         ir_node = getattr(snode, "node", None)
         origin_node = getattr(ir_node, "origin_node", None)
+        if origin_node is not None and self.origins and origin_node.name not in self.origins:
+            origin_node = getattr(ir_node, "_kernelscope_fx", None) or origin_node
         self.computes = [origin_node.name] if origin_node is not None else list(self.origins)
         last = max(origins) if origins else None  # FX nodes order by their place in the graph
         self.stack_trace = last.meta.get("stack_trace") if last is not None else None
@@ -268,6 +272,11 @@ class Probes:
         import torch._inductor.ir as ir
         from torch._inductor.virtualized import V
 
+        if isinstance(ir_node, ir.ExternKernel) and not hasattr(ir_node, "_kernelscope_fx"):
+            fx_node = getattr(V.graph, "current_node", None) if V.graph is not None else None
+            if fx_node is not None:  # the node whose lowering made this extern kernel
+                object.__setattr__(ir_node, "_kernelscope_fx", fx_node)
+            return
         if not isinstance(ir_node, ir.Loops) or getattr(ir_node.inner_fn, "_kernelscope", False):
             return
         fx_node = getattr(V.graph, "current_node", None) if V.graph is not None else None
@@ -470,9 +479,20 @@ class _NodeView:
                 "target": target_name(node.target),
                 "stack_trace": node.meta.get("stack_trace"),
                 "nn_module_stack": dict(node.meta.get("nn_module_stack") or {}),
+                # DTensor programs: the placements of a node's value ("S(0)", "R", "P(sum)")
+                # and its inputs, so a collective can say what redistribution it makes.
+                "placements": _placements(node.meta.get("example_value")),
+                "inputs": [input_node.name for input_node in node.all_input_nodes],
             }
             for node in graph.nodes
         ]
+
+
+def _placements(value) -> str:
+    placements = getattr(value, "placements", None)
+    if placements is None or not hasattr(value, "device_mesh"):
+        return ""
+    return ", ".join(str(placement) for placement in placements)
 
 
 def _inductor_kernel_records() -> dict[str, list[str]]:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from kernelscope.errors import CompileError, TargetError, UserError
-from kernelscope.record import Recompile, RunRecord
+from kernelscope.engine import rank_info
+from kernelscope.record import GraphSplit, Recompile, RunRecord
 
 DEVICES = ("auto", "cuda", "virtual-cuda", "cpu-triton")
 MIN_TORCH = (2, 11)
@@ -32,6 +33,12 @@ class RecordOptions:
     dynamic: bool = False
     execute: bool = False  # cpu-triton: run the kernels in Triton's interpreter
     workspace: Path = field(default_factory=Path.cwd)
+    # A distributed job recorded in this one process on torch's fake process group
+    # (devices/fake_distributed.py): its world size and this process's rank; `job` names
+    # the job its ranks' runs share (engine/rank_info.py).
+    world_size: int | None = None
+    rank: int = 0
+    job: str | None = None
     on_phase: Callable[[str, str], None] = lambda phase, detail: None
 
 
@@ -91,22 +98,27 @@ class Recording:
     """Context manager around the user's code: everything that makes a recording."""
 
     def __init__(self, device: str, options: RecordOptions):
+        from kernelscope.engine.distributed_probes import DistributedProbes
         from kernelscope.engine.probes import Probes
         from kernelscope.engine.trace_capture import TraceCapture
 
         self.device = device
         self.options = options
         self.probes = Probes()
+        self.distributed = DistributedProbes(options.job)
         self.trace = TraceCapture()
         self.probes.on_phase = options.on_phase
         self.probes.trace_position = lambda: len(self.trace.records)
         self._stack = contextlib.ExitStack()
         self.device_warnings: list[str] = []
+        self.autotuners: list | None = None  # --target cuda: Inductor's autotuners, read after the run
 
     def __enter__(self):
         import torch
         import torch._inductor.config as inductor_config
         from torch._inductor.utils import fresh_cache
+
+        from kernelscope.engine import torch_fixes
 
         stack = self._stack
         stack.enter_context(_quiet_recording_warnings())
@@ -126,8 +138,14 @@ class Recording:
             )
         )
         self.device_warnings = stack.enter_context(device_target(self.device, self.options.execute))
+        if self.device == "cuda":
+            from kernelscope.engine import asm_launches
+
+            self.autotuners = stack.enter_context(asm_launches.autotuners_seen())
         stack.enter_context(self.trace)
+        stack.enter_context(self.distributed)  # first: its wrappers keep torch's signatures
         stack.enter_context(self.probes)
+        self.fixes = stack.enter_context(torch_fixes.upstream_fixes())
         return self
 
     def __exit__(self, *exc):
@@ -433,14 +451,21 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         )
         mapping_json = _json_or_none(mapping.payload) if mapping else None
         per_compile = forward_by_seq_nr.setdefault(capture.compile_id, {})
-        graphs.append(links.build_graph(capture, pre, mapping_json, per_compile, skip))
+        graphs.append(links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed))
 
+    if recording.autotuners is not None:  # the configs the GPU launched (below the kernel)
+        from kernelscope.engine import asm_launches
+
+        asm_launches.attach(graphs, recording.autotuners)
+        recording.autotuners = None
     warnings = list(probes.disabled and [
         f"line-level provenance unavailable on torch {torch.__version__}: kernel-level only "
         f"({'; '.join(probes.disabled)})"
     ])
     warnings += recording.device_warnings
+    warnings += recording.fixes.warnings(torch.__version__)
     warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
+    warnings += _distributed_warnings(recording.distributed, graphs)
     return RunRecord(
         target=target,
         device=device,
@@ -457,7 +482,49 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         recompiles=_recompiles(trace),
         warnings=warnings,
         config={"execute": options.execute},
+        rank=recording.distributed.rank or rank_info.current(options.job),
     )
+
+
+def _distributed_warnings(distributed, graphs) -> list[str]:
+    """Probes of distributed programs that were off or failed, where the run needed them;
+    graphs that share a compile id and kind (a split no probe named) are told apart."""
+    found = [f"a distributed probe failed and was skipped: {error.splitlines()[0]}"
+             for error in distributed.errors[:5]]
+    keys: dict[str, list] = {}
+    for graph in graphs:
+        keys.setdefault(graph.key, []).append(graph)
+    repeated = [same for same in keys.values() if len(same) > 1]
+    for same in repeated:
+        for part, graph in enumerate(same):
+            graph.split = GraphSplit(part=part, parts=len(same), splitter="")
+    if repeated:
+        found.append(f"{len(repeated)} compile(s) made several graphs of one kind (a split no probe named): "
+                     "numbered as parts")
+    if distributed.disabled and (repeated or any(graph.collectives for graph in graphs)):
+        found.append(f"distributed probes off on torch {_torch_version()}: {'; '.join(distributed.disabled)}")
+    return found
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+@contextlib.contextmanager
+def _fake_job(options: RecordOptions):
+    """`--world-size N`: torch's fake process group around loading and running the target."""
+    if options.world_size is None:
+        yield
+        return
+    from kernelscope.engine.devices import fake_distributed
+
+    if options.world_size < 1 or not 0 <= options.rank < options.world_size:
+        raise UserError(f"--rank {options.rank} is not a rank of --world-size {options.world_size} "
+                        f"(ranks are 0 to {options.world_size - 1})")
+    with fake_distributed.fake_process_group(options.world_size, options.rank):
+        yield
 
 
 def _json_or_none(payload: str | None):
@@ -488,6 +555,13 @@ def record_factory(spec: str, options: RecordOptions) -> RunRecord:
     target = targets.parse_factory_spec(spec)
     import_seconds = import_torch(options)
     device = resolve_device(options.device)
+    with _fake_job(options):
+        return _record_factory(target, options, device, import_seconds)
+
+
+def _record_factory(target, options: RecordOptions, device: str, import_seconds: float) -> RunRecord:
+    from kernelscope.engine import targets
+
     options.on_phase("import", str(target.path))
     model, inputs = targets.load_factory(target, targets.factory_device(device))
     on_meta = _check_meta_model(model, inputs, options, device)
@@ -518,7 +592,7 @@ def record_script(path: Path, args: list[str], options: RecordOptions) -> RunRec
     device = resolve_device(options.device)
     started = time.perf_counter()
     options.on_phase("capture", str(path))
-    with Recording(device, options) as recording:
+    with _fake_job(options), Recording(device, options) as recording:
         try:
             targets.run_script(path, args)
         except Exception as error:  # noqa: BLE001

@@ -20,20 +20,29 @@ Methods
   retention removed, and `timings` seconds per phase:
   `import` (torch if not yet imported, the user's modules, the factory),
   `capture`, `lower`, `codegen`, `store`, `total`.
+- `asm {store, run_id, kernel_files?}` -> `{built, failed, seconds, kernel_seconds}`: compile
+  the run's Triton kernels (those of `kernel_files`, stored kernel paths, when given) below
+  Triton — TTIR, TTGIR, PTX, SASS, facts — and store each that has no build yet
+  (engine/asm_build.py); `phase {phase: "asm", detail}` notifications per kernel.
 - `shutdown {}` -> `null`, then the worker exits. End of stdin also ends it.
 
 While `record` runs the worker sends notifications `phase {phase, detail}`.
 
 Errors: `{code, message, data}`. For a failed recording `code` is the exit code
 the CLI would use (2 usage, 3 target, 4 compile, 5 store) and `data` is
-`{kind, file, line, column, message, files}`: `kind` is one of `syntax`,
-`target`, `compile`, `store`, `usage`, `internal`; `file`/`line` locate the
-problem in the user's code when known (absolute path; null otherwise);
-`message` is one line without the location; `files` the workspace files
-imported before the failure (keep watching them). Protocol problems use the
+`{kind, file, line, column, message, files, traceback}`: `kind` is one of
+`syntax`, `target`, `compile`, `store`, `usage`, `internal`; `file`/`line`
+locate the problem in the user's code when known (absolute path; null
+otherwise); `message` is one line without the location; `files` the workspace
+files imported before the failure (keep watching them); `traceback` the whole
+chain behind the error (an Inductor exception, ...), shown on request only. Protocol problems use the
 JSON-RPC codes (-32700 parse error, -32600 invalid request, -32601 unknown
 method, -32602 invalid params, -32603 internal error). The worker survives
 every failed request; a crash or kill ends the process and the client restarts it.
+
+`--memory-limit-mb N` caps the worker's address space (RLIMIT_AS): user code
+that allocates without end gets a MemoryError (reported like any exception)
+or, where a C++ allocator aborts, ends only the worker.
 """
 from __future__ import annotations
 
@@ -51,6 +60,7 @@ from typing import TextIO
 from kernelscope.errors import CompileError, StoreError, TargetError, UserError
 
 PROTOCOL_VERSION = 1
+_MEMORY_LIMIT_MB: int | None = None  # set by --memory-limit-mb
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
     -32700, -32600, -32601, -32602, -32603,
@@ -130,7 +140,8 @@ class Worker:
             return
         request_id, method = message.get("id"), message["method"]
         params = message.get("params") or {}
-        handler = {"initialize": self.initialize, "record": self.record, "shutdown": self.shutdown}.get(method)
+        handler = {"initialize": self.initialize, "record": self.record, "asm": self.asm,
+                   "shutdown": self.shutdown}.get(method)
         try:
             if handler is None:
                 raise RequestFailed(METHOD_NOT_FOUND, f"unknown method {method!r}")
@@ -226,6 +237,25 @@ class Worker:
             "timings": timings,
         }
 
+    def asm(self, params: dict) -> dict:
+        from kernelscope.engine.asm_build import build_run_asm
+        from kernelscope.store import Store
+
+        store, run_id, files = params.get("store"), params.get("run_id"), params.get("kernel_files")
+        if not isinstance(store, str) or not isinstance(run_id, int) or \
+                (files is not None and not (isinstance(files, list) and all(isinstance(f, str) for f in files))):
+            raise RequestFailed(INVALID_PARAMS, "asm needs 'store' (a directory), 'run_id' (a number) and "
+                                "optionally 'kernel_files' (stored kernel paths)")
+        try:
+            with Store(store, create=False) as opened:
+                kernel_ids = None if files is None else list(opened.asm.kernel_ids_of_files(files).values())
+                summary = build_run_asm(opened, run_id, kernel_ids, on_kernel=lambda done, total, name:
+                                        self.channel.notify("phase", {"phase": "asm",
+                                                                      "detail": f"{done + 1}/{total} {name}"}))
+        except UserError as error:
+            raise RequestFailed(error.exit_code, str(error), {"kind": "store", "message": str(error)}) from error
+        return summary.to_dict()
+
     def _switch_imports(self, imports) -> None:
         if self._imports is not None:
             self._imports.uninstall()
@@ -253,21 +283,25 @@ class Worker:
 
     def _store(self, run, store: str, keep: int | None) -> tuple[int, list[int]]:
         from kernelscope.store import Store
-        from kernelscope.store.retention import prune_runs
 
         with Store(store, create=True) as opened:
             run_id = opened.write_run(run)
-            pruned = prune_runs(opened.conn, opened.root, run.target, keep) if keep else []
+            pruned = opened.prune_runs(run.target, keep) if keep else []
         return run_id, pruned
 
     def _failure(self, error: BaseException, imports, target_file: Path) -> RequestFailed:
         if isinstance(error, RequestFailed):
             return error
         data = describe_failure(error, imports)
+        data["traceback"] = "".join(traceback.format_exception(error))
         files = imports.files()
         if data["file"] and imports.owns(data["file"]) and os.path.isfile(data["file"]):
             files.append(os.path.realpath(data["file"]))  # e.g. a module that failed to import
         data["files"] = _with_target_first(sorted(set(files)), target_file)
+        if _MEMORY_LIMIT_MB and _out_of_memory(error):
+            data["kind"] = "memory"
+            data["message"] += (f" (the engine worker's memory limit, {_MEMORY_LIMIT_MB} MB, was reached: "
+                                "raise it with --memory-limit / the memoryLimit option)")
         code = error.exit_code if isinstance(error, UserError) else INTERNAL_ERROR
         where = f"{data['file']}:{data['line']}: " if data["file"] and data["line"] else \
             f"{data['file']}: " if data["file"] else ""
@@ -305,10 +339,7 @@ def describe_failure(error: BaseException, imports) -> dict:
             return _located(kind, match["message"], match["file"], line, None)
     file, line = _deepest_user_frame(error, imports)
     message = text if kind != "internal" else f"{type(error).__name__}: {text}"
-    located = _located(kind, message, file, line, None)
-    if kind == "internal":
-        located["traceback"] = "".join(traceback.format_exception(error))
-    return located
+    return _located(kind, message, file, line, None)
 
 
 def _located(kind: str, message: str, file: str | None, line: int | None, column: int | None) -> dict:
@@ -321,6 +352,17 @@ def _located(kind: str, message: str, file: str | None, line: int | None, column
         "column": column,
         "message": message,
     }
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    """A MemoryError, or torch's allocator failing ("can't allocate memory"), in the chain."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, MemoryError) or "can't allocate memory" in str(error):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _find_in_chain(error: BaseException, wanted: type) -> BaseException | None:
@@ -350,6 +392,19 @@ def _with_target_first(files: list[str], target_file: Path) -> list[str]:
     return [target] + [file for file in files if file != target]
 
 
+def limit_memory(megabytes: int) -> None:
+    """Lower RLIMIT_AS to `megabytes` (never raise it above the hard limit)."""
+    import resource
+
+    global _MEMORY_LIMIT_MB
+    _MEMORY_LIMIT_MB = megabytes
+    wanted = megabytes * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kernelscope.engine.worker",
@@ -359,8 +414,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="import torch for this device target before serving (auto, cuda, virtual-cuda, cpu-triton)")
     parser.add_argument("--execute", action="store_true",
                         help="with --preload-device cpu-triton: prepare Triton's interpreter")
+    parser.add_argument("--memory-limit-mb", type=int, metavar="MB",
+                        help="cap this process's address space (RLIMIT_AS): runaway allocations in user "
+                             "code fail with MemoryError instead of taking the machine's memory")
     args = parser.parse_args(argv)
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # compiles stay in-process
+    if args.memory_limit_mb:
+        limit_memory(args.memory_limit_mb)
     worker = Worker(Channel.take_over_stdio())
     if args.preload_device:
         worker.preload(args.preload_device, args.execute)

@@ -26,11 +26,12 @@ log = logging.getLogger(__name__)
 class CompileFailed(Exception):
     """No new run; the last good run stays shown."""
 
-    kind: str  # syntax, target, compile, store, usage, internal, crash, timeout
+    kind: str  # syntax, target, compile, store, usage, internal, memory, crash, timeout
     message: str
     file: str | None = None
     line: int | None = None
     restarted: bool = False  # a fresh worker replaced one that died
+    traceback: str | None = None  # the chain behind it (worker side), logged on request
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}: " if self.file and self.line else f"{self.file}: " if self.file else ""
@@ -60,16 +61,18 @@ class Compiler:
 
     def compile(self, target: CompileTarget, store: Path, python: str | None, timeout: float,
                 on_phase: Callable[[str, str], None] | None = None,
-                on_restart: Callable[[str], None] | None = None) -> CompileResult:
+                on_restart: Callable[[str], None] | None = None,
+                memory_limit_mb: int | None = None) -> CompileResult:
         with self._lock:
             self.busy = True
             try:
-                return self._compile(target, store, python or sys.executable, timeout, on_phase, on_restart)
+                return self._compile(target, store, python or sys.executable, timeout, on_phase, on_restart,
+                                     memory_limit_mb)
             finally:
                 self.busy = False
 
-    def _compile(self, target, store, python, timeout, on_phase, on_restart) -> CompileResult:
-        client = self._worker(python, target.device, on_restart)
+    def _compile(self, target, store, python, timeout, on_phase, on_restart, memory_limit_mb) -> CompileResult:
+        client = self._worker(python, target.device, on_restart, memory_limit_mb)
         params = {
             "target": target.spec,
             "store": str(store),
@@ -84,24 +87,23 @@ class Compiler:
         except WorkerRequestError as error:
             data = error.data
             raise CompileFailed(data.get("kind", "internal"), data.get("message") or error.message,
-                                data.get("file"), data.get("line")) from None
+                                data.get("file"), data.get("line"), traceback=data.get("traceback")) from None
         except WorkerCrashed as crash:
-            timed_out = "did not answer" in str(crash)
             tail = [line for line in crash.stderr_tail if line.strip()][-2:]
-            detail = f" (last output: {' | '.join(tail)})" if tail and not timed_out else ""
+            detail = f" (last output: {' | '.join(tail)})" if tail and not crash.timed_out else ""
             restarted = self._restart(on_restart, str(crash))
-            raise CompileFailed("timeout" if timed_out else "crash", f"{crash}{detail}",
-                                restarted=restarted) from None
+            raise CompileFailed("timeout" if crash.timed_out else "crash", f"{crash}{detail}",
+                                restarted=restarted, traceback="\n".join(crash.stderr_tail) or None) from None
         return CompileResult(result["run_id"], result["graphs"], result["kernels"],
                              result["timings"].get("total", 0.0))
 
-    def _worker(self, python: str, device: str, on_restart) -> WorkerClient:
-        if self._client is not None and self._python != python:
+    def _worker(self, python: str, device: str, on_restart, memory_limit_mb: int | None = None) -> WorkerClient:
+        if self._client is not None and (self._python, self._client.memory_limit_mb) != (python, memory_limit_mb):
             self._client.stop()
             self._client = None
         if self._client is None:
             self._client = WorkerClient(python=python, cwd=self.workspace, preload_device=device,
-                                        on_output=self._on_output)
+                                        on_output=self._on_output, memory_limit_mb=memory_limit_mb)
             self._python = python
         if not self._client.alive:
             ended = self._client.exit_description

@@ -21,6 +21,8 @@ _KEYS = {
     "inlay_hints": "inlayHints",
     "compile_timeout": "compileTimeout",
     "python": "python",
+    "memory_limit": "memoryLimit",
+    "path_map": "pathMap",
 }
 
 
@@ -38,6 +40,8 @@ class ServerOptions:
     inlay_hints: bool = True
     compile_timeout: float = 600.0  # seconds; a longer compile restarts the worker
     python: str | None = None  # the engine worker's interpreter; None: the server's own
+    memory_limit: int | None = None  # MB: the engine worker's address-space cap; None: no cap
+    path_map: tuple[str, ...] = ()  # RECORDED=LOCAL pairs (a store recorded elsewhere; see store.places)
     given: frozenset[str] = field(default_factory=frozenset)  # fields the client set
 
     @classmethod
@@ -80,4 +84,16 @@ def _checked(key: str, value):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise OptionsError(f"option 'compileTimeout' must be a positive number of seconds, got {value!r}")
         return float(value)
+    if key == "memoryLimit":
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 256:
+            raise OptionsError(f"option 'memoryLimit' must be a whole number of megabytes from 256, or null, "
+                               f"got {value!r}")
+        return value
+    if key == "pathMap":
+        if not isinstance(value, dict) or not all(isinstance(k, str) and k and isinstance(v, str) and v
+                                                  for k, v in value.items()):
+            raise OptionsError(f"option 'pathMap' must be an object of recorded path -> local path, got {value!r}")
+        return tuple(f"{recorded}={local}" for recorded, local in value.items())
     raise OptionsError(f"unknown option {key!r}")

@@ -2,8 +2,9 @@
 the run the editor shows, and where recorded lines are in the text as it is now.
 
 One `Store` per thread (SQLite connections belong to the thread that opened
-them). Runs never change once written, so what is derived from one run is
-cached by run id; a new run gets new entries.
+them); the features read a run through its read model, `Provenance.run(run_id)`
+(a RunView of this thread's store). Runs never change once written, so what is
+derived from one run is cached by run id; a new run gets new entries.
 """
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
-from kernelscope.lsp import index
 from kernelscope.lsp.positions import IDENTITY, LineMap, build_line_map
-from kernelscope.store import Location, QueryResult, Store
-from kernelscope.store import query as store_query
+from kernelscope.store import Location, QueryResult, RunSummary, RunView, Store
+from kernelscope.store.places import PathMap
 from kernelscope.store.results import SOURCE
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -44,9 +44,10 @@ class Document:
 
 
 class Provenance:
-    def __init__(self, workspace: Path, store_dir: Path):
+    def __init__(self, workspace: Path, store_dir: Path, path_map: tuple[str, ...] = ()):
         self.workspace = workspace
         self.store_dir = store_dir
+        self.path_map = path_map  # the pathMap option (RECORDED=LOCAL pairs)
         self.selected_run: int | None = None  # None: follow the latest run
         self.problem: str | None = None  # why an existing store could not be opened (old schema, damage)
         self._local = threading.local()
@@ -56,11 +57,14 @@ class Provenance:
 
     # -- the store -------------------------------------------------------------------
 
-    def set_store_dir(self, store_dir: Path) -> None:
+    def set_store_dir(self, store_dir: Path, path_map: tuple[str, ...] | None = None) -> None:
         if store_dir != self.store_dir:
             self.store_dir = store_dir
             self._generation += 1
             self.selected_run = None
+        if path_map is not None and path_map != self.path_map:
+            self.path_map = path_map
+            self._generation += 1
 
     def store(self) -> Store | None:
         """This thread's Store, or None while no store exists (nothing compiled yet)."""
@@ -71,13 +75,27 @@ class Provenance:
             local.store, local.generation = None, self._generation
         if local.store is None:
             try:
-                local.store = Store(self.store_dir, create=False)
+                local.store = Store(self.store_dir, create=False, path_map=PathMap.from_environment(self.path_map))
             except StoreError as error:
                 # No store yet is normal (nothing compiled); one that will not open is reported.
                 self.problem = str(error) if (self.store_dir / "kernelscope.sqlite").exists() else None
                 return None
             self.problem = None
         return local.store
+
+    def run(self, run_id: int) -> RunView:
+        """The read model of run `run_id` on this thread's store (StoreError when it has no such run)."""
+        store = self.store()
+        if store is None:
+            raise StoreError(f"no kernelscope store at {self.store_dir}")
+        return store.run(run_id)
+
+    def run_summary(self, run_id: int) -> RunSummary | None:
+        """Run `run_id`'s summary, or None when the store has no such run."""
+        try:
+            return self.run(run_id).summary()
+        except StoreError:
+            return None
 
     def latest_run_id(self) -> int | None:
         store = self.store()
@@ -109,7 +127,8 @@ class Provenance:
     def absolute_path(self, stored_path: str, workspace: str | None = None) -> Path:
         path = Path(stored_path)
         if path.is_absolute():
-            return path
+            store = self.store()
+            return Path(store.places.local_path(stored_path)) if store is not None else path
         if stored_path.startswith("runs/"):
             return self.store_dir / stored_path
         return Path(workspace) / stored_path if workspace else self.workspace / stored_path
@@ -124,7 +143,7 @@ class Provenance:
         path = self.path_of_uri(uri)
         if store is None or path is None:
             return None
-        runs = tuple(store.conn.execute("SELECT MAX(id), COUNT(*) FROM runs").fetchone())  # new or deleted runs
+        runs = store.fingerprint()  # new or deleted runs
         key = (str(path), self.selected_run, runs, self._generation)
         location = self._located.get(key)
         if location is None:
@@ -138,7 +157,7 @@ class Provenance:
         if location.kind != SOURCE:
             return Document(uri, location, generated_lines(location.absolute_path))
         lines = text.splitlines() if text is not None else _read_lines(location.absolute_path)
-        recorded = index.recorded_code(store.conn, location.run_id, location.path)
+        recorded = store.run(location.run_id).recorded_code(location.path)
         return Document(uri, location, lines, build_line_map(recorded, lines))
 
     def line_map(self, stored_path: str, run_id: int, text: str | None = None) -> LineMap:
@@ -147,12 +166,12 @@ class Provenance:
         if store is None:
             return IDENTITY
         lines = text.splitlines() if text is not None else _read_lines(str(self.absolute_path(stored_path)))
-        return build_line_map(index.recorded_code(store.conn, run_id, stored_path), lines)
+        return build_line_map(store.run(run_id).recorded_code(stored_path), lines)
 
     def query(self, document: Document, line: int, direction: str) -> QueryResult:
-        """`Store.query` on a document already located (no second path lookup, which
-        would resolve a workspace-relative key against the server's own cwd)."""
-        return store_query.query(self.store().conn, document.location, line, direction)
+        """The whole chain through a line of a document already located (no second path
+        lookup, which would resolve a workspace-relative key against the server's own cwd)."""
+        return self.run(document.run_id).query_at(document.location, line, direction)
 
     def _locate(self, store: Store, path: Path) -> Location:
         """`path` is absolute: a store path lookup resolves it without the server's cwd."""

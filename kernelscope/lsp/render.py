@@ -2,8 +2,10 @@
 
 One module, so that new fields of the store's answers (module instances, frame
 stacks, pass lineage) change one place. Hovers stay short on big answers: one
-block per graph, kernels grouped by module instance, lists capped with "… N more",
-and links (`file://…#L<line>`) instead of quoted code.
+block per graph, kernels grouped by module instance with alike instances folded
+into one group (the store's GraphOverview.groups: `blocks.2–46`, listed once, with
+how to open one of them), lists capped with "… N more", and links
+(`file://…#L<line>`) instead of quoted code.
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernelscope.store import QueryResult, RunSummary
+from kernelscope.store import GraphOverview, ModuleGroup, QueryResult, RunSummary
+from kernelscope.store.folding import short_class
 from kernelscope.store.run_facts import KernelInfo
 from kernelscope.store.source_index import GraphHit, KernelHit, LineAnswer, SourceLineSummary
 
@@ -38,8 +41,11 @@ def run_label(summary: RunSummary | None, run_id: int) -> str:
 
 
 def source_hover(answer: LineAnswer, text: str, summary: SourceLineSummary | None, run: RunSummary | None,
-                 link: Link, stale: StaleNote | None) -> str:
-    """What a model source line became, per graph and module instance."""
+                 link: Link, stale: StaleNote | None, overviews: list[GraphOverview] | None = None,
+                 open_one: str = "") -> str:
+    """What a model source line became, per graph and module instance; `overviews` (the
+    line's counts per graph) fold alike instances into one group, `open_one` is the
+    command that opens one of them (`kernelscope query FILE:LINE --module`)."""
     path = answer.path
     lines = [f"**kernelscope** · {run_label(run, answer.run_id)} · `{_short(path)}:{answer.line}`"]
     if stale is not None:
@@ -50,9 +56,11 @@ def source_hover(answer: LineAnswer, text: str, summary: SourceLineSummary | Non
     if any(graph.called for graph in answer.graphs):
         lines.append("\nthis line calls into what is listed (an outer frame of the nodes' call stacks)")
     caps = CAPS_FEW_GRAPHS if len(answer.graphs) <= 2 else CAPS_MANY_GRAPHS
+    groups_of = {overview.graph.id: overview.groups for overview in overviews or []}
     for graph in answer.graphs[:MAX_GRAPHS]:
         lines.append("")
-        lines += _graph_down(graph, link, *caps)
+        groups = groups_of.get(graph.graph.id)
+        lines += _graph_groups(graph, groups, link, open_one, *caps) if groups else _graph_down(graph, link, *caps)
     if len(answer.graphs) > MAX_GRAPHS:
         rest = answer.graphs[MAX_GRAPHS:]
         kernels = sum(len(graph.kernels) for graph in rest)
@@ -67,13 +75,7 @@ def source_hover(answer: LineAnswer, text: str, summary: SourceLineSummary | Non
 
 
 def _graph_down(graph: GraphHit, link: Link, max_groups: int, max_kernels: int) -> list[str]:
-    generated = [hit for hit in graph.kernels if hit.kernel.kind != "extern"]
-    externs = len(graph.kernels) - len(generated)
-    head = f"**{graph.graph.title}** — {_count(len(generated), 'kernel')}"
-    if externs:
-        head += f", {_count(externs, 'extern call')}"
-    head += f" · {_count(graph.post_nodes, 'post-grad node')}"
-    out = [head]
+    out = [_graph_head(graph)]
     depth = _group_depth(graph)
     groups: dict[str, list[KernelHit]] = {}
     for hit in graph.kernels:
@@ -98,6 +100,60 @@ def _graph_down(graph: GraphHit, link: Link, max_groups: int, max_kernels: int) 
     if not graph.kernels and graph.post_nodes:
         out.append("- no kernel (the nodes are views, constants or folded away)")
     return out
+
+
+def _graph_groups(graph: GraphHit, groups: list[ModuleGroup], link: Link, open_one: str, max_groups: int,
+                  max_kernels: int) -> list[str]:
+    """A graph's kernels per module group; a folded group lists the kernels of its first
+    member once and says how many more instances are alike, and how to open one."""
+    out = [_graph_head(graph)]
+    shown = groups[:max_groups]
+    for group in shown:
+        first = group.members[0]
+        hits = [hit for hit in graph.kernels if any(_in_instance(module, first) for module in hit.modules)]
+        indent = ""
+        if group.label or group.folded:
+            if group.folded:
+                title = f"`{group.label}` ({len(group.members)} × {short_class(group.module_class) or 'instance'}, " \
+                        "same kernels)"
+            else:
+                kind = short_class(group.module_class)
+                title = f"`{group.label}`" + (f" ({kind})" if kind else "")
+            each = " each" if group.folded else ""
+            out.append(f"- {title}: {_kernels_and_calls(hits) if hits else 'no kernel'}{each}")
+            indent = "  "
+        for hit in hits[:max_kernels]:
+            out.append(indent + "- " + _kernel_item(hit, graph, link))
+        if len(hits) > max_kernels:
+            out.append(indent + f"- … {len(hits) - max_kernels} more")
+        if group.folded:
+            others = len(group.members) - 1
+            example = group.members[min(1, others)]
+            how = f" — open one: `{open_one} {example}`" if open_one else ""
+            out.append(indent + f"- these for `{first}`; {others} more alike{how}")
+    hidden = groups[len(shown):]
+    if hidden:
+        count = sum(len(group.members) for group in hidden)
+        out.append(f"- … {len(hidden)} more {'group' if len(hidden) == 1 else 'groups'} "
+                   f"({_count(count, 'module instance')}): "
+                   + ", ".join(f"`{group.label}`" if group.label else "top level" for group in hidden[:4])
+                   + (" …" if len(hidden) > 4 else ""))
+    if not graph.kernels and graph.post_nodes:
+        out.append("- no kernel (the nodes are views, constants or folded away)")
+    return out
+
+
+def _in_instance(path: str, instance: str) -> bool:
+    return path == instance or bool(instance) and path.startswith(instance + ".")
+
+
+def _graph_head(graph: GraphHit) -> str:
+    generated = [hit for hit in graph.kernels if hit.kernel.kind != "extern"]
+    externs = len(graph.kernels) - len(generated)
+    head = f"**{graph.graph.title}** — {_count(len(generated), 'kernel')}"
+    if externs:
+        head += f", {_count(externs, 'extern call')}"
+    return head + f" · {_count(graph.post_nodes, 'post-grad node')}"
 
 
 def _group_depth(graph: GraphHit) -> int:
@@ -210,6 +266,22 @@ def lens_title(summary: SourceLineSummary) -> str:
         more = len(summary.fused_with) - 3
         parts.append(f"fused with {shown}" + (f" +{more}" if more > 0 else ""))
     return " · ".join(parts)
+
+
+def fold_note(overviews: list[GraphOverview]) -> str:
+    """`48 × Block: blocks.2–46 alike` for a line that reaches alike instances (the first
+    graph with a folded group); "" for other lines."""
+    for overview in overviews:
+        folded = [group for group in overview.groups if group.folded]
+        if folded:
+            largest = max(folded, key=lambda group: len(group.members))
+            named = [group for group in overview.groups if group.label]
+            instances = sum(len(group.members) for group in named)
+            kinds = {short_class(group.module_class) for group in named}
+            kind = kinds.pop() if len(kinds) == 1 else ""
+            return f"{instances} × {kind}: {largest.label} alike" if kind else \
+                f"{instances} instances: {largest.label} alike"
+    return ""
 
 
 def kernel_lens_title(sources: list[tuple[str, int]]) -> str:

@@ -6,7 +6,7 @@ the other features, and the server, go on. Requests whose parameters do not
 parse get an InvalidParams error response (pygls alone would drop them).
 
 Start-up: the server answers `initialize` before it loads the store side
-(`kernelscope.store`, `provenance`, `index`, `render`, the engine worker client).
+(`kernelscope.store`, `provenance`, `render`, the engine worker client).
 `provenance` and `compiler` are made on first use, and the feature modules import
 those modules inside their handlers; the `initialized` notification that follows
 the answer loads them (it reads the latest run). `kernelscope lsp` imports this
@@ -30,6 +30,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from kernelscope import __version__
+from kernelscope.errors import ENV_TRACEBACK_HINT, OneLineLogs, full_error, one_line, traceback_wanted
 from kernelscope.lsp.options import OptionsError, ServerOptions
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class KernelscopeServer(LanguageServer):
         self.options = ServerOptions.from_dict(raw_options, self.options)
         if self._provenance is not None:
             self._provenance.workspace = root
-            self._provenance.set_store_dir(self.store_dir)
+            self._provenance.set_store_dir(self.store_dir, self.options.path_map)
         if self._compiler is not None:
             self._compiler.workspace = root
 
@@ -123,7 +124,7 @@ class KernelscopeServer(LanguageServer):
                 if self._provenance is None:
                     from kernelscope.lsp.provenance import Provenance
 
-                    self._provenance = Provenance(self.root, self.store_dir)
+                    self._provenance = Provenance(self.root, self.store_dir, self.options.path_map)
         return self._provenance
 
     @property
@@ -205,8 +206,7 @@ class KernelscopeServer(LanguageServer):
         store = self.provenance.store()
         if store is None:
             return None
-        row = store.conn.execute("SELECT MAX(id), COUNT(*) FROM runs").fetchone()
-        return (str(self.store_dir), row[0], row[1])
+        return (str(self.store_dir), *store.fingerprint())
 
     def start_monitor(self) -> None:
         """Watch the store for runs others write (the CLI, another editor) in a thread."""
@@ -255,8 +255,9 @@ def call_guarded(name: str, handler, server: KernelscopeServer, params):
     except OptionsError as error:
         raise JsonRpcInvalidParams(str(error)) from error
     except Exception as error:  # noqa: BLE001 - answered as an error; the server goes on
-        log.exception("kernelscope %s failed", name)
-        raise JsonRpcInternalError(f"kernelscope {name} failed: {type(error).__name__}: {error}") from error
+        log.error("kernelscope %s failed: %s", name, full_error(error) if traceback_wanted() else one_line(error))
+        hint = "full error in the server's log" if traceback_wanted() else ENV_TRACEBACK_HINT
+        raise JsonRpcInternalError(f"kernelscope {name} failed: {one_line(error)} ({hint})") from error
 
 
 def create_server() -> KernelscopeServer:
@@ -272,6 +273,8 @@ def create_server() -> KernelscopeServer:
 
 def main() -> int:
     logging.basicConfig(level=logging.WARNING, format="kernelscope lsp: %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(OneLineLogs())  # KERNELSCOPE_TRACEBACK=1 keeps the tracebacks
     server = create_server()
     try:
         server.start_io()

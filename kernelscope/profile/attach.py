@@ -8,16 +8,16 @@ from kernelscope.errors import StoreError
 from kernelscope.profile.join import JoinResult, RunGraph, RunKernel, join
 from kernelscope.profile.trace import load_trace
 from kernelscope.store import Store
-from kernelscope.store.profiles import ProfileRecord, RunProfile, read_profile, run_kernels, write_profile
+from kernelscope.store.profiles import ProfileRecord, RunProfile
 
 
 def run_graphs(store: Store, run_id: int) -> list[RunGraph]:
     """The run's graphs with their kernels and extern calls, as the join needs them."""
     graphs: dict[int, RunGraph] = {}
     kernels = defaultdict(list)
-    for row in run_kernels(store.conn, run_id):
-        graphs.setdefault(row["graph_id"], RunGraph(row["graph_id"], f"[{row['compile_id']}] {row['graph_kind']}", []))
-        kernels[row["graph_id"]].append(RunKernel(row["id"], row["name"], row["kind"], row["wrapper_line"]))
+    for kernel in store.run(run_id).profile_kernels():
+        graphs.setdefault(kernel.graph_id, RunGraph(kernel.graph_id, f"[{kernel.compile_id}] {kernel.graph_kind}", []))
+        kernels[kernel.graph_id].append(RunKernel(kernel.id, kernel.name, kernel.kind, kernel.wrapper_line))
     for graph_id, graph in graphs.items():
         graph.kernels = kernels[graph_id]
     return list(graphs.values())
@@ -32,7 +32,7 @@ def attach_trace(store: Store, trace_path: str | Path, run_id: int | None = None
         if run_id is None:
             raise StoreError(f"{store.root} has no run to attach a trace to: record one with "
                              "`kernelscope compile` or `kernelscope import LOGS` first")
-    details = store.show(run_id)  # StoreError names the run when it does not exist
+    details = store.run(run_id).details()  # StoreError names the run when it does not exist
     trace = load_trace(trace_path)
     result = join(trace, run_graphs(store, run_id), f"run {run_id} ({details.summary.target})")
     record = ProfileRecord(
@@ -43,10 +43,5 @@ def attach_trace(store: Store, trace_path: str | Path, run_id: int | None = None
         in_graphs_other=result.in_graphs_other, outside=result.outside, graph_calls=result.graph_calls,
         warnings=result.warnings,
     )
-    attach = getattr(store, "attach_profile", None)
-    if attach is not None:
-        attach(run_id, record)
-    else:
-        write_profile(store.conn, run_id, record)
-    profile = read_profile(store.conn, run_id)
-    return profile, result
+    store.attach_profile(run_id, record)
+    return store.run(run_id).profile(), result

@@ -2,8 +2,10 @@
 
 Never imports torch: the CLI read-side, the language server and the TUI use it
 and must start fast. Data flows one way: the engine hands a RunRecord to
-`Store.write_run`; front ends read with `locate`, `query`, `lines_for_file`,
-`runs`, `show` and `dump`.
+`Store.write_run`; front ends read a run through its read model,
+`Store.run(run_id)` -> RunView (files, line answers, kernels, facts, profile,
+module groups), and list runs with `Store.runs`. The SQLite connection and SQL
+stay inside this package (tests/test_read_model_boundary.py checks it).
 """
 from __future__ import annotations
 
@@ -22,13 +24,18 @@ from kernelscope.store.results import (
     FileLinks,
     GraphBreakInfo,
     GraphChain,
+    GraphOverview,
     GraphRef,
     GraphSummary,
+    InstanceGroup,
     KernelRef,
     KernelSummary,
     LineLinks,
+    LineOverview,
     LineRef,
     Location,
+    ModuleGroup,
+    ModuleSummary,
     NodeRef,
     QueryResult,
     RecompileInfo,
@@ -36,6 +43,7 @@ from kernelscope.store.results import (
     RunSummary,
     SourceRef,
 )
+from kernelscope.store.run_view import RunView
 from kernelscope.store.store import Store
 
 __all__ = [
@@ -44,19 +52,25 @@ __all__ = [
     "FileLinks",
     "GraphBreakInfo",
     "GraphChain",
+    "GraphOverview",
     "GraphRef",
     "GraphSummary",
+    "InstanceGroup",
     "InvalidDumpError",
     "KernelRef",
     "KernelSummary",
     "LineLinks",
+    "LineOverview",
     "LineRef",
     "Location",
+    "ModuleGroup",
+    "ModuleSummary",
     "NodeRef",
     "QueryResult",
     "RecompileInfo",
     "RunDetails",
     "RunSummary",
+    "RunView",
     "SchemaProblem",
     "SourceRef",
     "Store",

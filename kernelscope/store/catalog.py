@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from kernelscope.errors import StoreError
-from kernelscope.store import paths
+from kernelscope.store import db, paths
 from kernelscope.store.results import (
     FrameRef,
     GraphBreakInfo,
@@ -22,6 +22,46 @@ from kernelscope.store.results import (
 def list_runs(conn: sqlite3.Connection) -> list[RunSummary]:
     """All runs, newest first."""
     return [_summary(row) for row in conn.execute("SELECT * FROM runs ORDER BY id DESC")]
+
+
+def run_summary(conn: sqlite3.Connection, run_id: int) -> RunSummary:
+    row = conn.execute("SELECT * FROM runs WHERE id = ?", (resolve_run_id(conn, run_id),)).fetchone()
+    return _summary(row)
+
+
+def fingerprint(conn: sqlite3.Connection) -> tuple[int | None, int]:
+    """(newest run id, number of runs): changes whenever a run is written or deleted."""
+    return tuple(conn.execute("SELECT MAX(id), COUNT(*) FROM runs").fetchone())
+
+
+def workspaces(conn: sqlite3.Connection) -> list[str]:
+    """The workspaces the store's runs were recorded in."""
+    return [row[0] for row in conn.execute("SELECT DISTINCT workspace FROM runs")]
+
+
+def workspace_rows(conn: sqlite3.Connection, relative: bool) -> list[tuple[str, str | None]]:
+    """(recorded workspace, workspace relative to the store or None) of every run, distinct;
+    `relative` says whether the store has the relative column (kernelscope.store.places)."""
+    column = "workspace_from_store" if relative else "NULL"
+    return [(row[0], row[1]) for row in conn.execute(f"SELECT DISTINCT workspace, {column} FROM runs")]
+
+
+def workspace_of(conn: sqlite3.Connection, run_id: int, relative: bool) -> tuple[str, str | None]:
+    """(recorded workspace, workspace relative to the store or None) of one run."""
+    column = "workspace_from_store" if relative else "NULL"
+    row = conn.execute(f"SELECT workspace, {column} FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return (row[0], row[1]) if row is not None else ("", None)
+
+
+def has_file(conn: sqlite3.Connection, path: str) -> bool:
+    """Whether any run knows the file stored under `path`."""
+    return conn.execute("SELECT 1 FROM files WHERE path = ? LIMIT 1", (path,)).fetchone() is not None
+
+
+def file_sha256(conn: sqlite3.Connection, run_id: int, path: str) -> str | None:
+    """The sha256 run `run_id` recorded for its generated file `path`."""
+    row = conn.execute("SELECT sha256 FROM files WHERE path = ? AND run_id = ?", (path, run_id)).fetchone()
+    return row[0] if row else None
 
 
 def latest_run_id(conn: sqlite3.Connection, target: str | None = None) -> int | None:
@@ -113,7 +153,7 @@ def run_details(conn: sqlite3.Connection, run_id: int) -> RunDetails:
 def delete_run(conn: sqlite3.Connection, root: Path, run_id: int) -> None:
     """Remove a run's rows (one transaction; the foreign keys cascade) and then its files."""
     resolve_run_id(conn, run_id)
-    conn.execute("BEGIN IMMEDIATE")
+    db.begin_write(conn)
     try:
         conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         conn.execute("COMMIT")

@@ -7,13 +7,17 @@ makes has an index (see INDEXES), so answers never scan a whole table.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import sqlite3
+import time
 from pathlib import Path
 
 from kernelscope.errors import StoreError
 
 DB_FILE_NAME = "kernelscope.sqlite"
-STORE_SCHEMA_VERSION = 2
+STORE_SCHEMA_VERSION = 3  # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES)
 
 TABLES = """
 CREATE TABLE meta (
@@ -31,7 +35,8 @@ CREATE TABLE runs (
     triton_version    TEXT NOT NULL,
     provenance        TEXT NOT NULL,
     created           REAL NOT NULL,
-    workspace         TEXT NOT NULL,
+    workspace         TEXT NOT NULL,  -- absolute, as recorded
+    workspace_from_store TEXT,        -- the same, relative to the store root when written (moved stores)
     peak_memory_mb    REAL NOT NULL,
     execute_max_error REAL,
     timings_json      TEXT NOT NULL,
@@ -189,6 +194,153 @@ CREATE TABLE recompiles (
 );
 """
 
+# ---- below the kernel (kernelscope/asm, store/asm_store.py) --------------------------
+# A Triton kernel compiled for the run's GPU, added to a stored run on first ask (or
+# up front with --asm): its TTIR/TTGIR/PTX/SASS files under runs/<id>/asm/, each
+# stage's lines mapped to the kernel's lines, and its resource facts.
+ASM_TABLES = """
+-- One row per kernel built (or that failed to build: `error`, and no facts).
+CREATE TABLE kernel_asm (
+    kernel_id       INTEGER PRIMARY KEY REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    error           TEXT,
+    arch            TEXT,     -- sm_90
+    config_json     TEXT,     -- the config built: {kwargs, num_warps, num_stages}
+    candidates_json TEXT,     -- every config the kernel's autotuner holds
+    chosen_by       TEXT,     -- why this config is the one shown
+    registers       INTEGER,  -- per thread
+    spill_bytes     INTEGER,  -- registers spilled: spill stores per thread, bytes (ptxas)
+    spill_load_bytes INTEGER, -- spill loads per thread, bytes (ptxas)
+    local_bytes     INTEGER,  -- local memory per thread (stack frame + local)
+    local_stores    INTEGER,  -- STL instructions
+    local_loads     INTEGER,  -- LDL instructions
+    shared_bytes    INTEGER,  -- per block
+    num_warps       INTEGER,
+    num_stages      INTEGER,
+    occupancy_json  TEXT,     -- {blocks_per_sm, active_warps, max_warps, limited_by}
+    instructions    INTEGER,  -- SASS instructions
+    mix_json        TEXT,     -- instruction class -> count
+    gpu_json        TEXT,     -- --target cuda: what the GPU's launcher reported
+    build_seconds   REAL NOT NULL,
+    tools_json      TEXT
+);
+
+CREATE TABLE asm_files (
+    kernel_id  INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    stage      TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass')),
+    path       TEXT NOT NULL,  -- runs/<id>/asm/<graph key>/<kernel>/<kernel>.<stage>
+    line_count INTEGER NOT NULL,
+    sha256     TEXT NOT NULL,
+    PRIMARY KEY (kernel_id, stage)
+);
+
+-- A stage line -> the kernel line it came from (a SASS line of a helper inlined at
+-- several kernel lines has one row per kernel line).
+CREATE TABLE asm_lines (
+    kernel_id   INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    stage       TEXT NOT NULL,
+    line        INTEGER NOT NULL,
+    kernel_line INTEGER NOT NULL,
+    text        TEXT NOT NULL,
+    opcode      TEXT NOT NULL,
+    via         TEXT NOT NULL
+);
+
+-- --target cuda: the config each kernel's autotuner launched and what the GPU reported.
+CREATE TABLE kernel_launches (
+    kernel_id       INTEGER PRIMARY KEY REFERENCES kernels(id) ON DELETE CASCADE,
+    config_json     TEXT NOT NULL,
+    candidates_json TEXT NOT NULL,
+    registers       INTEGER,
+    spills          INTEGER,
+    shared_bytes    INTEGER
+);
+"""
+
+ASM_INDEXES = """
+CREATE INDEX kernel_asm_by_run        ON kernel_asm (run_id);
+CREATE INDEX asm_files_by_path        ON asm_files (path);
+CREATE INDEX asm_files_by_run         ON asm_files (run_id);
+CREATE INDEX asm_lines_by_kernel_line ON asm_lines (kernel_id, kernel_line);
+CREATE INDEX asm_lines_by_stage_line  ON asm_lines (kernel_id, stage, line);
+"""
+# ---- end of below the kernel ---------------------------------------------------------
+
+# -- distributed jobs (docs/distributed.md) ------------------------------------------
+# A run's place in a torch.distributed job, the collectives of its graphs, and the
+# graphs DDP's optimizer split. Kept in tables of their own; readers join them.
+DISTRIBUTED_TABLES = """
+CREATE TABLE run_ranks (
+    run_id     INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    rank       INTEGER NOT NULL,
+    world_size INTEGER NOT NULL,
+    job        TEXT NOT NULL,  -- the runs of one job's ranks share it (engine/rank_info.py)
+    backend    TEXT NOT NULL,  -- gloo, nccl, fake, ...
+    local_rank INTEGER
+);
+
+CREATE TABLE graph_splits (
+    graph_id     INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    splitter     TEXT NOT NULL,  -- DDPOptimizer ('' when no probe named it)
+    part         INTEGER NOT NULL,
+    parts        INTEGER NOT NULL,
+    params_json  TEXT NOT NULL,
+    bucket_bytes INTEGER NOT NULL,
+    cap_bytes    INTEGER NOT NULL
+);
+
+-- Each graph's generated code (its wrapper, which embeds the kernels) as a digest that
+-- leaves out what differs between machines, runs and ranks (Inductor's cache paths, the
+-- workspace, the rank's GPU index), so ranks that compiled identical code compare equal.
+CREATE TABLE graph_code (
+    graph_id INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    digest   TEXT NOT NULL
+);
+
+-- record.Collective: one row per communicating post-grad node.
+CREATE TABLE collectives (
+    id             INTEGER PRIMARY KEY,
+    run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id       INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    node_id        INTEGER REFERENCES nodes(id) ON DELETE CASCADE,
+    node_name      TEXT NOT NULL,
+    op             TEXT NOT NULL,
+    role           TEXT NOT NULL CHECK (role IN ('issue', 'wait', 'fused')),
+    peers_json     TEXT NOT NULL,  -- node names: an issue's waits, a wait's collectives
+    group_name     TEXT NOT NULL,
+    group_size     INTEGER,
+    reduce_op      TEXT NOT NULL,
+    bytes          INTEGER,
+    issued_by      TEXT NOT NULL,
+    style          TEXT NOT NULL,
+    frame_file     TEXT,
+    frame_line     INTEGER,
+    frame_function TEXT NOT NULL,
+    frame_code     TEXT NOT NULL,
+    redistribute   TEXT NOT NULL,
+    model_file     TEXT,  -- the model line whose op needed it (stored like nodes.source_file)
+    model_line     INTEGER,
+    model_function TEXT NOT NULL,
+    model_code     TEXT NOT NULL
+);
+"""
+
+DISTRIBUTED_INDEXES = """
+CREATE INDEX run_ranks_by_job      ON run_ranks (job, rank);
+CREATE INDEX splits_by_run         ON graph_splits (run_id);
+CREATE INDEX graph_code_by_run     ON graph_code (run_id);
+CREATE INDEX collectives_by_graph  ON collectives (graph_id);
+CREATE INDEX collectives_by_node   ON collectives (node_id);
+CREATE INDEX collectives_by_run    ON collectives (run_id);
+"""
+
+ADDED_AFTER_VERSION = "2"  # a store of this version gains the ASM and DISTRIBUTED tables when opened
+
+# -- end of distributed jobs ----------------------------------------------------------
+
 # Lookups both ways by (file, line), plus one index per foreign key so that
 # deleting a run (ON DELETE CASCADE) does not scan the child tables. The
 # `*_by_run` indexes serve those deletes and whole-run listings only; a query
@@ -221,11 +373,24 @@ CREATE INDEX recompiles_by_run     ON recompiles (run_id);
 """
 
 
+BUSY_TIMEOUT_SECONDS = 10.0  # what one statement waits for another connection's lock
+WRITE_WAIT_SECONDS = 600.0  # what a writer waits for the store's write lock before giving up
+
+# Columns added to an existing store of this schema version when it is opened for
+# writing (old rows get NULL; readers accept both).
+ADDED_COLUMNS = {
+    "runs": [("workspace_from_store", "TEXT")],
+}
+
+
 def connect(root: Path, create: bool) -> sqlite3.Connection:
     """Open `<root>/kernelscope.sqlite`, creating the store when `create` is true.
 
     The connection is in autocommit mode (`isolation_level=None`): writers open
-    their transactions explicitly with BEGIN, so it is plain where one starts.
+    their transactions explicitly with BEGIN (see `begin_write`), so it is plain
+    where one starts. A store in a folder this process cannot write (a read-only
+    mount, a CI artifact) is opened read-only: every read works, a write says why
+    it cannot. Every failure is a StoreError naming the file and what to do.
     """
     db_path = root / DB_FILE_NAME
     if not db_path.exists():
@@ -234,33 +399,158 @@ def connect(root: Path, create: bool) -> sqlite3.Connection:
                 f"no kernelscope store at {root} — run `kernelscope compile FILE.py:FACTORY` "
                 "first, or pass --store DIR"
             )
-        root.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db_path, isolation_level=None, timeout=10.0)
-    conn.row_factory = sqlite3.Row
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"cannot create the store folder {root}: {error.strerror or error} — "
+                             "pass --store DIR to record somewhere writable") from error
+    elif db_path.is_dir() or not os.access(db_path, os.R_OK):
+        raise StoreError(f"{db_path} cannot be read (a folder, or no read permission): "
+                         "fix its permissions or pass --store DIR")
+    writable = writable_store(root)
+    if not writable and not db_path.exists():
+        raise StoreError(f"the store folder {root} is read-only: pass --store DIR to record somewhere writable")
+    try:
+        conn = _open(db_path, writable)
+    except sqlite3.DatabaseError as error:
+        raise unreadable(db_path, error) from error
     try:
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        _create_or_check_schema(conn, db_path)
+        _create_or_check_schema(conn, db_path, writable)  # before WAL: a foreign file stays as it is
+        if writable:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError as error:
         conn.close()
-        raise StoreError(
-            f"{db_path} is not a readable SQLite database ({error}): move it away and "
-            "kernelscope will create a new store there, or pass --store DIR"
-        ) from error
-    except StoreError:
+        raise unreadable(db_path, error) from error
+    except BaseException:
         conn.close()
         raise
     return conn
 
 
-def _create_or_check_schema(conn: sqlite3.Connection, db_path: Path) -> None:
-    conn.execute("BEGIN IMMEDIATE")
+def writable_store(root: Path) -> bool:
+    """Can this process write the store (its folder and, if present, its database)?"""
+    db_path = root / DB_FILE_NAME
+    return os.access(root, os.W_OK | os.X_OK) and (not db_path.exists() or os.access(db_path, os.W_OK))
+
+
+def _open(db_path: Path, writable: bool) -> sqlite3.Connection:
+    if writable:
+        conn = sqlite3.connect(db_path, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
+    else:
+        # Read-only: SQLite cannot make the WAL's shared-memory file in a read-only folder, so
+        # the file is opened as immutable (no locks; nothing can write a read-only folder).
+        uri = f"{db_path.absolute().as_uri()}?mode=ro&immutable=1"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def reads_damage_as_store_errors(cls):
+    """Class decorator: a public method of `cls` (Store, RunView) that meets a database
+    damaged past what opening it checked raises the StoreError `unreadable` gives (one line,
+    exit 5, how to repair) instead of an sqlite3 error, so no reader outside the store needs
+    to know the database exists. `cls` finds its database file at `self.db_path`."""
+    import functools
+
+    def wrap(method):
+        @functools.wraps(method)
+        def translated(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.DatabaseError as error:
+                raise unreadable(self.db_path, error) from error
+
+        return translated
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_") and not isinstance(value, (staticmethod, classmethod, type)):
+            setattr(cls, name, wrap(value))
+    return cls
+
+
+def unreadable(db_path: Path, error: sqlite3.DatabaseError) -> StoreError:
+    """The StoreError for an SQLite failure while opening or reading a store."""
+    text = str(error)
+    if "locked" in text or "busy" in text:
+        return StoreError(f"{db_path} stayed locked by another process for {BUSY_TIMEOUT_SECONDS:.0f}s: try again")
+    if "disk is full" in text or "no space" in text.lower():
+        return StoreError(f"no space left on the device of {db_path}: free some space, or pass --store DIR")
+    return StoreError(
+        f"{db_path} is damaged or not a readable SQLite database ({text}): `kernelscope doctor --store "
+        f"{db_path.parent} --repair` sets it aside (nothing is deleted) so the next compile starts a new store; "
+        "or pass --store DIR"
+    )
+
+
+def begin_write(conn: sqlite3.Connection, wait_seconds: float = WRITE_WAIT_SECONDS) -> None:
+    """BEGIN IMMEDIATE (the store's write lock), waiting for other writers: a compile,
+    a watch and the CLI may all be writing runs into one store; none of them fails
+    while another holds the lock, for up to `wait_seconds`."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as error:
+            text = str(error)
+            if "readonly" in text or "read-only" in text:
+                raise StoreError("the store is read-only here (a read-only folder or mount): pass --store DIR "
+                                 "to record somewhere writable") from error
+            if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                if "locked" in text or "busy" in text:
+                    raise StoreError(f"another process has held the store's write lock for {wait_seconds:.0f}s: "
+                                     "try again when it is done") from error
+                raise
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def write_errors(root: Path):
+    """Turn a failed write into a StoreError that says what to do (the write itself
+    rolled back: nothing of it is visible, and the earlier runs are intact)."""
     try:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        yield
+    except StoreError:
+        raise
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StoreError(f"no space left on the device of {root} while writing a run: free some space or "
+                             "pass --store DIR; nothing was written, the earlier runs are intact") from error
+        if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise StoreError(f"cannot write into the store {root}: it is read-only here ({error.strerror}); pass "
+                             "--store DIR to record somewhere writable; nothing was written") from error
+        raise
+    except sqlite3.OperationalError as error:
+        text = str(error)
+        if "full" in text:
+            raise StoreError(f"no space left on the device of {root} while writing a run ({text}): free some "
+                             "space or pass --store DIR; nothing was written, the earlier runs are intact") from error
+        if "readonly" in text or "read-only" in text:
+            raise StoreError(f"the store {root} is read-only here: pass --store DIR to record somewhere "
+                             "writable; nothing was written") from error
+        raise
+
+
+def _create_or_check_schema(conn: sqlite3.Connection, db_path: Path, writable: bool) -> None:
+    """Check the schema without taking the write lock (a reader must not wait for a
+    writer); only creating a new store or adding a column takes it."""
+    tables = _tables(conn)
+    if tables:
+        _check_version(conn, db_path, tables)
+        if not writable or not _missing_columns(conn):
+            return
+    elif not writable:
+        raise StoreError(f"{db_path} is empty and its folder is read-only: pass --store DIR")
+    begin_write(conn)
+    try:
+        tables = _tables(conn)  # another process may have created it meanwhile
         if not tables:
             # executescript() would COMMIT first, so statements run one by one here.
-            for statement in _statements(TABLES + INDEXES):
+            for statement in _statements(TABLES + ASM_TABLES + DISTRIBUTED_TABLES + INDEXES + ASM_INDEXES
+                                         + DISTRIBUTED_INDEXES):
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('store_schema_version', ?)",
@@ -268,10 +558,29 @@ def _create_or_check_schema(conn: sqlite3.Connection, db_path: Path) -> None:
             )
         else:
             _check_version(conn, db_path, tables)
+            for table, column, kind in _missing_columns(conn):
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _missing_columns(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    missing = []
+    for table, columns in ADDED_COLUMNS.items():
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        missing += [(table, column, kind) for column, kind in columns if column not in present]
+    return missing
+
+
+def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
 
 
 def _check_version(conn: sqlite3.Connection, db_path: Path, tables: set[str]) -> None:
@@ -284,6 +593,13 @@ def _check_version(conn: sqlite3.Connection, db_path: Path, tables: set[str]) ->
             "move it away or pass --store DIR"
         )
     version = row[0]
+    if version == ADDED_AFTER_VERSION:
+        # Version 3 only adds tables (below the kernel: filled on first ask; distributed jobs:
+        # none for a run recorded without a process group): the runs stay as they are.
+        for statement in _statements(ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES):
+            conn.execute(statement)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'store_schema_version'", (str(STORE_SCHEMA_VERSION),))
+        return
     if version.isdigit() and int(version) < STORE_SCHEMA_VERSION:
         raise StoreError(
             f"{db_path} was written by an older kernelscope (store schema version {version}; "
@@ -295,9 +611,9 @@ def _check_version(conn: sqlite3.Connection, db_path: Path, tables: set[str]) ->
         )
     if version != str(STORE_SCHEMA_VERSION):
         raise StoreError(
-            f"{db_path} has store schema version {version!r}, but this kernelscope reads "
-            f"version {STORE_SCHEMA_VERSION}: upgrade kernelscope to read it, or pass "
-            "--store DIR to use a new store"
+            f"{db_path} has store schema version {version!r}, but this kernelscope reads version "
+            f"{STORE_SCHEMA_VERSION}: upgrade kernelscope to read it (a newer one wrote it; nothing was changed), "
+            "or pass --store DIR to use a new store"
         )
 
 

@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v3.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v4.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -16,7 +16,8 @@ through it):
 - `workspace` is left out: source paths inside it are workspace-relative, paths
   in an installed package start with `<site-packages>/`; with
   `DumpOptions.absolute_paths` every path is absolute on this machine instead;
-- the run gains `coverage`, a graph its `key` and `compile_id`.
+- the run gains `coverage`, a graph its `key` and `compile_id`;
+- a rank's `job` (a torchrun run id, a process) is left out.
 Every list is sorted and every object's keys too, so dumps diff cleanly.
 """
 from __future__ import annotations
@@ -32,13 +33,13 @@ from pathlib import Path, PurePosixPath
 
 from kernelscope import __version__
 from kernelscope.errors import StoreError, UserError
-from kernelscope.store import paths
+from kernelscope.store import asm_dump, paths
 from kernelscope.store.catalog import resolve_run_id
 from kernelscope.store.profiles import dump_profile
 
-SCHEMA_VERSION = "3.0"
+SCHEMA_VERSION = "4.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
-                    "3.0": ("schema", "dump-v3.json")}
+                    "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -57,13 +58,17 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
         "dropped": set(),
         "added": {"key", "compile_id"},
     },
-    "Kernel": {"$def": "kernel", "renamed": {"source": "file"}, "dropped": set(), "added": set()},
+    "Kernel": {"$def": "kernel", "renamed": {"source": "file"}, "dropped": set(), "added": {"asm"}},
     "FxNode": {"$def": "fx_node", "renamed": {}, "dropped": set(), "added": set()},
     "LineOrigin": {"$def": "line_origin", "renamed": {}, "dropped": set(), "added": set()},
     "SourceLocation": {"$def": "source_location", "renamed": {}, "dropped": set(), "added": set()},
     "PassStep": {"$def": "pass_step", "renamed": {}, "dropped": set(), "added": set()},
     "GraphBreak": {"$def": "graph_break", "renamed": {}, "dropped": set(), "added": set()},
     "Recompile": {"$def": "recompile", "renamed": {}, "dropped": set(), "added": set()},
+    # distributed jobs
+    "RankInfo": {"$def": "rank_info", "renamed": {}, "dropped": {"job"}, "added": set()},
+    "GraphSplit": {"$def": "graph_split", "renamed": {}, "dropped": set(), "added": set()},
+    "Collective": {"$def": "collective", "renamed": {}, "dropped": set(), "added": set()},
 }
 
 # `# kernel path: /tmp/tmpab12/tmpcd34/ti/cti66....py`: Inductor's cache dir is a fresh
@@ -116,6 +121,7 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         "graphs": sorted(graphs, key=lambda graph: graph["key"]),
         "graph_breaks": sorted(graph_breaks, key=_break_order),
         "recompiles": sorted(recompiles, key=lambda rec: (rec["compile_id"], rec["reason"])),
+        "rank": _rank(conn, run_id),
     }
     if options.include_volatile:
         dumped["volatile"] = {
@@ -264,6 +270,8 @@ class _DumpContext:
         kernel_calls: dict[int, list[int]] = {}
         for row in conn.execute("SELECT kernel_id, wrapper_line FROM kernel_calls WHERE graph_id = ?", (graph_id,)):
             kernel_calls.setdefault(row["kernel_id"], []).append(row["wrapper_line"])
+        launches = asm_dump.launches(conn, graph_id)
+        builds = asm_dump.builds(conn, self.root, self.run_id, graph_id, self.portable, self.options.absolute_paths)
         kernels = []
         for row in conn.execute("SELECT * FROM kernels WHERE graph_id = ?", (graph_id,)):
             inductor_nodes = None if row["inductor_nodes_json"] is None else sorted(json.loads(row["inductor_nodes_json"]))
@@ -275,6 +283,8 @@ class _DumpContext:
                 "lines": lines.get(row["id"], []),
                 "inductor_nodes": inductor_nodes,
                 "wrapper_lines": sorted(kernel_calls.get(row["id"], [])),
+                "launch": launches.get(row["id"]),
+                "asm": builds.get(row["id"]),
             })
 
         node_order = lambda node: (node["graph_line"], node["name"], node["target"])  # noqa: E731
@@ -294,7 +304,40 @@ class _DumpContext:
             "wrapper_lines": lines.get(None, []),
             "wrapper_attributable": graph["wrapper_attributable"],
             "inductor_mapping": None if graph["inductor_mapping_json"] is None else json.loads(graph["inductor_mapping_json"]),
+            "split": _split(conn, graph_id),
+            "collectives": self.collectives(graph_id),
         }
+
+    def collectives(self, graph_id: int) -> list[dict]:
+        found = []
+        for row in self.conn.execute("SELECT * FROM collectives WHERE graph_id = ?", (graph_id,)):
+            frame = None if row["frame_file"] is None else self.frame(
+                row["frame_file"], row["frame_line"], row["frame_function"], row["frame_code"])
+            model = None if row["model_file"] is None else self.frame(
+                row["model_file"], row["model_line"], row["model_function"], row["model_code"])
+            found.append({
+                "node": row["node_name"], "op": row["op"], "role": row["role"], "peers": sorted(json.loads(row["peers_json"])),
+                "group": row["group_name"], "group_size": row["group_size"], "reduce_op": row["reduce_op"],
+                "bytes": row["bytes"], "issued_by": row["issued_by"], "style": row["style"], "frame": frame,
+                "redistribute": row["redistribute"], "model_line": model,
+            })
+        return sorted(found, key=lambda collective: collective["node"])
+
+
+def _rank(conn: sqlite3.Connection, run_id: int) -> dict | None:
+    row = conn.execute("SELECT * FROM run_ranks WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        return None
+    return {"rank": row["rank"], "world_size": row["world_size"], "backend": row["backend"],
+            "local_rank": row["local_rank"]}
+
+
+def _split(conn: sqlite3.Connection, graph_id: int) -> dict | None:
+    row = conn.execute("SELECT * FROM graph_splits WHERE graph_id = ?", (graph_id,)).fetchone()
+    if row is None:
+        return None
+    return {"part": row["part"], "parts": row["parts"], "params": json.loads(row["params_json"]),
+            "bucket_bytes": row["bucket_bytes"], "cap_bytes": row["cap_bytes"], "splitter": row["splitter"]}
 
 
 def _line_origins(conn: sqlite3.Connection, graph_id: int, portable) -> dict[int | None, list[dict]]:

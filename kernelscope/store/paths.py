@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from kernelscope.errors import UserError
+
 DEFAULT_STORE_DIR = ".kernelscope"
 RUNS_DIR = "runs"
 
@@ -72,6 +74,13 @@ def lookup_key(
     `<any dir>/runs/3/...`) and as workspace-relative otherwise, so paths copied
     from `kernelscope show` work from any directory.
     """
+    if "\x00" in user_path:
+        raise UserError(f"{user_path!r} is not a path (it holds a NUL character)")
+    try:
+        user_path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"{user_path!r} is not a UTF-8 path: kernelscope stores paths as UTF-8 text, so no run "
+                        "can have recorded it") from None
     cwd = Path.cwd() if cwd is None else cwd
     given = Path(user_path).expanduser()
     absolute = Path(os.path.normpath(given if given.is_absolute() else cwd / given))

@@ -16,6 +16,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from kernelscope.store import db
+
 TABLES = """
 CREATE TABLE IF NOT EXISTS profiles (
     run_id            INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
@@ -133,7 +135,7 @@ def ensure_tables(conn: sqlite3.Connection) -> None:
 
 def write_profile(conn: sqlite3.Connection, run_id: int, record: ProfileRecord) -> None:
     """Attach (or replace) run `run_id`'s profile, in one transaction."""
-    conn.execute("BEGIN IMMEDIATE")
+    db.begin_write(conn)
     try:
         ensure_tables(conn)
         conn.execute("DELETE FROM device_times WHERE run_id = ?", (run_id,))
@@ -215,15 +217,38 @@ def line_times(profile: RunProfile) -> dict[tuple[str, int], tuple[float, bool]]
     return found
 
 
-def run_kernels(conn: sqlite3.Connection, run_id: int) -> list[sqlite3.Row]:
+@dataclass(frozen=True)
+class ProfiledKernel:
+    """A kernel or extern call as a profiler trace is joined with (kernelscope.profile.join)."""
+
+    id: int
+    name: str
+    kind: str
+    graph_id: int
+    compile_id: str
+    graph_kind: str
+    wrapper_line: int | None  # the first wrapper line that launches or calls it
+
+
+def run_kernels(conn: sqlite3.Connection, run_id: int) -> list[ProfiledKernel]:
     """Every kernel and extern call of a run with its graph and its (first) wrapper line."""
-    return conn.execute(
+    return [ProfiledKernel(*row) for row in conn.execute(
         """SELECT k.id, k.name, k.kind, k.graph_id, g.compile_id, g.kind AS graph_kind,
                   (SELECT MIN(c.wrapper_line) FROM kernel_calls c WHERE c.kernel_id = k.id) AS wrapper_line
            FROM kernels k JOIN graphs g ON g.id = k.graph_id
            WHERE k.run_id = ? ORDER BY g.id, k.position""",
         (run_id,),
-    ).fetchall()
+    )]
+
+
+def profile_stamp(conn: sqlite3.Connection, run_id: int) -> float | None:
+    """When run `run_id`'s profile was attached (None: it has none); keys cached answers
+    that carry device times."""
+    try:
+        row = conn.execute("SELECT created FROM profiles WHERE run_id = ?", (run_id,)).fetchone()
+    except sqlite3.OperationalError:  # no profile was ever attached in this store
+        return None
+    return None if row is None else row[0]
 
 
 def annotate_query(conn: sqlite3.Connection, result) -> None:

@@ -16,10 +16,12 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
+from kernelscope.store.folding import fold_modules
+from kernelscope.store.rollup import module_summaries, rollup_to_instances
 from kernelscope.store.sql import select_in
 from kernelscope.store.results import (
     KERNEL,
@@ -35,7 +37,6 @@ from kernelscope.store.results import (
     LineLinks,
     LineRef,
     Location,
-    ModuleSummary,
     NodeRef,
     QueryResult,
     SourceRef,
@@ -74,7 +75,7 @@ def locate(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None = 
 
 
 def query(conn: sqlite3.Connection, location: Location, line: int, direction: str = "both",
-          module: str | None = None, direct_only: bool = False, detail: bool = True,
+          module: str | Sequence[str] | None = None, direct_only: bool = False, detail: bool = True,
           rollup: bool = False) -> QueryResult:
     """The chain through `line` of the located file (see the module docstring).
 
@@ -82,16 +83,18 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
     `direct_only`) the nodes whose call stack passes through it ("via call": the
     line `x = block(x)` reaches every op of the block). `module` keeps only the
     nodes of that module instance and the instances inside it (prefix match on
-    the dotted path: `blocks.1` keeps `blocks.1.attn.qkv`, not `blocks.10`).
+    the dotted path: `blocks.1` keeps `blocks.1.attn.qkv`, not `blocks.10`); a
+    sequence of paths keeps the nodes of any of them (a folded group's members).
     Without `detail`, kernel and wrapper lines are counted, not listed (an outer
     line of a deep model reaches tens of thousands); `rollup` summarizes module
-    instances one level below what they share (see rollup_to_instances)."""
+    instances one level below what they share (see rollup_to_instances). Every chain
+    also gets those instances folded by shape (`GraphChain.groups`, see folding)."""
     if direction not in DIRECTIONS:
         raise UserError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
     # A generated file's size is stored and its lines' texts are in generated_lines:
     # reading a 200,000-line wrapper on every query cost more than the query.
-    lines = _file_lines(location) if location.kind == SOURCE or location.line_count is None else None
-    _check_line(location, line, lines)
+    lines = file_lines(location) if location.kind == SOURCE or location.line_count is None else None
+    check_line(location, line, lines)
     text = lines[line - 1] if lines is not None and line <= len(lines) else ""
     reader = _Reader(conn)
     result = QueryResult(location=location, line=line, text=text, direction=direction)
@@ -126,8 +129,9 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
     if lines is None and not result.text:
         result.text = _one_line(location, line)
     if module is not None:
-        pre = [(row, reason) for row, reason in pre if _in_module(row["module_path"], module)]
-        post = [(row, reason) for row, reason in post if _in_module(row["module_path"], module)]
+        modules = [module] if isinstance(module, str) else list(module)
+        pre = [(row, reason) for row, reason in pre if any(_in_module(row["module_path"], m) for m in modules)]
+        post = [(row, reason) for row, reason in post if any(_in_module(row["module_path"], m) for m in modules)]
     chains = reader.chains(pre, post)
     if direction in ("up", "both"):
         for chain in chains.values():
@@ -139,8 +143,9 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
             reader.add_launched_kernels(chains, location, line)
     for graph_id, chain in chains.items():
         line_keys = _line_keys_of(chain) if detail else reader.line_keys.get(graph_id, {})
-        group_of = rollup_to_instances(node.module for node in chain.pre_nodes + chain.post_nodes) if rollup else None
-        chain.modules = module_summaries(chain, line_keys, group_of)
+        instances = rollup_to_instances(node.module for node in chain.pre_nodes + chain.post_nodes)
+        chain.modules = module_summaries(chain, line_keys, instances if rollup else None)
+        chain.groups = fold_modules(chain.modules if rollup else module_summaries(chain, line_keys, instances))
         chain.generated_lines = len({key for keys in line_keys.values() for key in keys})
     result.graphs = [chains[graph_id] for graph_id in sorted(chains)]
     return result
@@ -539,57 +544,6 @@ def _line_keys_of(chain: GraphChain) -> dict[str, set[tuple[str, int]]]:
     return keys
 
 
-def module_summaries(chain: GraphChain, line_keys: dict[str, set[tuple[str, int]]],
-                     group_of: Callable[[str], str] | None = None) -> list[ModuleSummary]:
-    """Per module instance of the chain's nodes (or per group, `group_of(instance path)`,
-    e.g. `blocks.0.attn.qkv` -> `blocks.0`): its post-grad nodes, Triton and extern
-    kernels, distinct generated lines (`line_keys`: per post-grad node) and direct
-    source lines, in graph order."""
-    group_of = group_of or (lambda path: path)
-    group_of_node = {node.name: group_of(node.module) for node in chain.post_nodes}
-    summaries: dict[str, ModuleSummary] = {}
-    lines_of: dict[str, set[tuple[str, int]]] = {}
-    for node in chain.post_nodes or chain.pre_nodes:
-        group = group_of(node.module)
-        summary = summaries.get(group)
-        if summary is None:
-            summary = summaries[group] = ModuleSummary(
-                module=group, module_class="", via=node.via, post_nodes=0, triton_kernels=[], extern_calls=[],
-                generated_lines=0, source_lines=[])
-            lines_of[group] = set()
-        elif node.via and node.via not in summary.via.split("+"):
-            summary.via = "+".join(sorted(filter(None, [*summary.via.split("+"), node.via])))
-        if node.module == group and not summary.module_class:
-            summary.module_class = node.module_class
-        if node.stage == "post":
-            summary.post_nodes += 1
-            lines_of[group] |= line_keys.get(node.name, set())
-        if node.source is not None:
-            _add_unique(summary.source_lines, f"{node.source.file}:{node.source.line}")
-    for kernel in chain.kernels:
-        for group in dict.fromkeys(group_of_node.get(name, "") for name in kernel.nodes):
-            if group in summaries:
-                _add_unique(summaries[group].extern_calls if kernel.kind == "extern"
-                            else summaries[group].triton_kernels, kernel.name)
-    for group, summary in summaries.items():
-        summary.generated_lines = len(lines_of[group])
-    return list(summaries.values())
-
-
-def rollup_to_instances(paths: Iterable[str]) -> Callable[[str], str]:
-    """A `group_of` for module_summaries: one group per instance one level below what
-    all the paths share (`blocks.0`, `blocks.1` for a loop over blocks; `blocks.0.attn`,
-    `blocks.0.mlp`, ... when every path is inside `blocks.0`)."""
-    split = [path.split(".") for path in paths if path]
-    if not split:
-        return lambda path: path
-    common = 0
-    while all(len(parts) > common and parts[common] == split[0][common] for parts in split):
-        common += 1
-    depth = common + 1
-    return lambda path: ".".join(path.split(".")[:depth]) if path else path
-
-
 def _graph_ref(conn: sqlite3.Connection, graph_id: int) -> GraphRef:
     row = conn.execute("SELECT id, key, compile_id, kind FROM graphs WHERE id = ?", (graph_id,)).fetchone()
     return GraphRef(id=row["id"], key=row["key"], compile_id=row["compile_id"], kind=row["kind"])
@@ -607,7 +561,7 @@ def _kernel_reason(kind: str) -> str:
             "extern": "calls extern kernel"}.get(kind, f"lowered to {kind} kernel")
 
 
-def _file_lines(location: Location) -> list[str] | None:
+def file_lines(location: Location) -> list[str] | None:
     """The located file's lines, or None when it is not on this machine."""
     try:
         with open(location.absolute_path, encoding="utf-8", errors="replace") as file:
@@ -625,7 +579,7 @@ def _one_line(location: Location, line: int) -> str:
         return ""
 
 
-def _check_line(location: Location, line: int, lines: list[str] | None) -> None:
+def check_line(location: Location, line: int, lines: list[str] | None) -> None:
     count = location.line_count if location.line_count is not None else (None if lines is None else len(lines))
     if line < 1 or (count is not None and line > count):
         valid = f"1-{count}" if count is not None else "from 1"

@@ -94,6 +94,30 @@ class ModuleSummary:
 
 
 @dataclass
+class ModuleGroup:
+    """Module instances of one graph that a line reaches with links of the same shape,
+    folded into one entry (see kernelscope.store.folding): the same class, the same
+    Triton kernels (Inductor reuses one kernel for identical layers), the same extern
+    ops, the same counts of post-grad nodes and generated lines, the same source lines.
+    A group of one is a module instance of its own. Numbers are per member."""
+
+    label: str  # `blocks.2–46` for a folded group, else the one member's path ("" = top level)
+    members: list[str]  # instance paths, in natural order (`blocks.2`, ..., `blocks.10`)
+    module_class: str
+    via: str
+    post_nodes: int  # each member
+    triton_kernels: list[str]  # each member: the same kernels for all of them
+    extern_ops: list[str]  # each member: extern calls by op (`extern_kernels.mm`), one entry per call
+    extern_calls: list[str]  # the first member's own extern calls, by name (`extern_kernels.mm#12`)
+    generated_lines: int  # each member
+    source_lines: list[str]  # "file:line", the same for all members
+
+    @property
+    def folded(self) -> bool:
+        return len(self.members) > 1
+
+
+@dataclass
 class LineRef:
     file: str
     line: int
@@ -130,6 +154,9 @@ class GraphChain:
     wrapper_lines: list[LineRef] = field(default_factory=list)  # down
     modules: list[ModuleSummary] = field(default_factory=list)  # per module instance, in graph order
     generated_lines: int = 0  # distinct kernel and wrapper lines below the chain's nodes (down)
+    # The instances one level below what the nodes share (`blocks.0`, `blocks.1`, ...), folded
+    # where they have the same shape; each group names its members (see ModuleGroup).
+    groups: list[ModuleGroup] = field(default_factory=list)
 
 
 @dataclass
@@ -148,6 +175,58 @@ class QueryResult:
     @property
     def empty(self) -> bool:
         return not any(chain.pre_nodes or chain.post_nodes or chain.kernels for chain in self.graphs)
+
+
+@dataclass
+class GraphOverview:
+    """What one source line became in one graph, counted (no line lists): the default
+    answer of `kernelscope query` for a source line, read from the store's line overviews."""
+
+    graph: GraphRef
+    pre_nodes: int
+    post_nodes: int
+    called_nodes: int  # of them, reached through an outer frame (`x = block(x)`)
+    triton_kernels: int
+    extern_calls: int
+    generated_lines: int  # distinct kernel and wrapper lines below the nodes
+    modules: list[ModuleSummary]  # per instance one level below what the nodes share, in graph order
+    groups: list[ModuleGroup]  # `modules` folded (instances with links of the same shape)
+
+
+@dataclass
+class LineOverview:
+    """One source line's answer as counts per graph and module group. Computed once per
+    run and file when the run is written (kept in the store), so it costs an index probe
+    however deep the model; agrees with `Store.query(..., detail=False, rollup=True)`."""
+
+    location: Location
+    line: int
+    text: str  # the line's text ("" when the source file is not on this machine)
+    graphs: list[GraphOverview] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not any(graph.pre_nodes or graph.post_nodes or graph.triton_kernels or graph.extern_calls
+                       for graph in self.graphs)
+
+
+@dataclass
+class InstanceGroup:
+    """Sibling module instances of a run (children of one parent) with the same class,
+    kernels and structure, folded: what a module list shows (TUI filter, VS Code overview).
+    A group of one is an instance of its own, with its own submodules as `children`."""
+
+    label: str  # `blocks.2–46`, or the one member's path
+    members: list[str]  # natural order
+    module_class: str
+    post_nodes: int  # each member
+    triton_kernels: list[str]  # each member (the same for all): `graph kind/kernel name`
+    extern_calls: int  # each member
+    children: list[InstanceGroup] = field(default_factory=list)  # unfolded groups only
+
+    @property
+    def folded(self) -> bool:
+        return len(self.members) > 1
 
 
 @dataclass

@@ -48,28 +48,32 @@ class KernelInfo:
 
 
 def kernels_of_run(conn: sqlite3.Connection, run_id: int) -> dict[int, KernelInfo]:
-    def compute():
-        rows = conn.execute(
-            """SELECT k.id, k.name, k.kind, k.file, g.id, g.key, g.compile_id, g.kind AS graph_kind
-               FROM kernels k JOIN graphs g ON g.id = k.graph_id WHERE k.run_id = ? ORDER BY g.id, k.position""",
-            (run_id,),
-        )
-        return {row[0]: KernelInfo(*row) for row in rows}
+    """Kernel id -> KernelInfo, in graph and kernel order (cached per run)."""
+    return cached(("kernels", db_key(conn), run_id), lambda: read_kernels(conn, run_id))
 
-    return cached(("kernels", db_key(conn), run_id), compute)
+
+def read_kernels(conn: sqlite3.Connection, run_id: int) -> dict[int, KernelInfo]:
+    rows = conn.execute(
+        """SELECT k.id, k.name, k.kind, k.file, g.id, g.key, g.compile_id, g.kind AS graph_kind
+           FROM kernels k JOIN graphs g ON g.id = k.graph_id WHERE k.run_id = ? ORDER BY g.id, k.position""",
+        (run_id,),
+    )
+    return {row[0]: KernelInfo(*row) for row in rows}
 
 
 def graphs_of_run(conn: sqlite3.Connection, run_id: int) -> dict[int, GraphInfo]:
-    def compute():
-        graphs = {row[0]: GraphInfo(row[0], row[1], row[2], row[3], {}) for row in conn.execute(
-            "SELECT id, key, compile_id, kind FROM graphs WHERE run_id = ? ORDER BY id", (run_id,))}
-        for graph_id, kind, path in conn.execute(
-                "SELECT graph_id, kind, path FROM files WHERE run_id = ? AND kind IN ('pre_grad', 'post_grad', 'wrapper')",
-                (run_id,)):
-            graphs[graph_id].files[kind] = path
-        return graphs
+    """Graph id -> GraphInfo with its files (cached per run)."""
+    return cached(("graphs", db_key(conn), run_id), lambda: read_graphs(conn, run_id))
 
-    return cached(("graphs", db_key(conn), run_id), compute)
+
+def read_graphs(conn: sqlite3.Connection, run_id: int) -> dict[int, GraphInfo]:
+    graphs = {row[0]: GraphInfo(row[0], row[1], row[2], row[3], {}) for row in conn.execute(
+        "SELECT id, key, compile_id, kind FROM graphs WHERE run_id = ? ORDER BY id", (run_id,))}
+    for graph_id, kind, path in conn.execute(
+            "SELECT graph_id, kind, path FROM files WHERE run_id = ? AND kind IN ('pre_grad', 'post_grad', 'wrapper')",
+            (run_id,)):
+        graphs[graph_id].files[kind] = path
+    return graphs
 
 
 @dataclass

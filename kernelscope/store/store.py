@@ -2,25 +2,50 @@
 
 It owns the SQLite connection and the store root, turns user-given paths into
 stored keys, and hands the work to the modules that do it (writer, query,
-catalog, dump). A Store is used from one thread; open one per thread.
+catalog, dump). Front ends read a run through its read model, `Store.run(run_id)`
+(a RunView: files, line answers, kernels, facts, profile, module groups); the
+connection and the SQL never leave `kernelscope.store`. A Store is used from one
+thread; open one per thread.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from kernelscope.errors import UserError
+from kernelscope.errors import StoreError
 from kernelscope.record import RunRecord
-from kernelscope.store import catalog, db, dump, paths, profiles, query, run_facts, source_index, writer
+from kernelscope.store import (
+    asm_store,
+    catalog,
+    db,
+    distributed,
+    dump,
+    integrity,
+    merge,
+    paths,
+    places,
+    profiles,
+    query,
+    retention,
+    run_facts,
+    source_index,
+    writer,
+)
 from kernelscope.store.results import SOURCE, FileLinks, Location, QueryResult, RunDetails, RunSummary
+from kernelscope.store.run_view import RunView
 
 
+@db.reads_damage_as_store_errors
 class Store:
     """A workspace's `.kernelscope/` directory: `kernelscope.sqlite` plus `runs/<id>/` files."""
 
-    def __init__(self, root: str | Path = paths.DEFAULT_STORE_DIR, create: bool = True):
+    def __init__(self, root: str | Path = paths.DEFAULT_STORE_DIR, create: bool = True,
+                 path_map: places.PathMap | None = None):
         self.root = Path(root).absolute()
         self.db_path = self.root / db.DB_FILE_NAME
         self.conn = db.connect(self.root, create=create)
+        # Where recorded paths are now (a store moved with its workspace; --map-path).
+        self.places = places.Places(self.root, path_map if path_map is not None else places.PathMap.from_environment())
+        self._relative_workspaces = db.has_column(self.conn, "runs", "workspace_from_store")
 
     def close(self) -> None:
         self.conn.close()
@@ -40,11 +65,25 @@ class Store:
     def delete_run(self, run_id: int) -> None:
         catalog.delete_run(self.conn, self.root, run_id)
 
+    def prune_runs(self, target: str, keep: int = retention.DEFAULT_KEEP) -> list[int]:
+        """Delete all but the newest `keep` runs of `target`; the deleted ids, oldest first."""
+        return retention.prune_runs(self.conn, self.root, target, keep)
+
     # -- runs --------------------------------------------------------------------
+
+    def run(self, run_id: int | None = None) -> RunView:
+        """The read model of run `run_id` (the latest when None): what every front end reads
+        (see kernelscope.store.run_view). StoreError names a run that does not exist."""
+        return RunView(self, catalog.resolve_run_id(self.conn, run_id))
 
     def runs(self) -> list[RunSummary]:
         """All runs, newest first."""
         return catalog.list_runs(self.conn)
+
+    def fingerprint(self) -> tuple[int | None, int]:
+        """(newest run id, number of runs): changes whenever a run is written or deleted
+        (what a long-lived front end polls to notice runs written by others)."""
+        return catalog.fingerprint(self.conn)
 
     def latest_run_id(self, target: str | None = None) -> int | None:
         return catalog.latest_run_id(self.conn, target)
@@ -56,6 +95,7 @@ class Store:
         """One run in full (the latest when `run_id` is None)."""
         details = catalog.run_details(self.conn, catalog.resolve_run_id(self.conn, run_id))
         profiles.annotate_kernels(self.conn, details.summary.id, details.kernels)
+        details.workspace = self.workspace(details.summary.id)  # where it is now, not where it was
         return details
 
     def kernel_facts(self, run_id: int | None = None) -> dict[str, run_facts.KernelFacts]:
@@ -66,13 +106,63 @@ class Store:
     # -- lookups -------------------------------------------------------------------
 
     def key_for(self, path: str | Path, cwd: Path | None = None) -> str:
-        """The stored key of a user-given path (see paths.lookup_key)."""
-        workspaces = [row[0] for row in self.conn.execute("SELECT DISTINCT workspace FROM runs")]
-        return paths.lookup_key(str(path), self.root, workspaces, cwd)
+        """The stored key of a user-given path (see paths.lookup_key), trying every place
+        the runs' workspaces may be now (kernelscope.store.places)."""
+        workspaces = [workspace for recorded, from_store in self._workspace_rows()
+                      for workspace in self.places.workspaces(recorded, from_store)]
+        keys = [paths.lookup_key(form, self.root, workspaces, cwd) for form in self.places.recorded_forms(str(path))]
+        known = next((key for key in keys if catalog.has_file(self.conn, key)), None)
+        return known or keys[0]
 
     def locate(self, path: str | Path, run_id: int | None = None) -> Location:
         """What `path` is, in run `run_id` or else the latest run that has it."""
-        return query.locate(self.conn, self.root, self.key_for(path), run_id)
+        key = self.key_for(path)
+        try:
+            location = query.locate(self.conn, self.root, key, run_id)
+        except StoreError as error:
+            raise self._not_here(error, key) from None
+        if location.kind == SOURCE:
+            location.absolute_path = self.places.source_path(key, *self._workspace_of(location.run_id))
+        return location
+
+    def file_problem(self, location: Location) -> str | None:
+        """Why a generated file is not as its run wrote it (missing, edited), or None."""
+        if location.kind == SOURCE:
+            return None
+        sha256 = catalog.file_sha256(self.conn, location.run_id, location.path)
+        problem = integrity.file_problem(self.root, location.path, sha256) if sha256 else None
+        return None if problem is None else (f"{problem[1]}: `kernelscope doctor` checks the store; "
+                                             "answers come from what was recorded")
+
+    def workspace(self, run_id: int) -> str:
+        """Where run `run_id`'s workspace is now (see kernelscope.store.places)."""
+        return self.places.workspace(*self._workspace_of(run_id))
+
+    def candidate_workspaces(self) -> list[str]:
+        """Every place the runs' workspaces may be now (see kernelscope.store.places)."""
+        return sorted({workspace for recorded, from_store in self._workspace_rows()
+                       for workspace in self.places.workspaces(recorded, from_store)})
+
+    def recorded_workspaces(self) -> list[str]:
+        """The workspaces the runs were recorded in, as recorded (absolute)."""
+        return sorted({recorded for recorded, _ in self._workspace_rows() if recorded})
+
+    def _workspace_rows(self) -> list[tuple[str, str | None]]:
+        return catalog.workspace_rows(self.conn, self._relative_workspaces)
+
+    def _workspace_of(self, run_id: int) -> tuple[str, str | None]:
+        return catalog.workspace_of(self.conn, run_id, self._relative_workspaces)
+
+    def _not_here(self, error: StoreError, key: str) -> StoreError:
+        """A file not found: when the runs' workspaces are nowhere near it, say how to map them."""
+        if not Path(key).is_absolute() or key.startswith(str(self.root)):
+            return error
+        recorded = self.recorded_workspaces()
+        if not recorded:
+            return error
+        return StoreError(f"{error}. The store's runs were recorded in {', '.join(recorded[:3])}: if {key} is "
+                          f"a copy of a file from there, pass --map-path {recorded[0]}=<the folder that holds "
+                          "it here> (or set KERNELSCOPE_MAP_PATH)")
 
     def query(self, path: str | Path, line: int, run_id: int | None = None, direction: str = "both",
               module: str | None = None, direct_only: bool = False, detail: bool = True,
@@ -88,23 +178,15 @@ class Store:
         return result
 
     def source_file_index(self, path: str | Path, run_id: int | None = None) -> source_index.FileIndex:
-        """Every line of a model source file and what it became (kernels with their line
-        numbers, graph and wrapper lines; no texts), answered at once and cached per run
-        and file: what an editor or the TUI asks on every cursor move (see source_index)."""
-        location = self._source_location(path, run_id)
-        return source_index.file_index(self.conn, location.run_id, location.path)
+        """Every line of a model source file and what it became (RunView.source_index), in
+        run `run_id` or else the latest run that has the file."""
+        location = self.locate(path, run_id)
+        return self.run(location.run_id).source_index(location)
 
     def source_line(self, path: str | Path, line: int, run_id: int | None = None) -> source_index.LineAnswer:
-        """What one model source line became, from the file's source index."""
-        location = self._source_location(path, run_id)
-        return source_index.source_line(self.conn, location.run_id, location.path, line)
-
-    def _source_location(self, path: str | Path, run_id: int | None) -> Location:
+        """What one model source line became, from the file's source index (RunView.source_line)."""
         location = self.locate(path, run_id)
-        if location.kind != SOURCE:
-            raise UserError(f"{location.path} is a generated file ({location.kind}), not a model source file: "
-                            "use query for its lines")
-        return location
+        return self.run(location.run_id).source_line(location, line)
 
     def lines_for_file(self, path: str | Path, run_id: int | None = None) -> FileLinks:
         links = query.lines_for_file(self.conn, self.locate(path, run_id))
@@ -125,8 +207,27 @@ class Store:
         """Where a generated file (`runs/3/...`) is on disk."""
         return self.root / stored_path
 
+    # -- below the kernel (kernelscope.store.asm_store) ------------------------------
+
+    @property
+    def asm(self) -> asm_store.AsmStore:
+        """Each kernel compiled for the run's GPU: stage files, line maps, facts."""
+        return asm_store.AsmStore(self.conn, self.root)
+
+    # -- distributed jobs (kernelscope.store.distributed, kernelscope.store.merge) ----
+
+    def ranks_of_runs(self, run_ids: list[int]) -> dict[int, distributed.RankRef]:
+        return distributed.ranks_of_runs(self.conn, run_ids)
+
+    def latest_run_of_rank(self, rank: int, job: str | None = None) -> int | None:
+        return distributed.latest_run_of_rank(self.conn, rank, job)
+
+    def merge_from(self, other: str | Path) -> merge.MergeResult:
+        """Copy every run of the store at `other` into this one (see kernelscope.store.merge)."""
+        return merge.merge_store(self.conn, self.root, Path(other))
+
     # -- export --------------------------------------------------------------------
 
-    def dump(self, run_id: int | None = None) -> dict:
+    def dump(self, run_id: int | None = None, options: dump.DumpOptions = dump.DumpOptions()) -> dict:
         """The run as schema-valid, deterministic JSON data (the latest run when None)."""
-        return dump.dump_run(self.conn, run_id)
+        return dump.dump_run(self.conn, run_id, options, store_root=self.root)

@@ -2,7 +2,8 @@
 
 Order of work, so that a reader sees the old store or the new run, never half:
 1. BEGIN IMMEDIATE (the write lock; the new run id is ours);
-2. write the generated files into `runs/.incoming-XXXX/`, insert every row;
+2. write the generated files into `runs/.incoming-XXXX/`, insert every row, count
+   every source line's answer (kernelscope.store.overviews);
 3. rename the staging dir to `runs/<id>/`;
 4. COMMIT.
 Any failure rolls the transaction back and removes the staging (or renamed)
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -23,41 +25,46 @@ from pathlib import Path
 
 from kernelscope.errors import StoreError
 from kernelscope.record import FxNode, GraphRecord, LineOrigin, RunRecord, SourceLocation
-from kernelscope.store import paths
+from kernelscope.store import db, overviews, paths, places
 from kernelscope.store.coverage import compute_coverage
 
 
 def write_run(conn: sqlite3.Connection, root: Path, record: RunRecord) -> int:
     """Store `record`; return the new run id."""
     runs_root = root / paths.RUNS_DIR
-    runs_root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=runs_root))
     final_dir: Path | None = None
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        run_id = _insert_run(conn, record)
-        _RunWriter(conn, run_id, record, staging).write()
-        final_dir = runs_root / str(run_id)
-        if final_dir.exists():
-            shutil.rmtree(final_dir)  # left by a write that crashed before its COMMIT
-        os.replace(staging, final_dir)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        if final_dir is not None and final_dir.exists() and not staging.exists():
-            shutil.rmtree(final_dir, ignore_errors=True)
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    staging: Path | None = None
+    with db.write_errors(root):
+        runs_root.mkdir(parents=True, exist_ok=True)
+        db.begin_write(conn)
+        try:
+            # Staged under the write lock: while a writer holds it, any other staging dir is a leftover.
+            staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=runs_root))
+            run_id = _insert_run(conn, record, root)
+            _RunWriter(conn, run_id, record, staging).write()
+            overviews.write_run(conn, run_id)  # every source line's answer, counted (query's default)
+            final_dir = runs_root / str(run_id)
+            if final_dir.exists():
+                shutil.rmtree(final_dir)  # left by a write that crashed before its COMMIT
+            os.replace(staging, final_dir)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if final_dir is not None and final_dir.exists() and staging is not None and not staging.exists():
+                shutil.rmtree(final_dir, ignore_errors=True)
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            raise
     return run_id
 
 
-def _insert_run(conn: sqlite3.Connection, record: RunRecord) -> int:
+def _insert_run(conn: sqlite3.Connection, record: RunRecord, root: Path) -> int:
     cursor = conn.execute(
         """INSERT INTO runs (target, device, mode, dynamic, torch_version, triton_version,
-               provenance, created, workspace, peak_memory_mb, execute_max_error,
+               provenance, created, workspace, workspace_from_store, peak_memory_mb, execute_max_error,
                timings_json, config_json, warnings_json, coverage_json, graph_count, kernel_count)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
             record.target,
             record.device,
@@ -68,6 +75,7 @@ def _insert_run(conn: sqlite3.Connection, record: RunRecord) -> int:
             record.provenance,
             record.created,
             record.workspace,
+            places.relative_to_store(record.workspace, root),
             record.peak_memory_mb,
             record.execute_max_error,
             _json(record.timings),
@@ -109,6 +117,7 @@ class _RunWriter:
                 wrapper = self._require_file(graph, "wrapper", graph.wrapper_text)
                 self._insert_lines(graph.wrapper_lines, wrapper, ids, kernel_id=None)
         self._insert_graph_breaks_and_recompiles()
+        self._insert_distributed(graph_ids)
         self.conn.executemany(
             "INSERT INTO files (run_id, path, kind) VALUES (?, ?, 'source')",
             [(self.run_id, path) for path in sorted(self.source_files)],
@@ -239,6 +248,13 @@ class _RunWriter:
             )
             if file is not None:
                 self._insert_lines(kernel.lines, file, ids, kernel_id)
+            if kernel.launch is not None:
+                self.conn.execute(
+                    """INSERT INTO kernel_launches (kernel_id, config_json, candidates_json, registers, spills,
+                           shared_bytes) VALUES (?, ?, ?, ?, ?, ?)""",
+                    (kernel_id, _json(kernel.launch["config"]), _json(kernel.launch.get("candidates") or []),
+                     kernel.launch.get("registers"), kernel.launch.get("spills"), kernel.launch.get("shared_bytes")),
+                )
 
     def _insert_lines(self, origins: list[LineOrigin], file: str, ids: _GraphIds, kernel_id: int | None) -> None:
         rows = []
@@ -282,6 +298,44 @@ class _RunWriter:
             [(self.run_id, recompile.compile_id, recompile.reason) for recompile in self.record.recompiles],
         )
 
+    def _insert_distributed(self, graph_ids: list[_GraphIds]) -> None:
+        """The run's rank, each graph's split part and collectives (db.DISTRIBUTED_TABLES)."""
+        rank = self.record.rank
+        if rank is not None:
+            self.conn.execute(
+                """INSERT INTO run_ranks (run_id, rank, world_size, job, backend, local_rank)
+                   VALUES (?, ?, ?, ?, ?, ?)""",
+                (self.run_id, rank.rank, rank.world_size, rank.job, rank.backend, rank.local_rank),
+            )
+        for graph, ids in zip(self.record.graphs, graph_ids):
+            self.conn.execute("INSERT INTO graph_code (graph_id, run_id, digest) VALUES (?, ?, ?)",
+                              (ids.graph_id, self.run_id, code_digest(graph.wrapper_text, self.record.workspace)))
+            split = graph.split
+            if split is not None:
+                self.conn.execute(
+                    """INSERT INTO graph_splits (graph_id, run_id, splitter, part, parts, params_json,
+                           bucket_bytes, cap_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (ids.graph_id, self.run_id, split.splitter, split.part, split.parts, _json(split.params),
+                     split.bucket_bytes, split.cap_bytes),
+                )
+            self.conn.executemany(
+                """INSERT INTO collectives (run_id, graph_id, node_id, node_name, op, role, peers_json,
+                       group_name, group_size, reduce_op, bytes, issued_by, style, frame_file, frame_line,
+                       frame_function, frame_code, redistribute, model_file, model_line, model_function,
+                       model_code)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [(self.run_id, ids.graph_id, ids.post_nodes.get(c.node), c.node, c.op, c.role, _json(c.peers),
+                  c.group, c.group_size, c.reduce_op, c.bytes, c.issued_by, c.style, *self._frame_columns(c.frame),
+                  c.redistribute, *self._source_columns(c.model_line))
+                 for c in graph.collectives],
+            )
+
+    def _frame_columns(self, frame: SourceLocation | None) -> tuple:
+        """A frame of torch's or a library's code (not one of the run's source files)."""
+        if frame is None:
+            return (None, None, "", "")
+        return (paths.source_key(frame.file, self.record.workspace), frame.line, frame.function, frame.code)
+
     def _source_columns(self, source: SourceLocation | None) -> tuple:
         if source is None:
             return (None, None, "", "")
@@ -304,6 +358,22 @@ class _RunWriter:
             (self.run_id, key, kind, graph_id, kernel_id, hashlib.sha256(data).hexdigest(),
              len(text.splitlines())),
         )
+
+
+# Where a rank's generated code names its own GPU: `_DeviceGuard(1)`, `set_device(1)`,
+# `get_raw_stream(1)`, `stream1`, `index=1` (the kernels' device properties), 'cuda:1'.
+_DEVICE_INDEX = re.compile(r"(?<=_DeviceGuard\()\d+|(?<=set_device\()\d+|(?<=get_raw_stream\()\d+"
+                           r"|(?<=\bstream)\d+|(?<=\bindex=)\d+|(?<='cuda:)\d+")
+
+
+def code_digest(wrapper_text: str, workspace: str) -> str:
+    """sha256 of generated code as its dump hashes it (dump.portable_text: no cache
+    directories, no workspace path) and without the GPU index each rank compiled for:
+    equal for ranks that compiled the same code."""
+    from kernelscope.store.dump import portable_text
+
+    text = _DEVICE_INDEX.sub("N", portable_text(wrapper_text, workspace))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _json(value) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelscope.errors import UserError
-from kernelscope.record import RunRecord
+from kernelscope.record import RankInfo, RunRecord
 from kernelscope.trace_import import collect, log_reader, to_run
 
 LOG_GLOB = "dedicated_log_torch_trace*.log"
@@ -29,6 +29,18 @@ class ImportOptions:
     workspace: Path = field(default_factory=Path.cwd)
     path_map: list[tuple[str, str]] = field(default_factory=list)
     on_progress: Callable[[Path, int, int], None] | None = None  # (file, bytes read, file size)
+    # The job the logs' ranks make (see job_of_logs): each rank's run records its place in it.
+    job: str = ""
+    world_size: int | None = None
+
+
+def job_of_logs(logs: list[Path]) -> tuple[str, int | None]:
+    """(job, world size) of logs imported together: the job is named after the logs'
+    common directory; the world size is the highest rank in the log names plus one
+    (the ranks whose logs were not given are still counted)."""
+    ranks = [rank for rank in map(rank_from_name, logs) if rank is not None]
+    common = os.path.commonpath([str(log.resolve().parent) for log in logs]) if logs else ""
+    return f"import:{common}", (max(ranks) + 1 if ranks else None)
 
 
 @dataclass
@@ -120,6 +132,9 @@ def import_log(path: Path, options: ImportOptions) -> LogImport:
                                                     f"{stats.problems[0].what}" if stats.problems else ""))
         build_seconds = time.perf_counter() - build_started
         run.timings = {"read": round(read_seconds, 4), "build": round(build_seconds, 4)}
+        if rank is not None:
+            run.rank = RankInfo(rank=rank, world_size=max(options.world_size or 0, rank + 1),
+                                job=options.job or f"import:{path.resolve().parent}")
         results.append(ImportedRun(run, path, rank, stats, read_seconds + build_seconds))
     return LogImport(path, results, skipped, stats)
 

@@ -16,10 +16,11 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.message import Message
+from textual.css.query import NoMatches
 from textual.worker import Worker, WorkerState
 
-from kernelscope.errors import StoreError, UserError
-from kernelscope.store import Store
+from kernelscope.errors import StoreError, UserError, full_error, traceback_wanted
+from kernelscope.store import InstanceGroup, Store
 from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, RunDetails, RunSummary
 from kernelscope.store.run_facts import KernelFacts
 from kernelscope.tui.breaks_list import BreaksScreen
@@ -30,7 +31,7 @@ from kernelscope.tui.help_screen import HelpScreen
 from kernelscope.tui.kernel_list import KernelList
 from kernelscope.tui.key_footer import KeyFooter
 from kernelscope.tui.linking import PANES, LinkSet, add_kernel_launches, launch_lines, link_set, source_link_set
-from kernelscope.tui.module_filter import ModuleFilterScreen
+from kernelscope.tui.module_filter import EVERY_MODULE, ModuleChoice, ModuleFilterScreen
 from kernelscope.tui.panes.code_pane import CodePane
 from kernelscope.tui.panes.code_view import CodeView
 from kernelscope.tui.run_data import KernelRow, add_run_facts, display_path, kernel_rows, target_file
@@ -46,6 +47,7 @@ from kernelscope.watch.events import (
     WorkerRestarted,
 )
 
+_FULL_ERROR_HINT = "KERNELSCOPE_TRACEBACK=1 prints the full error on exit"
 PANE_KEYS = {SOURCE: "1", POST_GRAD: "2", KERNEL: "3", WRAPPER: "4"}
 # Only what the other panes show: a model line needs what is below it, a kernel line what is
 # above it (its launch comes from the run's facts); graph and wrapper lines need both.
@@ -110,9 +112,9 @@ class KernelscopeApp(App):
             self.pane, self.file, self.line = pane, file, line
 
     class FactsLoaded(Message):
-        def __init__(self, run_id: int, facts: dict[str, KernelFacts]):
+        def __init__(self, run_id: int, facts: dict[str, KernelFacts], groups: list[InstanceGroup]):
             super().__init__()
-            self.run_id, self.facts = run_id, facts
+            self.run_id, self.facts, self.groups = run_id, facts, groups
 
     class RunsListed(Message):
         def __init__(self, runs: list[RunSummary]):
@@ -139,8 +141,10 @@ class KernelscopeApp(App):
         self.requested_run = run_id
         self.compile_request = compile_request
         self.details: RunDetails | None = None
-        self.module = ""
-        self.modules: list[str] = []
+        self.module = ""  # the module filter's label ("" for all)
+        self.module_paths: tuple[str, ...] = ()  # the instances it keeps (a folded group: its members)
+        self.modules: list[str] = []  # every instance path of the run
+        self.module_groups: list[InstanceGroup] = []  # the run's instances as a tree, alike siblings folded
         self.facts_loaded = False
         self.link_generation = 0
         self.last_links: LinkSet | None = None
@@ -148,6 +152,7 @@ class KernelscopeApp(App):
         self._compile_driver: CompileDriver | None = None
         self._awaiting_first_line = False
         self._launches: dict[str, dict[str, list[int]]] = {}  # wrapper -> kernel -> launch lines (links worker)
+        self.full_errors: list[str] = []  # printed on exit with KERNELSCOPE_TRACEBACK=1
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
@@ -214,7 +219,7 @@ class KernelscopeApp(App):
     @work(thread=True, exclusive=True, group="load", exit_on_error=False, description="load run")
     def load_run(self, run_id: int | None, keep: tuple[str, int] | None = None, quiet: bool = False) -> None:
         try:
-            details = self.gateway.call(lambda store: store.show(run_id))
+            details = self.gateway.call(lambda store: store.run(run_id).details())
         except StoreError:
             if quiet:
                 return
@@ -226,28 +231,28 @@ class KernelscopeApp(App):
     @work(thread=True, exclusive=True, group="markers", exit_on_error=False, description="load markers")
     def load_markers(self, path: str, run_id: int) -> None:
         try:  # the file's source index: the gutter marks now, every later cursor move a lookup
-            index = self.gateway.call(lambda store: store.source_file_index(path, run_id))
+            index = self.gateway.call(lambda store: store.run(run_id).source_index(path))
         except (StoreError, UserError):
             return  # a file the run has no record of: no marks
         self.post_message(self.MarkersLoaded(run_id, path, sorted(index.answers)))
 
     @work(thread=True, exclusive=True, group="links", exit_on_error=False, description="query links")
     def query_links(self, generation: int, origin: str, path: str, line: int, run_id: int, workspace: str,
-                    shown: dict[str, str | None], module: str, details: RunDetails | None = None,
+                    shown: dict[str, str | None], module: tuple[str, ...], details: RunDetails | None = None,
                     rows: list[KernelRow] | None = None) -> None:
         def still_wanted() -> bool:
             return generation == self.link_generation
 
         try:
             if origin == SOURCE and not module:  # the file's source index: line numbers, no texts
-                answer = self.gateway.call(lambda store: store.source_line(path, line, run_id),
+                answer = self.gateway.call(lambda store: store.run(run_id).source_line(path, line),
                                            still_wanted=still_wanted)
                 links = source_link_set(answer, shown)
             else:
-                result = self.gateway.call(lambda store: store.query(path, line, run_id, QUERY_DIRECTION[origin],
-                                                                     module=module or None),
+                result = self.gateway.call(lambda store: store.run(run_id).query(path, line, QUERY_DIRECTION[origin],
+                                                                                 module=module or None),
                                            still_wanted=still_wanted)
-                links = link_set(result, origin, shown, module)
+                links = link_set(result, origin, shown, module, self.module)
                 if origin == KERNEL and details is not None and result.location.graph is not None:
                     self._add_launches(links, result.location, details, rows or [], run_id)
         except Stale:
@@ -292,8 +297,9 @@ class KernelscopeApp(App):
 
     @work(thread=True, exclusive=True, group="facts", exit_on_error=False, description="load facts")
     def load_facts(self, run_id: int) -> None:
-        facts = self.bulk_gateway.call(lambda store: store.kernel_facts(run_id))
-        self.post_message(self.FactsLoaded(run_id, facts))
+        facts, groups = self.bulk_gateway.call(lambda store: (store.run(run_id).kernel_facts(),
+                                                              store.run(run_id).module_groups()))
+        self.post_message(self.FactsLoaded(run_id, facts, groups))
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False, description="list runs")
     def list_runs(self) -> None:
@@ -320,10 +326,11 @@ class KernelscopeApp(App):
         error = event.worker.error
         if isinstance(error, Stale):
             return
+        self._keep_full_error(full_error(error))
         if isinstance(error, (UserError, StoreError)):
             self.status.set_error(str(error))
         else:
-            self.status.set_error(f"{event.worker.name} failed: {type(error).__name__}: {error}")
+            self.status.set_error(f"{event.worker.name} failed: {type(error).__name__}: {error} ({_FULL_ERROR_HINT})")
 
     # -- message handlers ------------------------------------------------------------------
 
@@ -338,7 +345,7 @@ class KernelscopeApp(App):
                             + (f" · {len(details.graph_breaks)} graph break(s)" if details.graph_breaks else ""))
         self.status.set_error("")
         self.facts_loaded = False
-        self.modules = []
+        self.modules, self.module_groups = [], []
         self.last_links = self.last_query = None
         self.query_one(KernelList).set_rows(message.rows)
         for role in (POST_GRAD, KERNEL, WRAPPER):
@@ -359,7 +366,10 @@ class KernelscopeApp(App):
 
     @on(MarkersLoaded)
     def _markers_loaded(self, message: MarkersLoaded) -> None:
-        view = self.view(SOURCE)
+        try:
+            view = self.view(SOURCE)
+        except NoMatches:  # the app is closing: its panes are gone
+            return
         if message.run_id != self.run_id or message.path != view.path:
             return
         view.set_markers(message.lines)
@@ -376,7 +386,7 @@ class KernelscopeApp(App):
             return
         self.link_generation += 1
         self.query_links(self.link_generation, origin, view.path, line, self.run_id, self.workspace,
-                         self.shown_files(), self.module, self.details, self.query_one(KernelList).rows)
+                         self.shown_files(), self.module_paths, self.details, self.query_one(KernelList).rows)
 
     @on(CodeView.CursorMoved)
     def _cursor_moved(self, message: CodeView.CursorMoved) -> None:
@@ -438,8 +448,12 @@ class KernelscopeApp(App):
     def _facts_loaded(self, message: FactsLoaded) -> None:
         if message.run_id != self.run_id:
             return
-        kernel_list = self.query_one(KernelList)
+        try:
+            kernel_list = self.query_one(KernelList)
+        except NoMatches:  # the app is closing: its widgets are gone
+            return
         self.modules = add_run_facts(kernel_list.rows, message.facts)
+        self.module_groups = message.groups
         self.facts_loaded = True
         kernel_list.refresh_rows()
         # The run's objects (rows, facts, files, the widgets) stay while it is shown: freeze
@@ -482,10 +496,20 @@ class KernelscopeApp(App):
             where = display_path(event.file, self.workspace) if event.file else ""
             where += f":{event.line}" if where and event.line else ""
             kept = f" (run {event.last_good_run} stays)" if event.last_good_run else ""
+            how = ""
+            if event.traceback:
+                self._keep_full_error(f"build {event.build} failed:\n{event.traceback}")
+                how = "" if traceback_wanted() else f" · {_FULL_ERROR_HINT}"
             self.status.set_progress("")
-            self.status.set_error(f"build {event.build} failed: {where + ': ' if where else ''}{event.message}{kept}")
+            self.status.set_error(f"build {event.build} failed: {where + ': ' if where else ''}{event.message}{kept}{how}")
         elif isinstance(event, WorkerRestarted):
             self.status.set_error(f"engine worker restarted: {event.reason}")
+
+    def _keep_full_error(self, text: str) -> None:
+        """With KERNELSCOPE_TRACEBACK=1 (or --traceback) the chain behind an error is printed
+        after the screen closes (the screen itself shows one line)."""
+        if traceback_wanted():
+            self.full_errors.append(text)
 
     def _source_position(self) -> tuple[str, int] | None:
         view = self.view(SOURCE)
@@ -515,19 +539,21 @@ class KernelscopeApp(App):
             self.open_source(where[0], where[1], self.details.summary.id, self.details.workspace)
 
     def action_modules(self) -> None:
-        self.push_screen(ModuleFilterScreen(self.modules, self.module, self.facts_loaded), self._module_chosen)
+        self.push_screen(ModuleFilterScreen(self.modules, self.module, self.facts_loaded, self.module_groups),
+                         self._module_chosen)
 
-    def _module_chosen(self, module) -> None:
-        if module is None:
+    def _module_chosen(self, choice: ModuleChoice | None) -> None:
+        if choice is None:
             return
-        self.module = module
-        self.query_one(KernelList).set_module(module)
-        self.status.set_progress(f"module {module}" if module else "")
+        self.module, self.module_paths = choice.label, choice.paths
+        self.query_one(KernelList).set_module(choice.label, choice.paths)
+        folded = f" ({len(choice.paths)} instances)" if len(choice.paths) > 1 else ""
+        self.status.set_progress(f"module {choice.label}{folded}" if choice.label else "")
         focused = self.focused if isinstance(self.focused, CodeView) else self.view(SOURCE)
         self.request_links(focused.role, focused.cursor_line)
 
     def action_clear_module(self) -> None:
-        self._module_chosen("")
+        self._module_chosen(EVERY_MODULE)
 
 
 # -- store-thread functions (called through the gateway) ----------------------------------
@@ -535,7 +561,7 @@ class KernelscopeApp(App):
 
 def _open_file(store: Store, path: str, run_id: int, workspace: str | None = None) -> OpenFile:
     """A file of the run; a source file (`workspace` given) is labelled relative to the workspace."""
-    location = store.locate(path, run_id)
+    location = store.run(run_id).locate(path)
     text = _read(location.absolute_path)
     key = location.path  # one spelling per file, as the store's answers name it
     label = _generated_label(key) if workspace is None else display_path(key, workspace)
@@ -544,7 +570,7 @@ def _open_file(store: Store, path: str, run_id: int, workspace: str | None = Non
 
 def _open_kernel(store: Store, path: str, run_id: int) -> tuple[OpenFile, int]:
     file = _open_file(store, path, run_id)
-    linked = store.lines_for_file(path, run_id).lines
+    linked = store.run(run_id).file_links(path).lines
     computing = [line.line for line in linked if any(not reason.startswith("shared") for reason in line.reasons)]
     return file, (computing or [line.line for line in linked] or [1])[0]
 
@@ -576,8 +602,8 @@ def _initial_source(store: Store, details: RunDetails,
         return file, 1, False
     for kernel in details.kernels:  # a target whose model lives in other files
         if kernel.file:
-            for line in store.lines_for_file(kernel.file, run_id).lines:
-                for chain in store.query(kernel.file, line.line, run_id, "up").graphs:
+            for line in store.run(run_id).file_links(kernel.file).lines:
+                for chain in store.run(run_id).query(kernel.file, line.line, "up").graphs:
                     for source in chain.sources:
                         return _open_file(store, source.file, run_id, details.workspace), source.line, True
     return None, 1, False

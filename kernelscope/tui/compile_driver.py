@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelscope.store.retention import DEFAULT_KEEP
 from kernelscope.watch.events import BuildFailed, BuildFinished, WatchEvent
 
 
@@ -24,6 +25,9 @@ class CompileRequest:
     train: bool = False
     dynamic: bool = False
     execute: bool = False
+    keep: int = DEFAULT_KEEP  # runs of the target kept in the store (older ones are deleted)
+    build_timeout: float = 600.0  # seconds; a longer build stops (and restarts) the engine worker
+    memory_limit_mb: int | None = None  # the engine worker's address-space cap
 
 
 class CompileDriver:
@@ -39,7 +43,8 @@ class CompileDriver:
         request = self.request
         options = WatchOptions(target=request.target, store=request.store, workspace=request.workspace,
                                device=request.device, train=request.train, dynamic=request.dynamic,
-                               execute=request.execute)
+                               execute=request.execute, keep=request.keep, build_timeout=request.build_timeout,
+                               memory_limit_mb=request.memory_limit_mb)
         session = WatchSession(options, self._event)
         session.start()
         try:

@@ -24,7 +24,7 @@ KEYS = """\
 [b]Views[/b]
   r  runs: enter switches, c marks two runs to compare (kernelscope diff)
   b  graph breaks and recompiles, with their reasons: enter jumps to the source line
-  m  module-instance filter (one layer), x clears it
+  m  module-instance filter: one layer, or a folded row of alike ones (right opens it); x clears it
   ?  this help        q  quit
 """
 

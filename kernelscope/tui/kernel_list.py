@@ -61,8 +61,10 @@ class KernelList(Vertical):
         self.rows = rows
         self.refresh_rows()
 
-    def set_module(self, module: str) -> None:
-        self.filter.module = module
+    def set_module(self, module: str, paths: tuple[str, ...] = ()) -> None:
+        """Keep the kernels of module instance `module` ("" for all), or of any of `paths`
+        (a folded group's members, `module` being its label)."""
+        self.filter.module, self.filter.modules = module, paths
         self.refresh_rows()
 
     def refresh_rows(self) -> None:

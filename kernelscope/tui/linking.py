@@ -44,15 +44,18 @@ class LinkSet:
         return not any(pane.lines for name, pane in self.panes.items() if name != self.origin)
 
 
-def in_module(node: NodeRef, module: str) -> bool:
-    """Whether the node belongs to module instance `module` (or one of its children); "" keeps all."""
+def in_module(node: NodeRef, module: str | tuple[str, ...]) -> bool:
+    """Whether the node belongs to module instance `module` (or one of its children), or to
+    any of several instances (a folded group's members); "" or () keeps all."""
     if not module:
         return True
     node_module = getattr(node, "module", "") or ""
-    return node_module == module or node_module.startswith(module + ".")
+    return any(node_module == m or node_module.startswith(m + ".")
+               for m in ((module,) if isinstance(module, str) else module))
 
 
-def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], module: str = "") -> LinkSet:
+def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], module: str | tuple[str, ...] = "",
+             label: str = "") -> LinkSet:
     """The linked lines of `result` per pane.
 
     `shown` maps each pane to the file it shows now: a graph already on screen
@@ -64,7 +67,7 @@ def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], mod
     panes = {name: PaneLinks() for name in PANES}
     graphs = [f"[{chain.graph.compile_id}] {chain.graph.kind}" for chain in chains]
     if not chains:
-        where = f" in module {module}" if module else ""
+        where = f" in module {label or module}" if module else ""
         return LinkSet(origin, panes, f"line {result.line}: no links{where}", graphs)
 
     # Source lines do not depend on the graph: every chain's count.
@@ -205,7 +208,7 @@ def _pick_kernel(kernels: list[KernelRef], current: str | None) -> KernelRef | N
     return with_file[0] if with_file else None
 
 
-def _filtered(chain: GraphChain, module: str) -> GraphChain:
+def _filtered(chain: GraphChain, module: str | tuple[str, ...]) -> GraphChain:
     if not module:
         return chain
     post = [node for node in chain.post_nodes if in_module(node, module)]

@@ -36,10 +36,12 @@ class KernelRow:
 @dataclass
 class KernelFilter:
     """`text` matches names (space-separated words all must match); `kind:triton`, `fw`/`bw`/`inf`
-    and `graph:0/1` narrow further; `module` keeps the kernels of one module instance."""
+    and `graph:0/1` narrow further; `module` keeps the kernels of one module instance, `modules`
+    (when given) those of any of several (a folded group's members; `module` is then its label)."""
 
     text: str = ""
     module: str = ""
+    modules: tuple[str, ...] = ()
 
     def keeps(self, row: KernelRow) -> bool:
         for word in self.text.lower().split():
@@ -54,9 +56,15 @@ class KernelFilter:
                     return False
             elif word not in row.name.lower():
                 return False
-        if self.module:
-            return any(module == self.module or module.startswith(self.module + ".") for module in row.modules)
+        kept = self.modules or ((self.module,) if self.module else ())
+        if kept:
+            return any(in_instance(module, instance) for module in row.modules for instance in kept)
         return True
+
+
+def in_instance(path: str, instance: str) -> bool:
+    """Whether module `path` is instance `instance` or inside it (a dotted prefix)."""
+    return path == instance or path.startswith(instance + ".")
 
 
 def kernel_rows(details: RunDetails) -> list[KernelRow]:

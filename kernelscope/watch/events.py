@@ -91,12 +91,13 @@ class BuildFailed(WatchEvent):
 
     event = "build_failed"
     build: int
-    kind: str  # syntax, target, compile, store, usage, internal, crash, worker
+    kind: str  # syntax, target, compile, store, usage, internal, crash, timeout, worker
     message: str
     file: str | None = None
     line: int | None = None
     column: int | None = None
     last_good_run: int | None = None
+    traceback: str | None = None  # the chain behind the error (worker side), for --traceback
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelscope.errors import TargetError
+from kernelscope.errors import TargetError, full_error
 from kernelscope.store.paths import DEFAULT_STORE_DIR
 from kernelscope.store.retention import DEFAULT_KEEP
 from kernelscope.watch.debounce import DEFAULT_QUIET_SECONDS, Debouncer
@@ -58,6 +58,7 @@ class WatchOptions:
     quiet_seconds: float = DEFAULT_QUIET_SECONDS
     build_timeout: float | None = 600.0  # a build running longer is stopped (worker restarted)
     python: str = sys.executable  # the interpreter the worker runs in
+    memory_limit_mb: int | None = None  # the worker's address-space cap (RLIMIT_AS); None: no cap
 
 
 def resolve_target(spec: str, workspace: Path) -> tuple[Path, str]:
@@ -95,6 +96,7 @@ class WatchSession:
         self._client = WorkerClient(
             python=options.python, cwd=self.workspace, preload_device=options.device,
             execute=options.execute, on_output=lambda line: self._emit(WorkerOutput(line)),
+            memory_limit_mb=options.memory_limit_mb,
         )
         self._watcher = FileWatcher(self._changed, excluded_dirs=[str(self.store)])
 
@@ -177,6 +179,7 @@ class WatchSession:
             self._emit(BuildFailed(
                 build, data.get("kind", "internal"), data.get("message") or error.message,
                 data.get("file"), data.get("line"), data.get("column"), self.last_good_run,
+                data.get("traceback"),
             ))
             return
         except WorkerCrashed as crash:
@@ -186,7 +189,7 @@ class WatchSession:
         except Exception as error:  # noqa: BLE001 - a bug here must not end the watch
             log.exception("build %d failed inside kernelscope", build)
             self._emit(BuildFailed(build, "internal", f"{type(error).__name__}: {error}",
-                                   last_good_run=self.last_good_run))
+                                   last_good_run=self.last_good_run, traceback=full_error(error)))
             return
         self.last_good_run = result["run_id"]
         self._watch(result["files"])
@@ -217,8 +220,10 @@ class WatchSession:
 
     def _report_crash(self, build: int, crash: WorkerCrashed) -> None:
         tail = [line for line in crash.stderr_tail if line.strip()][-3:]
-        detail = f" (last output: {' | '.join(tail)})" if tail else ""
-        self._emit(BuildFailed(build, "crash", f"{crash}{detail}", last_good_run=self.last_good_run))
+        detail = f" (last output: {' | '.join(tail)})" if tail and not crash.timed_out else ""
+        self._emit(BuildFailed(build, "timeout" if crash.timed_out else "crash", f"{crash}{detail}",
+                               last_good_run=self.last_good_run,
+                               traceback="\n".join(crash.stderr_tail) or None))
         try:
             info = self._client.restart()
         except WorkerCrashed as again:

@@ -37,11 +37,12 @@ class WorkerRequestError(Exception):
 
 
 class WorkerCrashed(Exception):
-    """The worker process ended (or was killed) before answering."""
+    """The worker process ended (or was killed) before answering; `timed_out` when it was
+    stopped because it did not answer in time."""
 
-    def __init__(self, message: str, returncode: int | None, stderr_tail: list[str]):
+    def __init__(self, message: str, returncode: int | None, stderr_tail: list[str], timed_out: bool = False):
         super().__init__(message)
-        self.returncode, self.stderr_tail = returncode, stderr_tail
+        self.returncode, self.stderr_tail, self.timed_out = returncode, stderr_tail, timed_out
 
 
 def describe_exit(returncode: int | None) -> str:
@@ -64,6 +65,7 @@ class WorkerClient:
         execute: bool = False,
         on_output: Callable[[str], None] | None = None,
         env: dict[str, str] | None = None,
+        memory_limit_mb: int | None = None,
     ):
         self.python = python
         self.cwd = str(cwd) if cwd is not None else None
@@ -71,6 +73,7 @@ class WorkerClient:
         self.execute = execute
         self.on_output = on_output
         self.env = env
+        self.memory_limit_mb = memory_limit_mb
         self.info: dict = {}
         self._process: subprocess.Popen | None = None
         self._messages: queue.Queue = queue.Queue()
@@ -100,6 +103,8 @@ class WorkerClient:
         command = [self.python, "-m", "kernelscope.engine.worker"]
         if self.preload_device:
             command += ["--preload-device", self.preload_device] + (["--execute"] if self.execute else [])
+        if self.memory_limit_mb:
+            command += ["--memory-limit-mb", str(self.memory_limit_mb)]
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
         env["PYTHONUNBUFFERED"] = "1"
@@ -171,9 +176,10 @@ class WorkerClient:
                 except queue.Empty:
                     process.kill()
                     process.wait()
+                    what = "compile" if method == "record" else f"'{method}'"
                     raise WorkerCrashed(
-                        f"the worker did not answer '{method}' within {timeout:.0f}s and was stopped",
-                        process.returncode, list(self._stderr_tail),
+                        f"the {what} did not finish within {timeout:g}s (the timeout); the engine worker "
+                        "was stopped", process.returncode, list(self._stderr_tail), timed_out=True,
                     ) from None
                 if message is _END_OF_OUTPUT:
                     raise self._crashed(process)

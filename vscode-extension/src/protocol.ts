@@ -107,6 +107,23 @@ export interface FusionEdge {
   kernel: string;
 }
 
+/**
+ * A run's module instances as a tree: sibling instances of the same shape (class,
+ * kernels, structure) folded into one group, e.g. `blocks.2–46 (45 × Block)`.
+ * A group of one (`folded` false) is an instance with its own submodules as children.
+ */
+export interface ModuleGroup {
+  label: string;
+  title: string;
+  moduleClass: string;
+  members: string[];
+  folded: boolean;
+  postNodes: number; // each member
+  tritonKernels: number; // each member (the same kernels for all)
+  externCalls: number; // each member
+  children: ModuleGroup[];
+}
+
 /** Answer of `kernelscope/runOverview`. */
 export interface RunOverview {
   run: {
@@ -124,6 +141,7 @@ export interface RunOverview {
   graphBreaks: { reason: string; uri: string | null; line: number | null }[];
   recompiles: { compileId: string; reason: string }[];
   fusion: { sources: FusionSource[]; kernels: FusionKernel[]; edges: FusionEdge[] };
+  modules?: ModuleGroup[]; // absent from servers that predate module groups
 }
 
 export type ServerState = 'idle' | 'compiling' | 'failed' | 'watching';

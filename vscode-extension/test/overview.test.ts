@@ -101,6 +101,26 @@ test('page: header, coverage, graphs, kernels with fw/bw and source lines, break
   assert.match(html, /<svg class="fusion"/);
 });
 
+test('module instances: alike instances folded into one row that opens to its members, others with their submodules', () => {
+  const leaf = (label: string, cls: string) => ({ label, title: `${label} (${cls})`, moduleClass: cls, members: [label], folded: false, postNodes: 14, tritonKernels: 3, externCalls: 4, children: [] });
+  const overview = sample();
+  overview.modules = [{
+    label: 'blocks', title: 'blocks', moduleClass: '', members: ['blocks'], folded: false, postNodes: 2112, tritonKernels: 14, externCalls: 168,
+    children: [
+      { ...leaf('blocks.0', 'Block'), children: [leaf('blocks.0.attn', 'CausalSelfAttention')] },
+      { label: 'blocks.1–10', title: 'blocks.1–10 (10 × Block)', moduleClass: 'Block', members: Array.from({ length: 10 }, (_, i) => `blocks.${i + 1}`), folded: true, postNodes: 176, tritonKernels: 10, externCalls: 14, children: [] },
+    ],
+  }];
+  const html = overviewBodyHtml(overview);
+  assert.match(html, /<h2>Module instances<\/h2>/);
+  assert.match(html, /<details><summary><span class="title">blocks\.1–10 \(10 × Block\)<\/span> <span class="counts">10 Triton, 14 extern, 176 post-grad nodes each · same kernels<\/span><\/summary><ul class="members"><li class="member">blocks\.1<\/li>/);
+  assert.equal((html.match(/<li class="member">/g) ?? []).length, 10);
+  assert.match(html, /<span class="title">blocks\.0 \(Block\)<\/span> <span class="counts">3 Triton, 4 extern, 14 post-grad nodes<\/span><ul class="modules"><li class="module-group"><span class="title">blocks\.0\.attn/);
+  assert.ok(html.indexOf('id="graphs"') < html.indexOf('id="modules"') && html.indexOf('id="modules"') < html.indexOf('id="kernels"'));
+  delete overview.modules;
+  assert.match(overviewBodyHtml(overview), /No module instances recorded\./);
+});
+
 test('shell: CSP without network or inline script, nonce on the script', () => {
   const html = overviewShellHtml({ cspSource: 'https://x.vscode-cdn.net', nonce: 'abc123', scriptUri: 'https://x/webview.js', styleUri: 'https://x/o.css' });
   assert.match(html, /default-src 'none'; style-src https:\/\/x\.vscode-cdn\.net; img-src https:\/\/x\.vscode-cdn\.net data:; font-src https:\/\/x\.vscode-cdn\.net; script-src 'nonce-abc123'/);

@@ -18,6 +18,7 @@ import types
 from unittest import mock
 
 from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, meta_models, real_compute, triton_driver
+from kernelscope.engine.devices import fake_distributed
 
 ARCH = 90
 
@@ -198,7 +199,7 @@ def _fake_cuda_inputs(gm, example_inputs, fake_mode):
             fakes.append(fake_mode.from_tensor(value))
             continue
         like = traced if isinstance(traced, torch.Tensor) else fake_mode.from_tensor(value)
-        fake = fake_cuda.fake_cuda_like(like, fake_mode)
+        fake = fake_distributed.fake_cuda_like(like, fake_mode)  # DTensor parameters too
         if value.requires_grad and not fake.requires_grad:
             fake.requires_grad_(True)
         fakes.append(fake)
@@ -278,6 +279,7 @@ def make_compile_fx(original_compile_fx):
         compiling.append(True)
         try:
             with meta_models.compiling(), pretend_cuda_present(), fake_cuda.cuda_fake_tensors(), \
+                    fake_distributed.collectives_as_on_a_gpu_build(), \
                     device_audit.compiling_with(fake_mode), \
                     real_compute.real_compute_on_cpu(fake_mode), \
                     functorch_config.patch(force_non_lazy_backward_lowering=True), \

@@ -1,5 +1,6 @@
-"""Code lenses: over model lines ("2 kernels fw · 1 bw · fused with L27") and over
-kernel definitions ("from model.py:27, 31"). Labels only (no command): the
+"""Code lenses: over model lines ("2 kernels fw · 1 bw · fused with L27"; on a line that
+reaches alike module instances, "· 48 × Block: blocks.2–46 alike") and over kernel
+definitions ("from model.py:27, 31"). Labels only (no command): the
 hover and go-to-definition on the same line give the details."""
 from __future__ import annotations
 
@@ -16,28 +17,29 @@ def setup(server) -> None:
 
 
 def lenses(server, uri: str) -> list[types.CodeLens]:
-    from kernelscope.lsp import index, render  # the store side: loaded after `initialize`
-    from kernelscope.store import profiles, source_index
+    from kernelscope.lsp import render  # the store side: loaded after `initialize`
 
     document = server.document(uri)
     if document is None:
         return []
-    conn = server.provenance.store().conn
+    run = server.provenance.run(document.run_id)
     found = []
     if document.is_source:
-        times = profiles.file_line_times(conn, document.run_id, document.location.path)
-        for line, summary in source_index.line_summaries(conn, document.run_id, document.location.path).items():
+        times = run.file_line_times(document.location.path)
+        overviews = run.file_overviews(document.location)
+        for line, summary in run.line_summaries(document.location).items():
             current = document.line_map.current_line(line)
             if current is None or current > len(document.lines):
                 continue
-            title = render.lens_title(summary) + device_time_suffix(times, line)
+            folded = render.fold_note(overviews.get(line, []))
+            title = render.lens_title(summary) + (f" · {folded}" if folded else "") + device_time_suffix(times, line)
             if document.stale:
                 title += f" (run {document.run_id}, stale)"
             found.append(types.CodeLens(range=line_range(current), command=types.Command(title=title, command="")))
     elif document.location.kind == "kernel":
-        kernel = index.kernel_of_file(conn, document.run_id, document.location.path)
+        kernel = run.kernel_of_file(document.location.path)
         if kernel is not None:
-            sources = index.kernel_sources(conn, kernel.id)
+            sources = run.kernel_sources(kernel.id)
             line = kernel_def_line(server.provenance, document.location.path)
             title = f"{render.kernel_lens_title(sources)} · {kernel.graph_kind} [{kernel.compile_id}]"
             found.append(types.CodeLens(range=line_range(line), command=types.Command(title=title, command="")))
@@ -46,7 +48,7 @@ def lenses(server, uri: str) -> list[types.CodeLens]:
 
 def device_time_suffix(times, line: int) -> str:
     """` · 0.42 ms · 31% of step` (`shared` when the kernels also serve other lines), from
-    `profiles.file_line_times`; empty when the run has no profile or the line no time."""
+    `RunView.file_line_times`; empty when the run has no profile or the line no time."""
     if times is None or line not in times[0]:
         return ""
     from kernelscope.profile.report import time_label

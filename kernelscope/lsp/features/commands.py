@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
 
-from kernelscope.errors import TargetError
+from kernelscope.errors import ENV_TRACEBACK_HINT, TargetError, traceback_wanted
 from kernelscope.lsp.features import diagnostics
 
 if TYPE_CHECKING:  # loaded on the first command, after `initialize` (see server.py)
@@ -88,7 +88,7 @@ async def run_compile(server, argument: dict) -> dict:
         loop.call_soon_threadsafe(server.show, message, types.MessageType.Warning)
 
     compile_ = functools.partial(server.compiler.compile, target, server.store_dir, server.options.python,
-                                 server.options.compile_timeout, on_phase, on_restart)
+                                 server.options.compile_timeout, on_phase, on_restart, server.options.memory_limit)
     try:
         result = await loop.run_in_executor(None, compile_)
     except CompileFailed as failure:
@@ -114,7 +114,12 @@ def record_failure(server, failure: CompileFailed, target_spec: str) -> None:
     kept = server.provenance.latest_run_id()
     note = f"run {kept} stays shown" if kept is not None else "no run recorded yet"
     server.set_state("failed", f"{failure} ({note})", target=target_spec)
-    server.show(f"compile failed: {failure} ({note})", types.MessageType.Error)
+    if traceback_wanted() and failure.traceback:
+        server.log(f"compile of {target_spec} failed:\n{failure.traceback}", types.MessageType.Error)
+        how = "full error in the log"
+    else:
+        how = ENV_TRACEBACK_HINT
+    server.show(f"compile failed: {failure} ({note}; {how})", types.MessageType.Error)
     diagnostics.republish_all(server)
 
 
@@ -140,7 +145,7 @@ async def toggle_watch(server, argument: dict) -> dict:
     options = WatchOptions(
         target=target.spec, store=server.store_dir, workspace=server.root, device=target.device,
         train=target.train, dynamic=target.dynamic, build_timeout=server.options.compile_timeout,
-        python=server.options.python or sys.executable,
+        python=server.options.python or sys.executable, memory_limit_mb=server.options.memory_limit,
     )
     try:
         session = WatchSession(options, on_event=lambda event: server.call_soon(on_watch_event, server, event))
@@ -192,10 +197,7 @@ def select_run(server, run_id) -> dict:
     if run_id is not None and (isinstance(run_id, bool) or not isinstance(run_id, int)):
         raise JsonRpcInvalidParams(f"kernelscope.selectRun takes a run id or null, got {run_id!r}")
     if run_id is not None:
-        from kernelscope.lsp import index
-
-        store = server.provenance.store()
-        if store is None or index.run_summary(store, run_id) is None:
+        if server.provenance.store() is None or server.provenance.run_summary(run_id) is None:
             raise JsonRpcInvalidParams(f"there is no run {run_id} in {server.store_dir}")
     server.provenance.selected_run = run_id
     server.runs_changed()

@@ -170,17 +170,16 @@ def source_for_line(server, uri: str, position: types.Position) -> dict:
 
 
 def run_overview(server, run_id: int | None) -> dict:
-    from kernelscope.lsp import index  # the store side: loaded after `initialize`
-
     store = server.provenance.store()
     if run_id is None:
         run_id = server.provenance.shown_run_id()
     if store is None or run_id is None:
         raise JsonRpcInvalidParams("the store has no runs yet: run kernelscope.compile first")
-    summary = index.run_summary(store, run_id)
+    summary = server.provenance.run_summary(run_id)
     if summary is None:
         raise JsonRpcInvalidParams(f"there is no run {run_id} in {server.store_dir}")
-    details = index.run_details(store, run_id)
+    run = server.provenance.run(run_id)
+    details = run.details()
     provenance = server.provenance
     workspace = details.workspace
 
@@ -191,10 +190,10 @@ def run_overview(server, run_id: int | None) -> dict:
                "preNodes": graph.pre_nodes, "postNodes": graph.post_nodes, "kernels": graph.kernels,
                "uris": {kind: uri(path) for kind, path in graph.files.items()}}
               for graph in details.graphs]
-    kernel_sources = index.all_kernel_sources(store.conn, run_id)
+    kernel_sources = run.all_kernel_sources()
     line_counts = {kernel.file: kernel.line_count for kernel in details.kernels if kernel.file}
     kernels, fusion_sources, fusion_kernels, edges = [], {}, [], []
-    for kernel_id, kernel in index.kernels_of_run(store.conn, run_id).items():
+    for kernel_id, kernel in run.kernels().items():
         identifier = f"k{kernel_id}"
         sources = kernel_sources.get(kernel_id, [])
         kernels.append({"id": identifier, "name": kernel.name, "kind": kernel.kind, "graph": kernel.graph_key,
@@ -205,7 +204,7 @@ def run_overview(server, run_id: int | None) -> dict:
             source_id = f"{file}:{line}"
             if source_id not in fusion_sources:
                 fusion_sources[source_id] = {"id": source_id, "uri": uri(file), "line": line - 1,
-                                             "code": _code_at(provenance, file, line, workspace)}
+                                             "code": run.source_code(file, line)}
             edges.append({"source": source_id, "kernel": identifier})
     return {
         "run": {"id": summary.id, "target": summary.target, "device": summary.device, "mode": summary.mode,
@@ -217,12 +216,16 @@ def run_overview(server, run_id: int | None) -> dict:
                          "line": brk.line - 1 if brk.line else None} for brk in details.graph_breaks],
         "recompiles": [{"compileId": rec.compile_id, "reason": rec.reason} for rec in details.recompiles],
         "fusion": {"sources": list(fusion_sources.values()), "kernels": fusion_kernels, "edges": edges},
+        "modules": [_module_group(group) for group in run.module_groups()],
     }
 
 
-def _code_at(provenance, file: str, line: int, workspace: str) -> str:
-    store = provenance.store()
-    row = store.conn.execute(
-        "SELECT source_code FROM nodes WHERE source_file = ? AND source_line = ? AND source_code != '' LIMIT 1",
-        (file, line)).fetchone()
-    return row[0].strip() if row else ""
+def _module_group(group) -> dict:
+    """An InstanceGroup of the run (alike sibling instances folded) as the overview shows it."""
+    from kernelscope.store.folding import group_title  # the store side: loaded after `initialize`
+
+    return {"label": group.label, "title": group_title(group), "moduleClass": group.module_class,
+            "members": group.members, "folded": group.folded, "postNodes": group.post_nodes,
+            "tritonKernels": len(group.triton_kernels), "externCalls": group.extern_calls,
+            "children": [_module_group(child) for child in group.children]}
+

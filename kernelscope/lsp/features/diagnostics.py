@@ -78,10 +78,8 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
     document = server.document(uri)
     if document is None or not document.is_source:
         return found
-    from kernelscope.lsp import index  # the store side: loaded after `initialize`
-
-    store = server.provenance.store()
-    details = index.run_details(store, document.run_id)
+    run = server.provenance.run(document.run_id)
+    details = run.details()
     key = document.location.path
     stale = f" (run {document.run_id}, recorded before your last edit)" if document.stale else ""
 
@@ -112,7 +110,7 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
         frame = recompile.compile_id.split("/", 1)[0]
         if not frame.isdigit():
             continue
-        lines = [line for file, line in index.graph_source_lines(store.conn, document.run_id, int(frame))
+        lines = [line for file, line in run.frame_source_lines(int(frame))
                  if file == key]
         where = at(min(lines)) if lines else None
         if where is None:
@@ -122,7 +120,7 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
             message=f"recompiled [{recompile.compile_id}]: guard failed: {recompile.reason}{stale}",
         ))
     fallbacks: dict[tuple[int, str, str], int] = {}  # (line, op, graph) -> calls
-    for line, kernel in index.fallback_sources(store.conn, document.run_id).get(key, []):
+    for line, kernel in run.fallbacks().get(key, []):
         name = (line, kernel.name.split("#", 1)[0], f"{kernel.graph_kind} [{kernel.compile_id}]")
         fallbacks[name] = fallbacks.get(name, 0) + 1
     for (line, op, graph), calls in sorted(fallbacks.items()):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 
 from lsprotocol import types
@@ -87,15 +88,36 @@ def setup(server) -> None:
 
 def _warm(server, uri: str, text: str) -> None:
     """Answer every line of a freshly opened model file in the background (this thread's
-    own Store), so the first hover in it is a lookup."""
-    from kernelscope.store import source_index
-
+    own Store), so the first hover in it is a lookup: the source index, and the line
+    overviews (counted now if the run was written before the store kept them)."""
     try:
         document = server.provenance.document(uri, text)
         if document is not None and document.is_source:
-            source_index.file_index(server.provenance.store().conn, document.run_id, document.location.path)
+            run = server.provenance.run(document.run_id)
+            run.source_index(document.location)
+            run.file_overviews(document.location)
+        elif document is None:
+            _explain_unknown_file(server, uri)
     except Exception:  # noqa: BLE001 - warming is an optimisation; requests compute what they need
         log.exception("indexing %s failed", uri)
+
+
+def _explain_unknown_file(server, uri: str) -> None:
+    """A workspace file no run knows, in a store whose runs were all recorded somewhere this
+    workspace is not (a store recorded elsewhere): say once how to map it, instead of
+    answering nothing on every line without a word."""
+    path, store = server.path_of(uri), server.provenance.store()
+    if path is None or store is None or path.suffix != ".py" or getattr(server, "map_hint_shown", False):
+        return
+    recorded = store.recorded_workspaces()
+    if not recorded or any(Path(candidate) in (path, *path.parents) for workspace in store.candidate_workspaces()
+                           for candidate in (workspace, os.path.realpath(workspace))):
+        return
+    server.map_hint_shown = True
+    server.show(f"no run of {server.store_dir} recorded {path.name}; its runs were recorded in "
+                f"{', '.join(recorded[:3])}. If this workspace is a copy of that one, set the pathMap option, "
+                f"e.g. {{\"{recorded[0]}\": \"{server.root}\"}} (or KERNELSCOPE_MAP_PATH="
+                f"{recorded[0]}={server.root})", types.MessageType.Warning)
 
 
 def _workspace_root(params: types.InitializeParams) -> Path | None:

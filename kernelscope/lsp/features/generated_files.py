@@ -71,9 +71,7 @@ def highlights(server, uri: str, position: types.Position) -> list[types.Documen
     if document is None or document.is_source:
         return None
     line = checked_line(document, position)
-    from kernelscope.lsp import index  # the store side: loaded after `initialize`
-
-    file_links = index.file_links(server.provenance.store(), document.run_id, document.location.path)
+    file_links = server.provenance.run(document.run_id).file_links(document.location)
     by_line = {entry.line: set(entry.nodes) for entry in file_links.lines}
     nodes = by_line.get(line)
     if not nodes:

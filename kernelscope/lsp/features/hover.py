@@ -18,15 +18,14 @@ def setup(server) -> None:
 
 
 def hover_text(server, uri: str, position: types.Position) -> str | None:
-    from kernelscope.lsp import index, render  # the store side: loaded after `initialize`
-    from kernelscope.store import profiles, source_index
+    from kernelscope.lsp import render  # the store side: loaded after `initialize`
 
     document = server.document(uri)
     if document is None:
         problem = server.provenance.problem
         return f"**kernelscope**: {problem}" if problem else None
-    store = server.provenance.store()
-    run = index.run_summary(store, document.run_id)
+    view = server.provenance.run(document.run_id)
+    run = view.summary()
     if not document.is_source:
         line = checked_line(document, position)
         try:
@@ -44,14 +43,16 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         return (f"**kernelscope** · {render.run_label(run, document.run_id)}\n\n⚠ **stale**: this line changed "
                 f"since run {document.run_id} was recorded, so it has no recorded provenance. "
                 "Compile again (kernelscope.compile) to see what it becomes.")
-    answer = source_index.source_line(store.conn, document.run_id, document.location.path, line)
+    answer = view.source_line(document.location, line)
     if answer.empty:
         return None
-    summary = source_index.line_summaries(store.conn, document.run_id, document.location.path).get(line)
+    summary = view.line_summaries(document.location).get(line)
     stale = render.StaleNote(document.location.path, document.run_id, line, current) if document.stale else None
     text = document.lines[current - 1] if current <= len(document.lines) else ""
-    hover = render.source_hover(answer, text, summary, run, link(server.provenance), stale)
-    device_time = device_time_suffix(profiles.file_line_times(store.conn, document.run_id, document.location.path), line)
+    overviews = view.file_overviews(document.location).get(line, [])
+    open_one = f"kernelscope query {document.location.path}:{line} --module"
+    hover = render.source_hover(answer, text, summary, run, link(server.provenance), stale, overviews, open_one)
+    device_time = device_time_suffix(view.file_line_times(document.location.path), line)
     if device_time:
         hover += f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} (profiled; shared = the kernels also serve other lines)"
     return hover

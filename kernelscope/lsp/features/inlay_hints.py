@@ -10,15 +10,13 @@ def setup(server) -> None:
         if not server.options.inlay_hints:
             return []
         from kernelscope.lsp import render  # the store side: loaded after `initialize`
-        from kernelscope.store import source_index
 
         document = server.document(params.text_document.uri)
         if document is None or not document.is_source:
             return []
         first, last = params.range.start.line + 1, params.range.end.line + 1
-        conn = server.provenance.store().conn
         hints = []
-        for line, summary in source_index.line_summaries(conn, document.run_id, document.location.path).items():
+        for line, summary in server.provenance.run(document.run_id).line_summaries(document.location).items():
             current = document.line_map.current_line(line)
             if current is None or not first <= current <= min(last, len(document.lines)):
                 continue

@@ -47,9 +47,7 @@ def answer_at(server, uri: str, position: types.Position):
     line = recorded_line(document, position)
     if line is None:
         return document, None
-    from kernelscope.store import source_index
-
-    return document, source_index.source_line(server.provenance.store().conn, document.run_id, document.location.path, line)
+    return document, server.provenance.run(document.run_id).source_line(document.location, line)
 
 
 def definitions(server, uri: str, position: types.Position) -> list[dict]:

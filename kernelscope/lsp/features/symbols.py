@@ -16,7 +16,7 @@ def setup(server) -> None:
 
 
 def symbols(server, query: str) -> list[types.SymbolInformation]:
-    from kernelscope.lsp import index, render  # the store side: loaded after `initialize`
+    from kernelscope.lsp import render  # the store side: loaded after `initialize`
 
     store = server.provenance.store()
     run_id = server.provenance.shown_run_id()
@@ -25,7 +25,8 @@ def symbols(server, query: str) -> list[types.SymbolInformation]:
     wanted = query.lower()
     provenance = server.provenance
     found = []
-    details = index.run_details(store, run_id)
+    run = server.provenance.run(run_id)
+    details = run.details()
     for graph in details.graphs:
         name = f"graph [{graph.compile_id}] {graph.kind}"
         path = graph.files.get("post_grad") or graph.files.get("wrapper")
@@ -33,7 +34,7 @@ def symbols(server, query: str) -> list[types.SymbolInformation]:
             found.append(types.SymbolInformation(
                 name=name, kind=types.SymbolKind.Module, location=typed(location(provenance, path, 1)),
                 container_name=f"run {run_id}"))
-    for kernel in index.kernels_of_run(store.conn, run_id).values():
+    for kernel in run.kernels().values():
         if len(found) >= MAX_SYMBOLS:
             break
         if not kernel.file or wanted not in kernel.name.lower():

@@ -5,7 +5,7 @@
  * it) and the unit tests; `overviewShellHtml` is the page the extension hands to
  * the webview, with its content security policy.
  */
-import type { RunOverview } from '../protocol';
+import type { ModuleGroup, RunOverview } from '../protocol';
 import { baseName } from '../uris';
 import { fusionSvg } from './fusion';
 import { escapeHtml, passOf } from './html';
@@ -116,6 +116,15 @@ export function overviewBodyHtml(overview: RunOverview): string {
     table(['compile id', 'kind', 'pre-grad nodes', 'post-grad nodes', 'kernels', 'files'], graphRows, 'No graphs.'),
   );
 
+  const modules = section(
+    'Module instances',
+    'modules',
+    overview.modules && overview.modules.length
+      ? `<p class="hint">Alike instances (same class, kernels and structure) are folded into one row; open it to see them.</p>` +
+          modulesHtml(overview.modules)
+      : '<p class="empty">No module instances recorded.</p>',
+  );
+
   const kernelRows = overview.kernels.map((k) => [
     openLink(k.uri, 0, k.name, k.name),
     `<span class="kind kind-${escapeHtml(k.kind)}">${escapeHtml(k.kind)}</span>`,
@@ -138,7 +147,30 @@ export function overviewBodyHtml(overview: RunOverview): string {
   const recompileRows = overview.recompiles.map((r) => [escapeHtml(r.compileId), escapeHtml(r.reason)]);
   const recompiles = section('Recompiles', 'recompiles', table(['compile id', 'reason'], recompileRows, 'No recompiles.'));
 
-  return header + coverage + fusion + graphs + kernels + breaks + recompiles;
+  return header + coverage + fusion + graphs + modules + kernels + breaks + recompiles;
+}
+
+function groupCounts(group: ModuleGroup): string {
+  const each = group.folded ? ' each' : '';
+  const same = group.folded ? ' · same kernels' : '';
+  return `${group.tritonKernels} Triton, ${group.externCalls} extern, ${group.postNodes} post-grad nodes${each}${same}`;
+}
+
+/** The module tree: a folded group is a <details> listing its members; an instance lists its submodules. */
+export function modulesHtml(groups: ModuleGroup[]): string {
+  const items = groups.map((group) => {
+    const counts = `<span class="counts">${escapeHtml(groupCounts(group))}</span>`;
+    if (group.folded) {
+      const members = group.members.map((m) => `<li class="member">${escapeHtml(m)}</li>`).join('');
+      return (
+        `<li class="module-group folded"><details><summary><span class="title">${escapeHtml(group.title)}</span> ${counts}</summary>` +
+        `<ul class="members">${members}</ul></details></li>`
+      );
+    }
+    const children = group.children.length ? modulesHtml(group.children) : '';
+    return `<li class="module-group"><span class="title">${escapeHtml(group.title)}</span> ${counts}${children}</li>`;
+  });
+  return `<ul class="modules">${items.join('')}</ul>`;
 }
 
 export interface ShellOptions {

@@ -1,0 +1,281 @@
+"""Below the kernel on a GPU: are the SASS and resources virtual-cuda shows those of the
+kernels the GPU built?
+
+Run on a machine with an NVIDIA GPU (torch and triton as the user has them, no network):
+
+    python bench/asm_gpu_check.py --jobs 8 --out asm_gpu.json
+
+For each model of the zoo (bench/models/; inference, and training for a few), it records
+the model twice in fresh subprocesses, each followed by the build below the kernel of
+every Triton kernel (`compile --asm`):
+- `--target cuda`: the real compile. Every kernel is built and launched by the GPU; its
+  autotuner keeps the config it launched (timing several where it has several). The child
+  also keeps what the GPU itself built for each kernel: the launcher's cubin (disassembled
+  with the Triton wheel's nvdisasm) and the registers, spills and shared memory the driver
+  reported (`n_regs`, `n_spills` = local memory / 4, `shared`).
+- `--target virtual-cuda`: no GPU involved; each kernel built for sm_90 from the file
+  Inductor wrote, with the config Inductor runs when it does not time.
+Three comparisons per kernel (paired by graph and kernel name, same kernel source):
+1. rebuild vs GPU: the cuda run's build (the launched config, compiled again through
+   Inductor's own compile path) against the GPU's own cubin: SASS identical, and registers,
+   n_spills and shared memory equal to what the driver reported;
+2. virtual-cuda vs GPU, SASS: identical, or why not — the GPU timed several configs and
+   launched another one than virtual-cuda shows ("config chosen by timing"), or the kernel
+   source differs (a codegen difference bench/gpu_check.py reports), or the kernel is not in
+   both runs;
+3. virtual-cuda vs GPU, resources (registers, n_spills, shared memory), with the same split.
+Prints a table per case and the shares over all kernels; --out writes everything as JSON.
+`--self-check` runs the pipeline with a second virtual-cuda recording in place of the GPU
+(to check the script on a machine without one).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# name -> (bench/models file, factory, train)
+CASES = {
+    "gpt2": ("gpt2", "make", False),
+    "gpt2_eager": ("gpt2", "make_eager_attention", False),
+    "bert": ("bert", "make", False),
+    "llama": ("llama", "make", False),
+    "llama_bf16": ("llama", "make_bf16", False),
+    "transformer_encoder": ("transformer_encoder", "make", False),
+    "small_cnn": ("small_cnn", "make", False),
+    "moe": ("moe", "make", False),
+    "gpt2 train": ("gpt2", "make_train", True),
+    "llama train": ("llama", "make_train", True),
+    "small_cnn train": ("small_cnn", "make_train", True),
+}
+
+_CHILD = r"""
+import json, os, sys, tempfile, hashlib
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from unittest import mock
+from kernelscope.engine.recorder import RecordOptions, record_factory
+from kernelscope.engine.asm_build import build_run_asm
+from kernelscope.asm import linemaps, tools
+from kernelscope.store import Store
+
+gpu_built = []
+patches = []
+if {device!r} == "cuda":
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    autotuners = []
+    original_init = CachingAutotuner.__init__
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        autotuners.append(self)
+    patches.append(mock.patch.object(CachingAutotuner, "__init__", init))
+for patch in patches:
+    patch.start()
+run = record_factory({spec!r}, RecordOptions(device={device!r}, train={train!r}, workspace=Path({repo!r})))
+for patch in patches:
+    patch.stop()
+
+def gpu_cubin(autotuner):
+    launcher = autotuner.launchers[0]
+    binary = getattr(launcher, "bin", None)
+    if binary is not None and getattr(binary, "asm", None) and "cubin" in binary.asm:
+        return binary.asm["cubin"]
+    for result in getattr(autotuner, "compile_results", None) or []:
+        kernel = getattr(result, "kernel", None)
+        if getattr(kernel, "asm", None) and "cubin" in kernel.asm:
+            return kernel.asm["cubin"]
+        if getattr(kernel, "cubin_raw", None):
+            return kernel.cubin_raw
+        path = getattr(kernel, "cubin_path", None)
+        if path and os.path.exists(path):
+            return Path(path).read_bytes()
+    return None
+
+if {device!r} == "cuda":
+    for autotuner in autotuners:
+        launchers = getattr(autotuner, "launchers", None) or []
+        if len(launchers) != 1:
+            continue
+        launcher = launchers[0]
+        cubin = gpu_cubin(autotuner)
+        sass = linemaps.sass_instructions(tools.disassemble(cubin)) if cubin else None
+        config = launcher.config
+        gpu_built.append(dict(name=autotuner.fn.__name__, src=autotuner.fn.src,
+                              config=dict(kwargs={{k: (v if isinstance(v, (bool, str)) else int(v))
+                                                  for k, v in sorted(config.kwargs.items())}},
+                                          num_warps=config.num_warps, num_stages=config.num_stages),
+                              n_regs=launcher.n_regs, n_spills=launcher.n_spills, shared=launcher.shared,
+                              sass=sass))
+
+kernels = []
+with tempfile.TemporaryDirectory() as directory, Store(Path(directory) / ".kernelscope") as store:
+    run_id = store.write_run(run)
+    summary = build_run_asm(store, run_id)
+    for info in store.asm.run_infos(run_id).values():
+        source = (store.root / info.kernel_file).read_text()
+        row = dict(graph=info.graph_key, name=info.name, source_sha=hashlib.sha256(source.encode()).hexdigest(),
+                   error=info.error)
+        if info.facts is not None:
+            facts = info.facts
+            row.update(config=facts.config.to_dict(), candidates=len(facts.candidates), chosen_by=facts.chosen_by,
+                       registers=facts.registers, spill_bytes=facts.spill_bytes, local_bytes=facts.local_bytes,
+                       shared=facts.shared_bytes, sass=linemaps.sass_instructions(
+                           (store.root / info.files["sass"]).read_text()))
+            gpu = [g for g in gpu_built if g["name"] == info.name and g["src"].strip() in source]
+            if gpu:
+                row["gpu"] = {{k: v for k, v in gpu[0].items() if k != "src"}}
+        kernels.append(row)
+print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.triton_version,
+      asm=summary.to_dict(), kernels=kernels)))
+"""
+
+
+def record(case: str, device: str) -> dict:
+    file, factory, train = CASES[case]
+    spec = f"{REPO / 'bench' / 'models' / file}.py:{factory}"
+    code = _CHILD.format(repo=str(REPO), spec=spec, device=device, train=train)
+    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", HF_HUB_OFFLINE="1")
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=420)
+    except subprocess.TimeoutExpired:
+        return {"error": f"{device} recording timed out after 420 s"}
+    for line in done.stdout.splitlines():
+        if line.startswith("KERNELSCOPE_JSON"):
+            return json.loads(line[len("KERNELSCOPE_JSON"):])
+    return {"error": (done.stderr or done.stdout)[-2000:]}
+
+
+def _same_resources(a: dict, n_regs, n_spills, shared) -> bool:
+    return (a["registers"], a["local_bytes"] // 4, a["shared"]) == (n_regs, n_spills, shared)
+
+
+def compare(real: dict, virtual: dict) -> dict:
+    """The three comparisons of the module docstring, kernel by kernel."""
+    if "error" in real or "error" in virtual:
+        return {"error": real.get("error") or virtual.get("error"),
+                "error_in": "cuda" if "error" in real else "virtual-cuda"}
+    virtual_by_key = {(k["graph"], k["name"]): k for k in virtual["kernels"]}
+    rows = []
+    for kernel in real["kernels"]:
+        row = {"graph": kernel["graph"], "name": kernel["name"]}
+        gpu = kernel.get("gpu")
+        if kernel.get("error") or gpu is None or gpu.get("sass") is None:
+            row["rebuild"] = "no GPU build captured" if not kernel.get("error") else f"not built: {kernel['error']}"
+        else:
+            row["rebuild_same_config"] = kernel["config"] == gpu["config"]  # the launch was kept and built
+            row["rebuild_sass"] = kernel["sass"] == gpu["sass"]
+            row["rebuild_resources"] = _same_resources(kernel, gpu["n_regs"], gpu["n_spills"], gpu["shared"])
+            row["gpu"] = {"config": gpu["config"], "n_regs": gpu["n_regs"], "n_spills": gpu["n_spills"],
+                          "shared": gpu["shared"]}
+            row["rebuild"] = {"registers": kernel["registers"], "n_spills": kernel["local_bytes"] // 4,
+                              "shared": kernel["shared"]}
+        other = virtual_by_key.get((kernel["graph"], kernel["name"]))
+        if other is None:
+            row["virtual"] = "not in the virtual-cuda run"
+        elif other.get("error"):
+            row["virtual"] = f"not built: {other['error']}"
+        elif other["source_sha"] != kernel["source_sha"]:
+            row["virtual"] = "kernel source differs"
+        elif gpu is None or gpu.get("sass") is None:
+            row["virtual"] = "no GPU build to compare"
+        else:
+            row["virtual_sass"] = other["sass"] == gpu["sass"]
+            row["virtual_resources"] = _same_resources(other, gpu["n_regs"], gpu["n_spills"], gpu["shared"])
+            row["virtual_config"] = other["config"]
+            row["same_config"] = other["config"] == gpu["config"]
+            row["virtual"] = ("identical" if row["virtual_sass"] and row["virtual_resources"] else
+                              "config chosen by timing" if not row["same_config"] else "DIFFERENT")
+        rows.append(row)
+    return {"torch": real["torch"], "triton": real["triton"], "kernels": rows}
+
+
+def shares(rows: list[dict]) -> dict:
+    rebuilt = [r for r in rows if "rebuild_sass" in r]
+    paired = [r for r in rows if "virtual_sass" in r]
+    same_config = [r for r in paired if r["same_config"]]
+    return {
+        "kernels": len(rows),
+        "rebuild_same_config": f"{sum(r['rebuild_same_config'] for r in rebuilt)}/{len(rebuilt)}",
+        "rebuild_sass_identical": f"{sum(r['rebuild_sass'] for r in rebuilt)}/{len(rebuilt)}",
+        "rebuild_resources_equal": f"{sum(r['rebuild_resources'] for r in rebuilt)}/{len(rebuilt)}",
+        "virtual_sass_identical": f"{sum(r['virtual_sass'] for r in paired)}/{len(paired)}",
+        "virtual_resources_equal": f"{sum(r['virtual_resources'] for r in paired)}/{len(paired)}",
+        "virtual_same_config": f"{len(same_config)}/{len(paired)}",
+        "same_config_sass_identical": f"{sum(r['virtual_sass'] for r in same_config)}/{len(same_config)}",
+        "same_config_resources_equal": f"{sum(r['virtual_resources'] for r in same_config)}/{len(same_config)}",
+        "not_compared": sorted({r["virtual"] for r in rows if "virtual_sass" not in r}),
+    }
+
+
+def _self_check_as_gpu(result: dict) -> dict:
+    """A virtual-cuda result dressed as the GPU's: its own SASS and facts as `gpu`."""
+    for kernel in result.get("kernels", []):
+        if kernel.get("sass") is not None:
+            kernel["gpu"] = {"config": kernel["config"], "n_regs": kernel["registers"],
+                             "n_spills": kernel["local_bytes"] // 4, "shared": kernel["shared"], "sass": kernel["sass"]}
+    return result
+
+
+def _print_row(case: str, row: dict) -> None:
+    if "error" in row:
+        print(f"{case:22} error ({row['error_in']}): {row['error'][-400:]}", flush=True)
+        return
+    s = row["shares"]
+    print(f"{case:22} {s['kernels']:>7} {s['rebuild_sass_identical']:>12} {s['rebuild_resources_equal']:>11} "
+          f"{s['virtual_sass_identical']:>9} {s['virtual_resources_equal']:>8} {s['virtual_same_config']:>8} "
+          f"{s['same_config_sass_identical']:>13}  {'; '.join(s['not_compared'])}", flush=True)
+    for kernel in row["kernels"]:
+        if kernel.get("virtual") == "DIFFERENT" or kernel.get("rebuild_sass") is False \
+                or kernel.get("rebuild_same_config") is False \
+                or kernel.get("rebuild_resources") is False:
+            details = {key: kernel.get(key) for key in ("gpu", "rebuild", "virtual_config", "rebuild_same_config",
+                                                        "rebuild_sass",
+                                                        "rebuild_resources", "virtual_sass", "virtual_resources")}
+            print(f"    {kernel['graph']}/{kernel['name']}: {json.dumps(details)}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="*", default=list(CASES), help=f"default: {', '.join(CASES)}")
+    parser.add_argument("--jobs", type=int, default=4, help="recordings run in parallel")
+    parser.add_argument("--out", type=Path, help="write every kernel's comparison as JSON (after each case)")
+    parser.add_argument("--self-check", action="store_true",
+                        help="no GPU: a second virtual-cuda recording stands in for the GPU's")
+    args = parser.parse_args()
+    devices = {"gpu": "virtual-cuda" if args.self_check else "cuda", "virtual": "virtual-cuda"}
+    jobs = [(case, role) for case in args.cases for role in devices]
+    results: dict[tuple[str, str], dict] = {}
+    report: dict[str, dict] = {}
+    all_rows: list[dict] = []
+    print(f"{'case':22} {'kernels':>7} {'rebuild SASS':>12} {'rebuild res':>11} {'virt SASS':>9} {'virt res':>8} "
+          f"{'same cfg':>8} {'same-cfg SASS':>13}  not compared", flush=True)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(record, case, devices[role]): (case, role) for case, role in jobs}
+        for future in as_completed(futures):
+            case, role = futures[future]
+            results[(case, role)] = future.result()
+            if (case, "gpu") not in results or (case, "virtual") not in results:
+                continue
+            real = results[(case, "gpu")]
+            if args.self_check:
+                real = _self_check_as_gpu(real)
+            row = compare(real, results[(case, "virtual")])
+            if "error" not in row:
+                row["shares"] = shares(row["kernels"])
+                all_rows += row["kernels"]
+            report[case] = row
+            _print_row(case, row)
+            report["all"] = shares(all_rows)
+            if args.out:
+                args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print("all: " + json.dumps(shares(all_rows)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

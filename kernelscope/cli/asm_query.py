@@ -1,0 +1,191 @@
+"""`kernelscope query FILE:LINE --asm`, and queries of a stage file's line.
+
+Down: the chain through FILE:LINE, then for each Triton kernel it reaches, what the
+kernel lines of its ops became for the run's GPU — the facts of the kernel (config,
+registers, spills, shared memory, occupancy), its PTX lines and its SASS instructions.
+Kernels not compiled below Triton yet are compiled first (by the engine worker).
+Up: a line of a stage file (`runs/3/asm/.../k.sass:82`) -> its kernel line(s) -> the chain.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+
+from kernelscope.asm import text as asm_text
+from kernelscope.asm.model import STAGES
+from kernelscope.cli import asm_ask
+from kernelscope.cli.common import open_store, parse_file_line, print_json, stdout_is_tty
+from kernelscope.errors import UserError
+from kernelscope.record import SHARED_LINE_REASON_PREFIX
+from kernelscope.store.asm_store import KernelBelow
+
+STAGE_SUFFIXES = tuple(f".{stage}" for stage in STAGES)
+SASS_SHOWN = 16  # SASS instructions listed per kernel line before the rest is summarized
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether this query is answered here: --asm, or a stage file's line."""
+    return bool(getattr(args, "asm", False)) or args.location.rpartition(":")[0].endswith(STAGE_SUFFIXES)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernelscope.cli import query_cmd
+
+    path, line = parse_file_line(args.location)
+    with open_store(args) as store:
+        ref = store.asm.locate(store.key_for(path))
+        if ref is not None:
+            return _up(args, store, ref, line)
+        result = store.query(path, line, run_id=args.run_id, direction=args.direction, module=args.module,
+                             direct_only=args.direct_only, detail=True)
+        line_refs = _kernel_line_refs(result)
+        kernel_lines = {file: sorted(refs) for file, refs in line_refs.items()}
+        if kernel_lines:
+            asm_ask.ensure_built(store, result.location.run_id, list(kernel_lines), quiet=args.json)
+        belows = [store.asm.below(file, lines) for file, lines in kernel_lines.items()]
+    if args.json:
+        print_json({**asdict(result), "asm": [asdict(below) for below in belows]})
+        return 0
+    tree = query_cmd.build_tree(result)
+    if result.empty:
+        tree.children.append(query_cmd.Branch(f"nothing recorded at this line in run {result.location.run_id}", "yellow"))
+    elif not belows:
+        tree.children.append(query_cmd.Branch("no Triton kernel computes this line: nothing below Triton "
+                                              "(extern calls run library code)", "yellow"))
+    else:
+        tree.children.append(below_branch(belows, line_refs))
+    _print(tree)
+    return 0
+
+
+def _kernel_lines(result) -> dict[str, list[int]]:
+    """Stored kernel file -> the kernel lines of the ops the query reached (not the shared
+    index and mask lines every op of the kernel uses)."""
+    return {file: sorted(refs) for file, refs in _kernel_line_refs(result).items()}
+
+
+def _kernel_line_refs(result) -> dict[str, dict[int, object]]:
+    found: dict[str, dict[int, object]] = {}
+    for chain in result.graphs:
+        for kernel in chain.kernels:
+            if kernel.kind == "extern" or not kernel.file:
+                continue
+            own = [line for line in kernel.lines if not line.reason.startswith(SHARED_LINE_REASON_PREFIX)]
+            for line in own or kernel.lines:
+                found.setdefault(kernel.file, {}).setdefault(line.line, line)
+    return found
+
+
+def below_branch(belows: list[KernelBelow], line_refs: dict[str, dict[int, object]] | None = None):
+    from kernelscope.cli.query_cmd import Branch
+
+    built = [below.info.facts for below in belows if below.info is not None and below.info.facts]
+    root = Branch(f"below the kernel: {asm_text.kernels_summary(built) or 'nothing built'}", "bold magenta")
+    for below in belows:
+        root.children.append(_kernel_branch(below, (line_refs or {}).get(below.kernel_file, {})))
+    return root
+
+
+def _kernel_branch(below: KernelBelow, refs: dict[int, object]):
+    from kernelscope.cli.query_cmd import Branch
+
+    info = below.info
+    if info is None:
+        return Branch(f"kernel {below.kernel}: not compiled below Triton", "yellow")
+    if info.facts is None:
+        return Branch(f"kernel {below.kernel}: could not be compiled below Triton: {info.error}", "red")
+    facts = info.facts
+    branch = Branch(f"kernel {below.kernel}", "bold yellow", [
+        Branch(asm_text.facts_line(facts), "yellow"),
+        Branch(f"config: {facts.chosen_by}", "dim"),
+        Branch(f"instruction mix ({facts.instructions} SASS): {asm_text.mix_text(facts.mix, limit=20)}", "dim"),
+        Branch(f"files: {asm_text.stage_files(info.files)}", "dim"),
+    ])
+    for kernel_line in below.kernel_lines:
+        ref = refs.get(kernel_line)
+        label = f"kernel line {kernel_line}"
+        if ref is not None:
+            label += f"  [{ref.reason}{' ' + ', '.join(ref.nodes) if ref.nodes else ''}]  | {ref.text.strip()}"
+        line_branch = Branch(label, "bold cyan")
+        of_line = [line for line in below.lines if line.kernel_line == kernel_line]
+        for stage in ("ttgir", "ptx"):
+            stage_lines = [line for line in of_line if line.stage == stage]
+            if stage_lines:
+                line_branch.children.append(Branch(
+                    f"{stage.upper()} :{asm_text.line_ranges([line.line for line in stage_lines])}  "
+                    f"{asm_text.opcode_summary(stage_lines)}", "cyan"))
+        sass = [line for line in of_line if line.stage == "sass"]
+        if not sass:
+            line_branch.children.append(Branch("SASS: no instruction carries this line", "dim"))
+        shown = asm_text.notable_first(sass, SASS_SHOWN)
+        for line in shown:
+            via = f"  [{line.via}]" if line.via else ""
+            line_branch.children.append(Branch(f"SASS :{line.line}  {line.text}{via}", "cyan"))
+        if len(sass) > len(shown):
+            rest = [line for line in sass if line not in shown]
+            line_branch.children.append(Branch(f"... {len(rest)} more SASS: {asm_text.opcode_summary(rest)} "
+                                               "(--json lists all)", "dim"))
+        branch.children.append(line_branch)
+    return branch
+
+
+def _up(args: argparse.Namespace, store, ref, line: int) -> int:
+    from kernelscope.cli import query_cmd
+
+    if line > ref.line_count:
+        raise UserError(f"{ref.path} has {ref.line_count} lines, not {line}")
+    lines = store.asm.lines_at(ref, line)
+    kernel_lines = sorted({asm_line.kernel_line for asm_line in lines})
+    results = [store.query(ref.kernel_file, kernel_line, run_id=ref.run_id, direction=args.direction,
+                           module=args.module, direct_only=args.direct_only, detail=True)
+               for kernel_line in kernel_lines]
+    if args.json:
+        print_json({"location": asdict(ref), "line": line, "asm_lines": [asdict(l) for l in lines],
+                    "kernel_lines": [asdict(result) for result in results]})
+        return 0
+    text = lines[0].text if lines else (store.root / ref.path).read_text(encoding="utf-8").splitlines()[line - 1].strip()
+    root = query_cmd.Branch(f"{ref.path}:{line}  ({ref.stage.upper()} of kernel {ref.kernel_name}, run {ref.run_id})",
+                            "bold", [query_cmd.Branch(f"| {text}", "dim")])
+    if not lines:
+        root.children.append(query_cmd.Branch(
+            "no kernel line: a declaration, label or directive (instructions carry the kernel lines)", "yellow"))
+    for asm_line, result in zip(_first_per_kernel_line(lines), results):
+        via = f"  [{asm_line.via}]" if asm_line.via else ""
+        up = query_cmd.Branch(f"from kernel line {ref.kernel_file}:{asm_line.kernel_line}{via}", "bold yellow")
+        up.children.append(query_cmd.build_tree(result))
+        root.children.append(up)
+    _print(root)
+    return 0
+
+
+def _first_per_kernel_line(lines):
+    seen = {}
+    for line in lines:
+        seen.setdefault(line.kernel_line, line)
+    return [seen[key] for key in sorted(seen)]
+
+
+def _print(tree) -> None:
+    from kernelscope.cli import query_cmd
+
+    if stdout_is_tty():
+        query_cmd._print_rich(tree)
+    else:
+        print("\n".join(query_cmd._plain_lines(tree)))
+
+
+def resources_table(infos) -> str:
+    """One row per kernel built below Triton: what `show --asm` lists."""
+    from kernelscope.cli.common import format_table
+
+    rows = []
+    for info in infos:
+        facts = info.facts
+        if facts is None:
+            rows.append([info.graph_key, info.name, "-", "-", "-", "-", "-", "-", f"not built: {info.error[:60]}"])
+            continue
+        rows.append([info.graph_key, info.name, str(facts.registers), str(facts.spill_bytes), str(facts.local_bytes),
+                     asm_text.size_text(facts.shared_bytes), f"{facts.occupancy.share:.0%} ({facts.occupancy.limited_by})",
+                     str(facts.instructions), facts.config.label])
+    return format_table(["graph", "kernel", "regs", "spill B", "local B", "shared", "occupancy", "SASS", "config"],
+                        rows)

@@ -1,0 +1,242 @@
+"""`RunView`: one run of a store, as every front end reads it.
+
+The CLI, the language server, the terminal UI, `diff`, `profile` and the dumps read
+a run through this object, which `Store.run(run_id)` hands out: the run's files,
+line answers, kernels, facts, graph breaks and recompiles, profile and module
+groups. It holds no state of its own beyond the run id; answers come from the
+store's indexes and what is derived from a whole run is cached per run
+(run_cache: runs never change once written). The SQLite connection and the SQL stay
+inside `kernelscope.store`.
+
+A RunView borrows its Store's connection: use it from the thread that opened the
+Store, and not after the Store is closed.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kernelscope.errors import UserError
+from kernelscope.store import (
+    catalog,
+    db,
+    distributed,
+    dump,
+    module_tree,
+    overviews,
+    profiles,
+    query,
+    run_facts,
+    run_reads,
+    source_index,
+)
+from kernelscope.store.results import (
+    SOURCE,
+    FileLinks,
+    GraphOverview,
+    InstanceGroup,
+    LineOverview,
+    Location,
+    QueryResult,
+    RunDetails,
+    RunSummary,
+)
+from kernelscope.store.run_cache import cached, db_key
+
+if TYPE_CHECKING:
+    from kernelscope.store.store import Store
+
+
+@db.reads_damage_as_store_errors
+class RunView:
+    """One run of a store, read-only (see the module docstring)."""
+
+    def __init__(self, store: Store, run_id: int):
+        self._store = store
+        self._conn = store.conn
+        self.db_path = store.db_path
+        self.id = run_id
+
+    def __repr__(self) -> str:
+        return f"RunView({self._store.root}, run {self.id})"
+
+    # -- the run ---------------------------------------------------------------------
+
+    def summary(self) -> RunSummary:
+        """Target, device, mode, versions, counts and coverage (cached)."""
+        return cached(("summary", db_key(self._conn), self.id), lambda: catalog.run_summary(self._conn, self.id))
+
+    def details(self) -> RunDetails:
+        """Graphs with their files, kernels, graph breaks, recompiles, warnings, timings and
+        config; kernels carry device times when the run has a profile (cached until a
+        profile is attached)."""
+        def compute():
+            details = catalog.run_details(self._conn, self.id)
+            profiles.annotate_kernels(self._conn, self.id, details.kernels)
+            return details
+
+        stamp = profiles.profile_stamp(self._conn, self.id)
+        return cached(("details", db_key(self._conn), self.id, stamp), compute)
+
+    def graphs(self) -> dict[int, run_facts.GraphInfo]:
+        """Graph id -> its key, compile id, kind and files, in compile order."""
+        return run_facts.graphs_of_run(self._conn, self.id)
+
+    def kernels(self) -> dict[int, run_facts.KernelInfo]:
+        """Kernel id -> name, kind, file and graph, in graph and launch order."""
+        return run_facts.kernels_of_run(self._conn, self.id)
+
+    def kernel_facts(self) -> dict[str, run_facts.KernelFacts]:
+        """`graph key/kernel name` -> the model lines, wrapper lines and module instances of
+        every kernel (a kernel list's columns and filters)."""
+        return run_facts.kernel_facts(self._conn, self.id)
+
+    def kernel_of_file(self, path: str) -> run_facts.KernelInfo | None:
+        """The kernel a stored kernel file belongs to (None for other files)."""
+        return run_reads.kernel_of_file(self._conn, self.id, path)
+
+    def kernel_sources(self, kernel_id: int) -> list[tuple[str, int]]:
+        """The model lines (file, line) a kernel's nodes come from."""
+        return run_reads.kernel_sources(self._conn, kernel_id)
+
+    def all_kernel_sources(self) -> dict[int, list[tuple[str, int]]]:
+        """Kernel id -> its model lines, for every kernel of the run."""
+        return run_reads.all_kernel_sources(self._conn, self.id)
+
+    def fallbacks(self) -> dict[str, list[tuple[int, run_facts.KernelInfo]]]:
+        """Source file -> (line, kernel) of every op that fell back to eager ATen."""
+        return run_reads.fallback_sources(self._conn, self.id)
+
+    def frame_source_lines(self, frame: int) -> list[tuple[str, int]]:
+        """The model lines of the graphs of Dynamo frame `frame` (where a recompile shows)."""
+        return run_reads.frame_source_lines(self._conn, self.id, frame)
+
+    def module_groups(self) -> list[InstanceGroup]:
+        """The run's module instances as a tree, sibling instances of the same shape folded."""
+        return module_tree.module_groups(self._conn, self.id)
+
+    # -- files -------------------------------------------------------------------------
+
+    def locate(self, path: str | Path | Location) -> Location:
+        """What `path` (any spelling of a source or generated file) is in this run."""
+        if isinstance(path, Location):
+            path = path.path
+        return self._store.locate(path, self.id)
+
+    def file_links(self, path: str | Path | Location) -> FileLinks:
+        """Every linked line of a file of this run (code lenses, highlights; a source file's
+        lines carry device times when the run is profiled), cached per file."""
+        location = path if isinstance(path, Location) and path.run_id == self.id else self.locate(path)
+        stamp = profiles.profile_stamp(self._conn, self.id)
+        return cached(("links", db_key(self._conn), self.id, location.path, stamp),
+                      lambda: self._store.lines_for_file(location.path, self.id))
+
+    def recorded_code(self, path: str) -> dict[int, str]:
+        """Line -> code as recorded, for the lines of source file `path` (a stored key) that
+        the run points at: matched against the text as it is now when the file changed."""
+        return run_reads.recorded_code(self._conn, self.id, path)
+
+    def source_code(self, file: str, line: int) -> str:
+        """The recorded code of one model line ("" when the run recorded none)."""
+        return run_reads.source_code(self._conn, self.id, file, line)
+
+    def absolute_path(self, stored_path: str) -> Path:
+        """Where a generated file (`runs/3/...`) is on disk."""
+        return self._store.absolute_path(stored_path)
+
+    # -- line answers ------------------------------------------------------------------
+
+    def source_index(self, path: str | Path | Location) -> source_index.FileIndex:
+        """Every line of a model source file and what it became (kernels with their line
+        numbers, graph and wrapper lines), answered at once and cached per file."""
+        return source_index.file_index(self._conn, self.id, self._source(path).path)
+
+    def source_line(self, path: str | Path | Location, line: int) -> source_index.LineAnswer:
+        """What one model source line became, from the file's source index."""
+        return source_index.source_line(self._conn, self.id, self._source(path).path, line)
+
+    def line_summaries(self, path: str | Path | Location) -> dict[int, source_index.SourceLineSummary]:
+        """Per line of a source file: its kernels and the lines fused with it (lenses, hints)."""
+        return source_index.line_summaries(self._conn, self.id, self._source(path).path)
+
+    def line_overview(self, path: str | Path | Location, line: int) -> LineOverview:
+        """One model line's answer counted per graph and module group, folded: what
+        `kernelscope query FILE:LINE` prints by default. Read from the counts the store
+        keeps per line (one index probe), so an outer line of a deep model answers in
+        milliseconds. Agrees with `query(path, line, detail=False, rollup=True)`."""
+        location = self._source(path)
+        lines = query.file_lines(location)
+        query.check_line(location, line, lines)
+        text = lines[line - 1] if lines is not None and line <= len(lines) else ""
+        return LineOverview(location=location, line=line, text=text,
+                            graphs=overviews.read_line(self._conn, self.id, location.path, line))
+
+    def file_overviews(self, path: str | Path | Location) -> dict[int, list[GraphOverview]]:
+        """Line -> its answer counted per graph and module group, for every line of a source
+        file with an answer (code lenses, hovers), cached per file."""
+        location = self._source(path)
+        return cached(("overviews", db_key(self._conn), self.id, location.path),
+                      lambda: overviews.read_file(self._conn, self.id, location.path))
+
+    def linked_lines(self, path: str | Path | Location) -> list[int]:
+        """The lines of a model source file that have an answer in this run."""
+        return overviews.linked_lines(self._conn, self.id, self._source(path).path)
+
+    def query(self, path: str | Path, line: int, direction: str = "both", module: str | Sequence[str] | None = None,
+              direct_only: bool = False, detail: bool = True, rollup: bool = False) -> QueryResult:
+        """The whole provenance chain through `path:line` (see Store.query), in this run."""
+        return self.query_at(self.locate(path), line, direction, module, direct_only, detail, rollup)
+
+    def query_at(self, location: Location, line: int, direction: str = "both",
+                 module: str | Sequence[str] | None = None, direct_only: bool = False, detail: bool = True,
+                 rollup: bool = False) -> QueryResult:
+        """`query` of a file already located in this run (no second path lookup)."""
+        result = query.query(self._conn, location, line, direction, module, direct_only, detail, rollup)
+        profiles.annotate_query(self._conn, result)
+        return result
+
+    def _source(self, path: str | Path | Location) -> Location:
+        """A source file of this run; a Location of it (from `locate`) is taken as is, so an
+        editor that located a document once does not look its path up on every request."""
+        location = path if isinstance(path, Location) and path.run_id == self.id else self.locate(path)
+        if location.kind != SOURCE:
+            raise UserError(f"{location.path} is a generated file ({location.kind}), not a model source file: "
+                            "use query for its lines")
+        return location
+
+    # -- device time -------------------------------------------------------------------
+
+    def profile(self) -> profiles.RunProfile | None:
+        """Device times per step (kernels, extern calls, outside-graph time), or None."""
+        return profiles.read_profile(self._conn, self.id)
+
+    def has_profile(self) -> bool:
+        return profiles.profile_stamp(self._conn, self.id) is not None
+
+    def file_line_times(self, path: str) -> tuple[dict[int, tuple[float, bool]], float] | None:
+        """Line -> (device time per step, shared) of a source file, and the step time;
+        None without a profile (see profiles.file_line_times)."""
+        return profiles.file_line_times(self._conn, self.id, path)
+
+    def profile_kernels(self) -> list[profiles.ProfiledKernel]:
+        """Every kernel and extern call with its graph and first wrapper line: what a
+        profiler trace is joined with."""
+        return profiles.run_kernels(self._conn, self.id)
+
+    # -- export ------------------------------------------------------------------------
+
+    # -- distributed jobs (kernelscope.store.distributed) -----------------------------
+
+    def distributed(self) -> distributed.DistributedRun:
+        """The run's rank and job, which ranks compiled identical code, and per graph its
+        DDP split part, collectives and compute/communication order."""
+        return distributed.distributed_run(self._conn, self.id)
+
+    def collectives_at(self, location: Location, line: int) -> list[distributed.CollectiveRef]:
+        """The collectives a wrapper, post-grad or model source line issues or waits on."""
+        return distributed.collectives_at(self._conn, location, line)
+
+    def dump(self, options: dump.DumpOptions = dump.DumpOptions()) -> dict:
+        """The run as schema-valid, deterministic JSON data."""
+        return dump.dump_run(self._conn, self.id, options, store_root=self._store.root)
