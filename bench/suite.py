@@ -93,7 +93,8 @@ def one_line_error(stderr: str, returncode: int) -> str:
     for line in reversed(lines):
         if line.startswith("kernelscope: error:"):
             # library files are named from their package: transformers/cache_utils.py:125
-            return re.sub(r"\S*/site-packages/", "", line.removeprefix("kernelscope: error:").strip())
+            text = line.removeprefix("kernelscope: error:").strip().replace(f"{REPO}{os.sep}", "")
+            return re.sub(r"\S*/site-packages/", "", text)
     if returncode < 0:
         return f"killed by signal {-returncode} (out of memory?)"
     return lines[-1] if lines else f"exit status {returncode}"
