@@ -3,7 +3,8 @@
 Every call that makes a tensor on the input's device while the graph is traced on fake
 cuda tensors — `torch.tensor` / `as_tensor` with data (empty data too: transformers'
 DynamicCache), factories with `device=`, `new_*`, `*_like`, `.to(device)`, tensors made
-on the CPU and moved — must make a fake cuda tensor. Each model of
+on the CPU and moved, index tensors an autograd formula makes in the backward from the
+gradient's options — must make a fake cuda tensor. Each model of
 tests/data/tensors_in_forward.py is recorded, inference and training, with the CUDA
 runtime made to raise on any use (`torch.cuda._lazy_init`, what every CUDA factory and
 device guard of torch's Python API calls first; on this CPU build anything below it
@@ -56,7 +57,7 @@ def record(spec: str, train: bool):
 @pytest.mark.slow
 @pytest.mark.parametrize("train", [False, True], ids=["inference", "train"])
 @pytest.mark.parametrize("factory", ["make_factories", "make_new_and_to", "make_cache_like",
-                                     "make_sinusoidal_positions"])
+                                     "make_sinusoidal_positions", "make_overlapping_windows"])
 def test_tensors_made_in_forward_never_reach_the_cuda_runtime(factory, train, cuda_runtime_raises):
     run = record(f"{MODELS}:{factory}", train)
     assert cuda_runtime_raises == []

@@ -92,6 +92,20 @@ class SinusoidalPositions(nn.Module):
         return self.proj(self.table.index_select(0, positions.reshape(-1)).view(*ids.shape, -1))
 
 
+class OverlappingWindows(nn.Module):
+    """Longformer's sliding chunks: overlapping windows made with `as_strided`, whose backward
+    (a C++ autograd formula) makes its index tensor from the gradient's options."""
+
+    def __init__(self, width=4):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        padded = torch.nn.functional.pad(self.proj(x), (0, 0, 2, 2))
+        s = padded.stride()
+        return padded.as_strided((x.shape[0], 4, 6, x.shape[2]), (s[0], 2 * s[1], s[1], s[2])) * 2
+
+
 def make_factories():
     torch.manual_seed(0)
     return Factories(), (torch.randn(2, 4, 16),)
@@ -110,3 +124,8 @@ def make_cache_like():
 def make_sinusoidal_positions():
     torch.manual_seed(0)
     return SinusoidalPositions(), (torch.randint(0, 30, (2, 8)),)
+
+
+def make_overlapping_windows():
+    torch.manual_seed(0)
+    return OverlappingWindows(), (torch.randn(2, 8, 4),)

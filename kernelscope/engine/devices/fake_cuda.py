@@ -404,8 +404,9 @@ def _on_cuda_kwargs(args, kwargs):
     C++ composite ops take the device of a new tensor from an input's options, and
     the C++ query answers `cpu` (see the module docstring): `mask.type_as(x)` becomes
     `_to_copy(mask, dtype, device=cpu)`, where a GPU has `device=cuda:0`. An op that
-    takes a fake cuda tensor and is told `cpu` is given the GPU's answer instead.
-    (A model's own `.to("cpu")` is a device constant of the graph, already retargeted
+    takes a fake cuda tensor and is told `cpu` is given the GPU's answer instead, as is a
+    factory that a C++ composite or an autograd backward formula makes from a cuda
+    tensor's options. (A model's own `.to("cpu")` is a device constant of the graph, already retargeted
     to cuda with the others.)"""
     import torch
     from torch._subclasses.fake_tensor import FakeTensor
@@ -417,7 +418,11 @@ def _on_cuda_kwargs(args, kwargs):
     on_cuda = any(isinstance(arg, FakeTensor) and _is_cuda_fake(arg) for arg in tensors)
     # a factory (no tensor input) that a C++ composite working on cuda tensors called
     made_by_composite = not tensors and _composites_on_cuda and _composites_on_cuda[-1]
-    if not (on_cuda or made_by_composite):
+    # a factory that an autograd formula called while AOTAutograd traces the backward: C++
+    # formulas take a new tensor's device from `grad.options()` (as_strided's backward makes
+    # its index with `arange(..., grad.options())`), which reads cpu on the CPU-backed fakes
+    made_by_backward = not tensors and torch._C._current_autograd_node() is not None
+    if not (on_cuda or made_by_composite or made_by_backward):
         return kwargs
     device_audit.note_cpp_answer_corrected()
     return {**kwargs, "device": torch.device("cuda", 0)}
