@@ -72,6 +72,7 @@ sys.path.insert(0, {repo!r})
 from pathlib import Path
 from kernelscope.engine.recorder import RecordOptions, record_factory
 from kernelscope.engine.devices.device_audit import log_device_queries
+from kernelscope.store.coverage import compute_coverage
 # pad_mm decisions the GPU made by timing padded against unpadded matmuls (virtual-cuda
 # cannot time anything and never pads there): each benchmark's verdict, as pad_mm caches it
 pad_mm_timed = []
@@ -104,7 +105,7 @@ if {dump!r}:
         (folder / (g.key + ".wrapper.py")).write_text(g.wrapper_text)
 print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.triton_version,
       provenance=run.provenance, warnings=run.warnings, graphs=graphs, timings=run.timings,
-      audit=audit, pad_mm_timed=pad_mm_timed)))
+      audit=audit, pad_mm_timed=pad_mm_timed, coverage=compute_coverage(run))))
 """
 
 
@@ -117,14 +118,22 @@ def spec_for(example: str, train: bool) -> str:
 
 def record(example: str, device: str, train: bool, dynamic: bool = False, mode: str = "default",
            dump: Path | None = None) -> dict:
-    folder = str(dump / row_name(example, train, dynamic, mode).replace(" ", "_") / device) if dump else ""
-    code = _CHILD.format(repo=str(REPO), spec=spec_for(example, train), device=device, train=train,
-                         dynamic=dynamic, dump=folder)
+    folder = dump / row_name(example, train, dynamic, mode).replace(" ", "_") / device if dump else None
+    return record_spec(spec_for(example, train), device, train, dynamic, mode, folder)
+
+
+def record_spec(spec: str, device: str, train: bool, dynamic: bool = False, mode: str = "default",
+                dump_folder: Path | None = None, timeout: int = 480) -> dict:
+    """Record PATH.py:FACTORY in a fresh process on `device`; the child's JSON (kernels of every
+    graph, coverage, provenance, device audit, pad_mm decisions), or {"error": ...}."""
+    code = _CHILD.format(repo=str(REPO), spec=spec, device=device, train=train,
+                         dynamic=dynamic, dump=str(dump_folder or ""))
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", HF_HUB_OFFLINE="1", **MODE_ENV[mode])
     try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=480)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                              timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"error": f"{device} recording timed out after 480 s"}
+        return {"error": f"{device} recording timed out after {timeout} s"}
     for line in done.stdout.splitlines():
         if line.startswith("KERNELSCOPE_JSON"):
             return json.loads(line[len("KERNELSCOPE_JSON"):])
@@ -184,6 +193,7 @@ def compare(real: dict, virtual: dict, mode: str = "default") -> dict:
         "differing_kernels": differing,
         "real_pad_mm_padded_by_timing": padded_by_timing,
         "real_specific_line_share": round(sum(k["specific"] for k in a) / lines, 3) if lines else None,
+        "real_coverage": real.get("coverage"), "virtual_coverage": virtual.get("coverage"),
         "real_provenance": real["provenance"], "real_warnings": real["warnings"],
         "virtual_audit": virtual.get("audit"),
         "torch": real["torch"], "triton": real["triton"],

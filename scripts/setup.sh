@@ -10,6 +10,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet -r requirements-dev.txt
+# The model suite's torchvision and timm, apart from site-packages (bench/suite/vision_libs.py says why).
+.venv/bin/python -m pip install --quiet --no-deps --upgrade --target .venv/suite-vision -r requirements-suite-vision.txt
 # kernelscope itself, editable, with its light dependencies (rich, jsonschema, watchdog).
 .venv/bin/python -m pip install --quiet -e '.[dev]'
 # The terminal UI's end-to-end test drives `kernelscope tui` in a real terminal (tmux).
