@@ -47,6 +47,23 @@ ZOO = {
     "moe": ("moe", "make", "make_train"),
     "moe_bf16": ("moe", "make_bf16", "make_bf16_train"),
 }
+# The engine's own cases (--engine): tensors a model makes inside forward, a Hugging Face decoder
+# with the library's defaults, and a model built on the meta device, which only virtual-cuda
+# records (the GPU side compiles the same model with real weights: FACTORY on the cuda side).
+# name -> (file, inference factory, training factory, {factory: factory on the cuda side})
+ENGINE = {
+    "tensors_factories": ("tests/data/tensors_in_forward.py", "make_factories", "make_factories", {}),
+    "tensors_new_and_to": ("tests/data/tensors_in_forward.py", "make_new_and_to", "make_new_and_to", {}),
+    "tensors_cache_like": ("tests/data/tensors_in_forward.py", "make_cache_like", "make_cache_like", {}),
+    "sinusoidal_positions": ("tests/data/tensors_in_forward.py", "make_sinusoidal_positions",
+                             "make_sinusoidal_positions", {}),
+    "overlapping_windows": ("tests/data/tensors_in_forward.py", "make_overlapping_windows",
+                            "make_overlapping_windows", {}),
+    "hf_llama_defaults": ("tests/data/hf_defaults.py", "make_llama", "make_llama", {}),
+    "llama3_8b_meta_2_layers": ("bench/models/llama3_8b_meta.py", "make", "make_train",
+                                {"make": "make_real", "make_train": "make_real_train"}),
+}
+MODE_ENV_ENGINE = {"llama3_8b_meta_2_layers": {"KERNELSCOPE_LAYERS": "2"}}
 # Extra variants: (model, train, dynamic, mode). `dynamic` marks dim 0 of every input
 # dynamic. A `max-autotune-no-cudagraphs` compile picks GEMM templates by timing them
 # on the GPU; virtual-cuda cannot time anything, so those choices are expected to differ.
@@ -109,7 +126,12 @@ print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.t
 """
 
 
-def spec_for(example: str, train: bool) -> str:
+def spec_for(example: str, train: bool, device: str = "virtual-cuda") -> str:
+    if example in ENGINE:
+        file, inference, training, on_cuda = ENGINE[example]
+        factory = training if train else inference
+        factory = on_cuda.get(factory, factory) if device == "cuda" else factory
+        return f"{REPO / file}:{factory}"
     if example in ZOO:
         file, inference, training = ZOO[example]
         return f"{REPO / 'bench' / 'models' / file}.py:{training if train else inference}"
@@ -119,16 +141,17 @@ def spec_for(example: str, train: bool) -> str:
 def record(example: str, device: str, train: bool, dynamic: bool = False, mode: str = "default",
            dump: Path | None = None) -> dict:
     folder = dump / row_name(example, train, dynamic, mode).replace(" ", "_") / device if dump else None
-    return record_spec(spec_for(example, train), device, train, dynamic, mode, folder)
+    return record_spec(spec_for(example, train, device), device, train, dynamic, mode, folder,
+                       env=MODE_ENV_ENGINE.get(example, {}))
 
 
 def record_spec(spec: str, device: str, train: bool, dynamic: bool = False, mode: str = "default",
-                dump_folder: Path | None = None, timeout: int = 480) -> dict:
+                dump_folder: Path | None = None, timeout: int = 480, env: dict | None = None) -> dict:
     """Record PATH.py:FACTORY in a fresh process on `device`; the child's JSON (kernels of every
     graph, coverage, provenance, device audit, pad_mm decisions), or {"error": ...}."""
     code = _CHILD.format(repo=str(REPO), spec=spec, device=device, train=train,
                          dynamic=dynamic, dump=str(dump_folder or ""))
-    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", HF_HUB_OFFLINE="1", **MODE_ENV[mode])
+    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", HF_HUB_OFFLINE="1", **MODE_ENV[mode], **(env or {}))
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                               timeout=timeout)
@@ -229,6 +252,8 @@ def main() -> int:
     parser.add_argument("--examples", nargs="*", default=EXAMPLES,
                         help=f"examples/ names, or model zoo names ({', '.join(ZOO)})")
     parser.add_argument("--zoo", action="store_true", help="add the model zoo to the examples")
+    parser.add_argument("--engine", action="store_true",
+                        help=f"add the engine's own cases ({', '.join(ENGINE)})")
     parser.add_argument("--variants", action="store_true",
                         help="add the --dynamic and max-autotune-no-cudagraphs variants (VARIANTS)")
     parser.add_argument("--jobs", type=int, default=4, help="recordings run in parallel")
@@ -237,6 +262,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.zoo:
         args.examples = [*args.examples, *ZOO]
+    if args.engine:
+        args.examples = [*args.examples, *ENGINE]
     todo = cases(args.examples, args.variants)
     # the slowest (max-autotune times every template on the GPU) first
     jobs = [(case, device) for case in sorted(todo, key=lambda case: case[3] == "default")

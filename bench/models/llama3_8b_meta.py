@@ -37,3 +37,20 @@ def make():
 
 def make_train():
     return _model().train(), _inputs()
+
+
+def _real_model(device: str):
+    """The same model with real (random) weights on `device`: what a GPU compiles where a meta
+    model cannot run (bench/gpu_check.py --engine compares its code with the meta model's)."""
+    layers = int(os.environ.get("KERNELSCOPE_LAYERS", "32"))
+    torch.manual_seed(0)
+    with torch.device(device):
+        return transformers.LlamaForCausalLM(_config(layers))
+
+
+def make_real(device="cpu"):
+    return _real_model(device).eval(), tuple(t.to(device) for t in _inputs())
+
+
+def make_real_train(device="cpu"):
+    return _real_model(device).train(), tuple(t.to(device) for t in _inputs())
