@@ -421,7 +421,8 @@ def _on_cuda_kwargs(args, kwargs):
     # a factory that an autograd formula called while AOTAutograd traces the backward: C++
     # formulas take a new tensor's device from `grad.options()` (as_strided's backward makes
     # its index with `arange(..., grad.options())`), which reads cpu on the CPU-backed fakes
-    made_by_backward = not tensors and torch._C._current_autograd_node() is not None
+    current_node = getattr(torch._C, "_current_autograd_node", lambda: None)
+    made_by_backward = not tensors and current_node() is not None
     if not (on_cuda or made_by_composite or made_by_backward):
         return kwargs
     device_audit.note_cpp_answer_corrected()

@@ -173,10 +173,25 @@ def _constants_moved_as_fakes(fake_mode):
         yield
 
 
+def _gpu_present() -> bool:
+    """Whether this process can really use a GPU (asked below torch.cuda, which virtual-cuda fakes)."""
+    import torch
+
+    try:
+        return hasattr(torch._C, "_cuda_getDeviceCount") and torch._C._cuda_getDeviceCount() > 0
+    except RuntimeError:
+        return False
+
+
 @contextlib.contextmanager
 def cuda_runtime_forbidden():
-    """While inside, initializing the CUDA runtime raises CudaRuntimeReached."""
+    """While inside, initializing the CUDA runtime raises CudaRuntimeReached — where there is no
+    GPU to initialize (virtual-cuda on a GPU machine may touch the real runtime, as it always could)."""
     import torch
+
+    if _gpu_present():
+        yield
+        return
 
     def refuse(*args, **kwargs):
         raise CudaRuntimeReached(
