@@ -325,6 +325,7 @@ def main() -> int:
         with gate:
             result = record_for_compare(model, train, device, args.timeout) if args.compare \
                 else record(model, train, device, args.timeout)
+        wall = result.get("wall", 0)  # compare() takes it over into the row
         with lock:
             if not args.compare:
                 rows_done[(model.name, train)] = result
@@ -340,7 +341,7 @@ def main() -> int:
         state = ("recorded" if result.get("recorded") or (args.compare and "error" not in result)
                  else f"FAILED: {(result.get('error') or '').strip()[:200]}")
         print(f"[{number}/{len(jobs)}] {model.name} {'train' if train else 'inference'} {device}: {state} "
-              f"({result['wall']:.0f} s)", file=sys.stderr, flush=True)
+              f"({wall:.0f} s)", file=sys.stderr, flush=True)
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
