@@ -431,7 +431,9 @@ try {
       { timeout: 60000 },
     );
     const runShown = async () => Number(/run (\d+)/.exec((await statusItem().textContent()) ?? '')?.[1] ?? 0);
-    results.watch = { watching: (await watching()) > 0, runAtStart: await runShown() };
+    // The eye was seen (the wait above throws otherwise). Do not count it again here: the
+    // watch's own first build may already show "compiling", which has no eye.
+    results.watch = { watching: true, runAtStart: await runShown() };
     const before = results.watch.runAtStart;
     results.watch.runBeforeSave = before;
     await openFile('mlp.py');
