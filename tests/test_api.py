@@ -180,6 +180,46 @@ def test_public_surface():
     assert (REPO / "kernelscope" / "py.typed").is_file()
 
 
+def signature_text(function, name: str) -> str:
+    """`name(param: annotation = default, ...) -> return`, as docs/python-api.md writes it."""
+    signature = inspect.signature(function)
+    parts, starred = [], False
+    for parameter in signature.parameters.values():
+        if parameter.name == "self":
+            continue
+        text = parameter.name
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            text, starred = f"*{text}", True
+        elif parameter.kind is parameter.KEYWORD_ONLY and not starred:
+            parts.append("*")
+            starred = True
+        if parameter.annotation is not parameter.empty:
+            text += f": {parameter.annotation}"
+        if parameter.default is not parameter.empty:
+            text += f" = {parameter.default!r}"
+        parts.append(text)
+    returns = "" if signature.return_annotation is signature.empty else f" -> {signature.return_annotation}"
+    return f"{name}({', '.join(parts)}){returns}"
+
+
+def test_the_reference_has_every_public_signature():
+    """docs/python-api.md's reference names each function, method and property with its
+    current signature (a changed signature fails here until the page says so)."""
+    page = (REPO / "docs" / "python-api.md").read_text()
+    wanted = [signature_text(getattr(kernelscope, name), f"kernelscope.{name}") for name in ("open", "record", "recording")]
+    for cls in (kernelscope.Store, kernelscope.Runs, kernelscope.Run, kernelscope.Answer):
+        for name, value in vars(cls).items():
+            if name.startswith("_"):
+                continue
+            if isinstance(value, property):
+                wanted.append(f"{cls.__name__}.{name}: {inspect.signature(value.fget).return_annotation}")
+            elif callable(value):
+                wanted.append(signature_text(value, f"{cls.__name__}.{name}"))
+    assert len(wanted) > 35
+    missing = [text for text in wanted if f"`{text}`" not in page]
+    assert not missing, "\n".join(missing)
+
+
 # -- real recordings (slow) -------------------------------------------------------------
 
 

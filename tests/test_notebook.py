@@ -34,6 +34,14 @@ def notebook(store: Path):
         f"answer = store.query('examples/mlp.py:{GELU}')\nprint(answer)",
         "answer",
         "from IPython.display import display\ndisplay(store.latest)\n[kernel.name for kernel in store.latest.kernels]",
+        # a model defined in a cell: no file on disk, its lines are the cell's
+        "import torch\n"
+        "class Tiny(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return torch.relu(x) * 2\n"
+        f"tiny = kernelscope.record(Tiny(), torch.randn(8, 8), target='virtual-cuda', store={str(store)!r})\n"
+        "print(repr(tiny))\n"
+        "[(source.line, source.code) for source in tiny.fusion().sources]",
     ]
     book = nbformat.v4.new_notebook()
     book.cells = [nbformat.v4.new_code_cell(source) for source in cells]
@@ -42,11 +50,12 @@ def notebook(store: Path):
 
 
 def outputs(cell) -> dict[str, list]:
-    """A cell's outputs by kind: "stream" text, "text/html" and "text/plain" data."""
+    """A cell's outputs by kind: "stream" (stdout), "text/html" and "text/plain" data, "error"."""
     found: dict[str, list] = {"stream": [], "text/html": [], "text/plain": [], "error": []}
     for output in cell.outputs:
         if output.output_type == "stream":
-            found["stream"].append(output.text)
+            if output.name == "stdout":  # not the warnings a library may print
+                found["stream"].append(output.text)
         elif output.output_type == "error":
             found["error"].append(f"{output.ename}: {output.evalue}")
         else:
@@ -63,8 +72,8 @@ def test_the_api_in_a_real_jupyter_kernel(tmp_path, run_cli):
     client = nbclient.NotebookClient(book, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(REPO)}})
     client.execute()
-    setup, recorded, runs, printed, shown, displayed = (outputs(cell) for cell in book.cells)
-    assert not any(cell["error"] for cell in (setup, recorded, runs, printed, shown, displayed))
+    setup, recorded, runs, printed, shown, displayed, in_cell = (outputs(cell) for cell in book.cells)
+    assert not any(cell["error"] for cell in (setup, recorded, runs, printed, shown, displayed, in_cell))
 
     # record(): the run shows its summary table and the fusion picture, as SVG
     [page] = recorded["text/html"]
@@ -91,4 +100,7 @@ def test_the_api_in_a_real_jupyter_kernel(tmp_path, run_cli):
     # display(run) outside the cell's result: the same rich output
     assert len(displayed["text/html"]) == 1 and '<svg class="fusion"' in displayed["text/html"][0]
     assert "triton_per_fused_gelu" in displayed["text/plain"][-1]
-
+    # a model defined in a notebook cell records too, named `<python>:Class`, its lines the cell's
+    assert in_cell["stream"] == ["<kernelscope run 2: <python>:Tiny · virtual-cuda · inference · 1 graph(s), "
+                                 "1 kernel(s)>\n"]
+    assert in_cell["text/plain"] == ["[(4, 'return torch.relu(x) * 2')]"]

@@ -119,14 +119,16 @@ def recording(*, store: str | os.PathLike[str] | Store = DEFAULT_STORE_DIR, targ
         rec.run  # the Run
 
     `target` as for `record`; `name` names the run (default: the calling file and
-    function). torch.compile's state is reset when the block starts and ends, so a
+    function, the decorated function, or the file alone at a script's top level). torch.compile's state is reset when the block starts and ends, so a
     model compiled inside recompiles (unrecorded) when called after it. An exception in
     the block raises TargetError naming the user's file:line, and no run is written."""
     frame = sys._getframe(1)
     source = Path(frame.f_code.co_filename)
     source = source if source.is_file() else None
     where = _display(source, Path.cwd()) if source else "<python>"
-    return Recorder(store, target, name or f"{where}:{frame.f_code.co_name}", source, named=name is not None)
+    function = frame.f_code.co_name
+    shown = where if function == "<module>" else f"{where}:{function}"  # a script's top level: as `kernelscope run`
+    return Recorder(store, target, name or shown, source, named=name is not None)
 
 
 def write_run(recorded: RunRecord, store: str | os.PathLike[str] | Store) -> Run:
@@ -150,7 +152,7 @@ def _source_file(model: Any) -> Path | None:
     subject = model if inspect.isfunction(model) or inspect.ismethod(model) else type(model)
     try:
         found = inspect.getsourcefile(subject)
-    except TypeError:  # a class whose module is not in sys.modules: ask its methods' code
+    except (TypeError, OSError):  # a class of __main__ (a notebook) or of a module not in sys.modules
         codes = [value.__code__ for value in vars(subject).values() if inspect.isfunction(value)]
         found = codes[0].co_filename if codes else None
     return Path(found) if found and Path(found).is_file() else None
