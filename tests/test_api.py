@@ -321,6 +321,10 @@ def test_a_model_that_raises_names_its_file_and_line_and_writes_no_run(tmp_path,
         with kernelscope.recording(store=store, target="virtual-cuda") as rec:
             torch.compile(broken)(torch.randn(8))
     assert rec.run is None
+    with pytest.raises(UserError, match=r"kernelscope.recording\(\) is recording \(tests/test_api.py:test_a_model_that_"
+                                        r"raises\w+\): recordings do not nest"):
+        with kernelscope.recording(store=store, target="virtual-cuda"):
+            kernelscope.record(broken, torch.randn(8), target="virtual-cuda", store=store)
     with pytest.raises(CompileError, match="nothing was compiled with torch.compile inside kernelscope.recording()"):
         with kernelscope.recording(store=store, target="virtual-cuda"):
             broken(torch.randn(21))

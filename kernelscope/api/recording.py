@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from kernelscope.record import RunRecord
 
 TARGETS = ("auto", "cuda", "virtual-cuda", "cpu-triton")
+_recording: Recorder | None = None  # the block recording now, if any
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -48,6 +49,7 @@ def record(model: Any, *inputs: Any, train: bool = False, target: str = "auto", 
     from kernelscope.engine.recorder import RecordOptions, record_factory, record_model
 
     _check_target(target)
+    _check_not_recording()
     options = RecordOptions(device=target, train=train, dynamic=dynamic, workspace=Path.cwd())
     if isinstance(model, (str, os.PathLike)) and not inputs:
         recorded = record_factory(str(model), options)
@@ -81,17 +83,19 @@ class Recorder(contextlib.ContextDecorator):
     def __enter__(self) -> Recorder:
         from kernelscope.engine.recorder import RecordOptions, record_block
 
-        if self._block is not None:
-            raise UserError("kernelscope.recording() is already recording: blocks do not nest")
+        global _recording
+        _check_not_recording()
         options = RecordOptions(device=self.target, workspace=Path.cwd())
         nothing = (f"{self.name}: nothing was compiled with torch.compile inside kernelscope.recording() "
                    "(call the compiled model inside the block)")
         self._block = record_block(options, self.name, self.source_file, nothing)
         self._recorded = self._block.__enter__()
+        _recording = self
         return self
 
     def __exit__(self, *exc_info: Any) -> bool:
-        block, self._block = self._block, None
+        global _recording
+        block, self._block, _recording = self._block, None, None
         block.__exit__(*exc_info)  # raises the one-line error of a failed block
         if exc_info[0] is None:
             self.run = write_run(self._recorded.run, self.store)
@@ -139,6 +143,13 @@ def write_run(recorded: RunRecord, store: str | os.PathLike[str] | Store) -> Run
     opened = store if isinstance(store, Store) else Store(store, create=True)
     recorded.timings["store"] = 0.0
     return opened.run(opened.backend.write_run(recorded))
+
+
+def _check_not_recording() -> None:
+    """One recording at a time in a process: the engine patches torch while it records."""
+    if _recording is not None:
+        raise UserError(f"kernelscope.recording() is recording ({_recording.name}): recordings do not nest — "
+                        "record after the block ends")
 
 
 def _check_target(target: str) -> None:

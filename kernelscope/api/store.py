@@ -96,7 +96,7 @@ class Store:
         return self.runs._repr_html_()
 
 
-class Runs(list):
+class Runs(list["Run"]):
     """A store's runs, newest first: a list of Run that shows as a table."""
 
     def __init__(self, runs: list[Run], ranks: dict[int, RankRef]):

@@ -7,6 +7,7 @@ with fallbacks for classic Notebook and VS Code's notebooks."""
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kernelscope.render.report import COVERAGE_LABELS, NO_RUNS, runs_rows
@@ -87,7 +88,7 @@ def runs_html(runs: list[RunSummary], ranks: dict) -> str:
             f"<tbody>{body}</tbody></table></div>")
 
 
-def tree_html(tree: Branch, warnings: list[str] = ()) -> str:
+def tree_html(tree: Branch, warnings: Sequence[str] = ()) -> str:
     """A query's answer: the same tree `kernelscope query` prints, as nested lists."""
     notes = "".join(f'<p class="ks-warning">warning: {_e(warning)}</p>' for warning in warnings)
     return f'{STYLE}<div class="kernelscope ks-answer">{notes}<ul class="ks-tree">{_branch_html(tree)}</ul></div>'
