@@ -14,7 +14,7 @@ from dataclasses import asdict
 from kernelscope.asm import text as asm_text
 from kernelscope.asm.model import STAGES
 from kernelscope.cli import asm_ask
-from kernelscope.cli.common import open_store, parse_file_line, print_json, stdout_is_tty
+from kernelscope.cli.common import open_store, parse_file_line, print_json
 from kernelscope.errors import UserError
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.render.query_tree import Branch, build_tree
