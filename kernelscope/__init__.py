@@ -1,3 +1,82 @@
-"""kernelscope: line-level provenance for torch.compile."""
+"""kernelscope: line-level provenance for torch.compile.
+
+The Python API (docs/python-api.md)::
+
+    import kernelscope
+
+    run = kernelscope.record(model, x, train=True)       # compile, record, store
+    run.query("model.py:27")                             # what that line became
+    run.kernels, run.graph_breaks, run.profile           # the run, as `kernelscope show`
+
+    with kernelscope.open(".kernelscope") as store:      # a store of runs
+        store.runs, store.latest, store.query("model.py:27")
+
+    with kernelscope.recording() as rec:                 # whatever torch.compile compiles inside
+        torch.compile(model)(x)
+    rec.run
+
+Importing kernelscope is cheap: nothing is loaded until used, `open` and the answers
+never import torch, and `record`/`recording` load the engine (and torch) when called.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# name -> the module that defines it (loaded on first use: PEP 562)
+_PUBLIC = {
+    "open": "kernelscope.api.store",
+    "Store": "kernelscope.api.store",
+    "Runs": "kernelscope.api.store",
+    "Run": "kernelscope.api.run",
+    "Answer": "kernelscope.api.answer",
+    "record": "kernelscope.api.recording",
+    "recording": "kernelscope.api.recording",
+    "Recorder": "kernelscope.api.recording",
+    "UserError": "kernelscope.errors",
+    "StoreError": "kernelscope.errors",
+    "TargetError": "kernelscope.errors",
+    "CompileError": "kernelscope.errors",
+}
+
+__all__ = sorted(_PUBLIC) + ["__version__"]
+
+if TYPE_CHECKING:
+    from kernelscope.api.answer import Answer
+    from kernelscope.api.recording import Recorder, record, recording
+    from kernelscope.api.run import Run
+    from kernelscope.api.store import Runs, Store, open
+    from kernelscope.errors import CompileError, StoreError, TargetError, UserError
+
+
+class _Package(types.ModuleType):
+    """The `kernelscope` module itself. `kernelscope.record` is the API's function, while the
+    submodule `kernelscope/record.py` (the dataclasses a recording is made of) shares its
+    name: importing that submodule would set the attribute to the module, so that one
+    assignment is skipped. `from kernelscope.record import RunRecord` reads the submodule
+    from sys.modules as always (`importlib.import_module("kernelscope.record")` too)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "record" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kernelscope' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import importlib
 import json
 import shutil
 from pathlib import Path
@@ -12,10 +13,12 @@ import pytest
 from conftest import EXAMPLES
 from synthetic_runs import LIBRARY_FILE, make_mlp_run, mlp_store, workspace  # noqa: F401  (fixtures)
 
-from kernelscope import record as record_module
 from kernelscope.record import RunRecord
 from kernelscope.store import InvalidDumpError, Store, dump_json, load_schema, schema_problems, validate_dump
 from kernelscope.store.dump import DUMP_FIELD_CHANGES, SCHEMA_VERSION, DumpOptions, dump_run, portable_text
+
+# kernelscope.record is the Python API's function: the dataclasses' module is read from sys.modules.
+record_module = importlib.import_module("kernelscope.record")
 
 PORTABLE_LIBRARY_FILE = "<site-packages>/torch/nn/modules/linear.py"
 

@@ -266,7 +266,11 @@ async def test_custom_requests_of_the_vscode_contract(examples, example_store):
     assert any(s["uri"] == uri(MLP) and s["range"]["start"]["line"] == gelu for s in sources)
     overview = _plain(await examples.request("kernelscope/runOverview", {"runId": example_store[1]["mlp"]}))
     assert overview["run"]["mode"] == "train" and len(overview["graphs"]) == 2
-    assert overview["fusion"]["edges"] and overview["kernels"][0]["sourceLines"]
+    assert overview["kernels"][0]["sourceLines"]
+    # the fusion picture comes drawn (kernelscope/render/fusion.py); a click on a node opens its file and line
+    drawn = overview["fusionSvg"]
+    assert drawn.startswith('<svg class="fusion"') and '<path class="fedge"' in drawn and "style=" not in drawn
+    assert f'data-uri="{uri(MLP)}" data-line="{gelu}"' in drawn
     breaks = _plain(await examples.request("kernelscope/runOverview", {}))["graphBreaks"]
     assert {b["line"] for b in breaks} == {line_of(GRAPH_BREAK, "print("), line_of(GRAPH_BREAK, "if h.mean()")}
     runs = _plain(await examples.command("kernelscope.runs"))["runs"]

@@ -14,9 +14,10 @@ from dataclasses import asdict
 from kernelscope.asm import text as asm_text
 from kernelscope.asm.model import STAGES
 from kernelscope.cli import asm_ask
-from kernelscope.cli.common import open_store, parse_file_line, print_json, stdout_is_tty
+from kernelscope.cli.common import open_store, parse_file_line, print_json
 from kernelscope.errors import UserError
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
+from kernelscope.render.query_tree import Branch, build_tree
 from kernelscope.store.asm_store import KernelBelow
 
 STAGE_SUFFIXES = tuple(f".{stage}" for stage in STAGES)
@@ -29,8 +30,6 @@ def wanted(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelscope.cli import query_cmd
-
     path, line = parse_file_line(args.location)
     with open_store(args) as store:
         ref = store.asm.locate(store.key_for(path))
@@ -46,11 +45,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**asdict(result), "asm": [asdict(below) for below in belows]})
         return 0
-    tree = query_cmd.build_tree(result)
+    tree = build_tree(result)
     if result.empty:
-        tree.children.append(query_cmd.Branch(f"nothing recorded at this line in run {result.location.run_id}", "yellow"))
+        tree.children.append(Branch(f"nothing recorded at this line in run {result.location.run_id}", "yellow"))
     elif not belows:
-        tree.children.append(query_cmd.Branch("no Triton kernel computes this line: nothing below Triton "
+        tree.children.append(Branch("no Triton kernel computes this line: nothing below Triton "
                                               "(extern calls run library code)", "yellow"))
     else:
         tree.children.append(below_branch(belows, line_refs))
@@ -77,8 +76,6 @@ def _kernel_line_refs(result) -> dict[str, dict[int, object]]:
 
 
 def below_branch(belows: list[KernelBelow], line_refs: dict[str, dict[int, object]] | None = None):
-    from kernelscope.cli.query_cmd import Branch
-
     built = [below.info.facts for below in belows if below.info is not None and below.info.facts]
     root = Branch(f"below the kernel: {asm_text.kernels_summary(built) or 'nothing built'}", "bold magenta")
     for below in belows:
@@ -87,8 +84,6 @@ def below_branch(belows: list[KernelBelow], line_refs: dict[str, dict[int, objec
 
 
 def _kernel_branch(below: KernelBelow, refs: dict[int, object]):
-    from kernelscope.cli.query_cmd import Branch
-
     info = below.info
     if info is None:
         return Branch(f"kernel {below.kernel}: not compiled below Triton", "yellow")
@@ -130,8 +125,6 @@ def _kernel_branch(below: KernelBelow, refs: dict[int, object]):
 
 
 def _up(args: argparse.Namespace, store, ref, line: int) -> int:
-    from kernelscope.cli import query_cmd
-
     if line > ref.line_count:
         raise UserError(f"{ref.path} has {ref.line_count} lines, not {line}")
     lines = store.asm.lines_at(ref, line)
@@ -144,15 +137,15 @@ def _up(args: argparse.Namespace, store, ref, line: int) -> int:
                     "kernel_lines": [asdict(result) for result in results]})
         return 0
     text = lines[0].text if lines else (store.root / ref.path).read_text(encoding="utf-8").splitlines()[line - 1].strip()
-    root = query_cmd.Branch(f"{ref.path}:{line}  ({ref.stage.upper()} of kernel {ref.kernel_name}, run {ref.run_id})",
-                            "bold", [query_cmd.Branch(f"| {text}", "dim")])
+    root = Branch(f"{ref.path}:{line}  ({ref.stage.upper()} of kernel {ref.kernel_name}, run {ref.run_id})",
+                            "bold", [Branch(f"| {text}", "dim")])
     if not lines:
-        root.children.append(query_cmd.Branch(
+        root.children.append(Branch(
             "no kernel line: a declaration, label or directive (instructions carry the kernel lines)", "yellow"))
     for asm_line, result in zip(_first_per_kernel_line(lines), results):
         via = f"  [{asm_line.via}]" if asm_line.via else ""
-        up = query_cmd.Branch(f"from kernel line {ref.kernel_file}:{asm_line.kernel_line}{via}", "bold yellow")
-        up.children.append(query_cmd.build_tree(result))
+        up = Branch(f"from kernel line {ref.kernel_file}:{asm_line.kernel_line}{via}", "bold yellow")
+        up.children.append(build_tree(result))
         root.children.append(up)
     _print(root)
     return 0
@@ -166,26 +159,6 @@ def _first_per_kernel_line(lines):
 
 
 def _print(tree) -> None:
-    from kernelscope.cli import query_cmd
+    from kernelscope.cli.query_cmd import print_tree
 
-    if stdout_is_tty():
-        query_cmd._print_rich(tree)
-    else:
-        print("\n".join(query_cmd._plain_lines(tree)))
-
-
-def resources_table(infos) -> str:
-    """One row per kernel built below Triton: what `show --asm` lists."""
-    from kernelscope.cli.common import format_table
-
-    rows = []
-    for info in infos:
-        facts = info.facts
-        if facts is None:
-            rows.append([info.graph_key, info.name, "-", "-", "-", "-", "-", "-", f"not built: {info.error[:60]}"])
-            continue
-        rows.append([info.graph_key, info.name, str(facts.registers), str(facts.spill_bytes), str(facts.local_bytes),
-                     asm_text.size_text(facts.shared_bytes), f"{facts.occupancy.share:.0%} ({facts.occupancy.limited_by})",
-                     str(facts.instructions), facts.config.label])
-    return format_table(["graph", "kernel", "regs", "spill B", "local B", "shared", "occupancy", "SASS", "config"],
-                        rows)
+    print_tree(tree)

@@ -1,4 +1,5 @@
-"""Pieces the read-side subcommands share: --store, FILE:LINE, JSON and number formatting."""
+"""Pieces the read-side subcommands share: --store, FILE:LINE, JSON and number formatting
+(the formatting itself lives in kernelscope.render.text, shared with the Python API)."""
 from __future__ import annotations
 
 import argparse
@@ -6,9 +7,10 @@ import dataclasses
 import json
 import os
 import sys
-import time
 
-from kernelscope.errors import UserError
+from kernelscope.api.answer import parse_location
+# The CLI's formatting, shared with the Python API (re-exported for the subcommands).
+from kernelscope.render.text import format_share, format_table, format_time, graph_break_details  # noqa: F401
 from kernelscope.store import DEFAULT_STORE_DIR, Store
 from kernelscope.store.places import MAP_PATH_ENV, PathMap
 
@@ -65,11 +67,8 @@ def new_parser(subparsers, name: str, help: str, description: str, examples: lis
 
 
 def parse_file_line(text: str) -> tuple[str, int]:
-    """`examples/mlp.py:14` -> ("examples/mlp.py", 14)."""
-    path, separator, line = text.rpartition(":")
-    if not separator or not path or not line.isdigit() or int(line) < 1:
-        raise UserError(f"expected FILE:LINE with a line number from 1 (e.g. examples/mlp.py:14), got {text!r}")
-    return path, int(line)
+    """`examples/mlp.py:14` -> ("examples/mlp.py", 14) (as the Python API's `query` reads it)."""
+    return parse_location(text)
 
 
 def parse_run_id(text: str) -> int:
@@ -86,28 +85,3 @@ def print_json(data) -> None:
 
 def stdout_is_tty() -> bool:
     return sys.stdout.isatty()
-
-
-def format_time(unix_time: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(unix_time))
-
-
-def format_share(ratio: dict) -> str:
-    """A coverage ratio as `93.8% (15/16)`, or `n/a` when there was nothing to count."""
-    if ratio["share"] is None:
-        return "n/a"
-    return f"{ratio['share'] * 100:.1f}% ({ratio['covered']}/{ratio['total']})"
-
-
-def format_table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
-             for row in [header, *rows]]
-    return "\n".join(lines)
-
-
-def graph_break_details(explanation: str, hints: list[str], url: str, indent: str = "    ") -> list[str]:
-    """Dynamo's explanation, hints and documentation page of a graph break, one per line."""
-    lines = [f"{indent}why: {explanation}"] if explanation else []
-    lines += [f"{indent}hint: {hint}" for hint in hints]
-    return lines + ([f"{indent}more: {url}"] if url else [])

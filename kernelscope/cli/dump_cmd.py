@@ -1,14 +1,15 @@
-"""`kernelscope dump`: a run as deterministic JSON matching kernelscope/schema/dump-v2.json."""
+"""`kernelscope dump`: a run as deterministic JSON matching kernelscope/schema/dump-v4.json (the
+Python API's `run.dump()`, written out)."""
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
 
-from kernelscope.cli.common import new_parser, open_store, parse_run_id
+from kernelscope.api.store import Store
+from kernelscope.cli.common import new_parser, parse_run_id
 from kernelscope.errors import UserError
 from kernelscope.store import dump_json
-from kernelscope.store.dump import DumpOptions
 
 
 def add_parser(subparsers) -> None:
@@ -37,9 +38,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = DumpOptions(include_volatile=args.include_volatile, absolute_paths=args.absolute_paths)
-    with open_store(args) as store:
-        text = dump_json(store.run(args.run_id).dump(options))
+    with Store(args.store) as store:
+        text = dump_json(store.run(args.run_id).dump(include_volatile=args.include_volatile,
+                                                   absolute_paths=args.absolute_paths))
     if args.output is None:
         sys.stdout.write(text)
         return 0

@@ -6,29 +6,20 @@ read from the counts the store keeps per line (RunView.line_overview: one index
 probe however deep the model), with instances of the same shape folded into one
 group (`blocks.2–46 (45 × Block)`); `--module` opens one instance and `--detail`
 prints every node, kernel line and wrapper line. Answers from a generated line
-are small and always detailed, with each node's whole call stack."""
+are small and always detailed, with each node's whole call stack.
+
+The answer is the Python API's (`kernelscope.api.answer.ask`, behind `Run.query`), and
+its tree is kernelscope.render.query_tree's: this module only prints them."""
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict, dataclass, field
 
-from kernelscope.cli import distributed_view
-from kernelscope.cli.common import new_parser, open_store, parse_file_line, parse_run_id, print_json, stdout_is_tty
-from kernelscope.record import SHARED_LINE_REASON_PREFIX
-from kernelscope.store import (
-    DEFAULT_STORE_DIR,
-    GraphChain,
-    LineOverview,
-    LineRef,
-    Location,
-    ModuleGroup,
-    NodeRef,
-    QueryResult,
-    RunView,
-)
-from kernelscope.store.folding import group_title
-from kernelscope.store.results import SOURCE
+from kernelscope.api.answer import ask
+from kernelscope.api.store import Store
+from kernelscope.cli.common import new_parser, parse_file_line, parse_run_id, print_json, stdout_is_tty
+from kernelscope.render.query_tree import Branch, plain_lines
+from kernelscope.store import DEFAULT_STORE_DIR
 
 
 def add_parser(subparsers) -> None:
@@ -79,241 +70,23 @@ def run(args: argparse.Namespace) -> int:
     if asm_query.wanted(args):
         return asm_query.run(args)
     path, line = parse_file_line(args.location)
-    with open_store(args) as store:
-        location = store.locate(path, args.run_id)
-        problem = store.file_problem(location)
-        if problem:
-            print(f"kernelscope: warning: {problem}", file=sys.stderr)
-        view = store.run(location.run_id)
-        summary = location.kind == SOURCE and not args.detail and not args.json
-        answer = None  # the query's answer: every node (and line, unless summarized)
-        if summary and args.module is None and not args.direct_only and args.direction != "up":
-            # the default: the counts the store keeps per line (one index probe)
-            overview = view.line_overview(location, line)
-            tree, empty, text = build_overview(overview), overview.empty, overview.text
-            groups = [group for graph in overview.graphs for group in graph.groups]
-            if view.has_profile() and not empty:  # device times are per kernel: read the kernels
-                answer = view.query_at(location, line, args.direction, detail=False, rollup=True)
-        else:
-            answer = view.query_at(location, line, args.direction, args.module, args.direct_only,
-                                  detail=not summary, rollup=summary)
-            tree = build_summary(answer) if summary else build_tree(answer)
-            empty, text = answer.empty, answer.text
-            groups = [group for chain in answer.graphs for group in chain.groups]
-        linked_lines = _linked_lines(view, location) if empty else []
-        collectives = view.collectives_at(location, line)  # communication at this line
-    if location.kind == SOURCE:  # a model line: its collectives; their waits are named under each
-        issued = {(collective.graph_key, collective.node) for collective in collectives}
-        collectives = [collective for collective in collectives if collective.role != "wait"
-                       or not any((collective.graph_key, peer) in issued for peer in collective.peers)]
+    with Store(args.store) as store:
+        answer = ask(store.backend, path, line, args.run_id, args.direction, args.module, args.direct_only,
+                     detail=args.detail or args.json,
+                     on_warning=lambda problem: print(f"kernelscope: warning: {problem}", file=sys.stderr))
     if args.json:
-        print_json({**asdict(answer), "collectives": [asdict(collective) for collective in collectives]}
-                   if collectives else answer)
+        print_json(answer.to_dict())
         return 0
-    if collectives:
-        tree.children.insert(1 if text.strip() else 0, Branch("collectives", "bold red", [
-            Branch(lines[0], "red", [Branch(line, "red") for line in lines[1:]])
-            for lines in map(distributed_view.collective_answer, collectives)]))
-    if empty:
-        if args.module:
-            hint = f"none in module instance {args.module!r}: drop --module to see all"
-        else:
-            hint = f"lines with links in this file: {_compact(linked_lines)}" if linked_lines else "no line of this file has links"
-        tree.children.append(Branch(f"nothing recorded at this line in run {location.run_id} ({hint})", "yellow"))
-    elif summary:
-        tree.children.append(Branch(_summary_hint(groups), "dim"))
-    if answer is not None and answer.profile and not empty:  # device time from an attached profile
-        from kernelscope.profile.report import query_time_lines
-
-        tree.children.append(Branch("device time per step", "bold magenta",
-                                    [Branch(text, "magenta") for text in query_time_lines(answer)]))
-    if stdout_is_tty():
-        _print_rich(tree)
-    else:
-        print("\n".join(_plain_lines(tree)))
+    print_tree(answer.tree())
     return 0
 
 
-@dataclass
-class Branch:
-    label: str
-    style: str = ""
-    children: list[Branch] = field(default_factory=list)
-
-
-def build_overview(overview: LineOverview) -> Branch:
-    """Per graph, then per module group (instances of the same shape folded): what a
-    source line became, counted. The default answer for a source line."""
-    root = _header(overview.location, overview.line, overview.text)
-    for graph in overview.graphs:
-        root.children.append(_graph_branch(f"{graph.graph.compile_id} {graph.graph.kind}", graph.post_nodes,
-                                           graph.called_nodes, graph.triton_kernels, graph.extern_calls,
-                                           graph.generated_lines, graph.groups))
-    return root
-
-
-def build_summary(result: QueryResult) -> Branch:
-    """As build_overview, from a query answer (`--module`, `--direct-only`, `--direction up`)."""
-    root = _header(result.location, result.line, result.text)
-    for chain in result.graphs:
-        calls = sum(1 for node in chain.post_nodes if node.via == "call")
-        externs = sum(1 for kernel in chain.kernels if kernel.kind == "extern")
-        root.children.append(_graph_branch(f"{chain.graph.compile_id} {chain.graph.kind}", len(chain.post_nodes),
-                                           calls, len(chain.kernels) - externs, externs, chain.generated_lines,
-                                           chain.groups))
-    return root
-
-
-def _graph_branch(graph: str, post_nodes: int, called: int, triton: int, externs: int, generated: int,
-                  groups: list[ModuleGroup]) -> Branch:
-    via = f" ({called} via call)" if called else ""
-    branch = Branch(f"graph {graph}: {post_nodes} post-grad nodes{via} · {triton} Triton kernels · "
-                    f"{externs} extern calls · {generated} generated lines", "bold cyan")
-    branch.children = [_group_branch(group) for group in groups]
-    return branch
-
-
-def _group_branch(group: ModuleGroup) -> Branch:
-    """One module instance, or a folded group of alike ones (its numbers are each member's)."""
-    counts = (f"{len(group.triton_kernels)} Triton, {len(group.extern_ops)} extern, "
-              f"{group.generated_lines} generated lines, {group.post_nodes} post-grad nodes")
-    if group.folded:
-        counts += " each; same kernels"
-    module = Branch(f"{group_title(group)}  {group.via or 'direct'}: {counts}", "bold yellow")
-    module.children.append(Branch(f"source lines: {_compact_sources(group.source_lines)}", "green"))
-    if group.triton_kernels:
-        module.children.append(Branch(f"Triton: {_capped(group.triton_kernels)}", "yellow"))
-    if group.folded and group.extern_ops:
-        module.children.append(Branch(f"extern (each): {_capped(group.extern_ops)}", "blue"))
-    elif group.extern_calls:
-        module.children.append(Branch(f"extern: {_capped(group.extern_calls)}", "blue"))
-    return module
-
-
-def _summary_hint(groups: list[ModuleGroup]) -> str:
-    """The last line of a summary: how to see more (and how to open a folded group)."""
-    text = "--detail lists every node, kernel line and wrapper line; --module PATH keeps one instance"
-    folded = [group for group in groups if group.folded]
-    if folded:
-        members = folded[0].members
-        text += f" (a folded group's member, e.g. --module {members[len(members) // 2]})"
-    return text
-
-
-def _linked_lines(view: RunView, location: Location) -> list[int]:
-    if location.kind == SOURCE:
-        return view.linked_lines(location)
-    return [links.line for links in view.file_links(location).lines]
-
-
-def _header(location: Location, line: int, text: str) -> Branch:
-    what = f"{location.kind} file in run {location.run_id}"
-    if location.graph is not None:
-        what += f", graph {location.graph.compile_id} {location.graph.kind}"
-    if location.kernel is not None:
-        what += f", kernel {location.kernel}"
-    root = Branch(f"{location.path}:{line}  ({what})", "bold")
-    if text.strip():
-        root.children.append(Branch(f"| {text.strip()}", "dim"))
-    return root
-
-
-def build_tree(result: QueryResult) -> Branch:
-    root = _header(result.location, result.line, result.text)
-    for origin in result.origins:
-        root.children.append(Branch(f"recorded: {origin.reason} {', '.join(origin.nodes) or '(no nodes)'}", "magenta"))
-    for chain in result.graphs:
-        root.children.append(_chain_branch(chain))
-    return root
-
-
-def _chain_branch(chain: GraphChain) -> Branch:
-    branch = Branch(f"graph {chain.graph.compile_id} {chain.graph.kind}", "bold cyan")
-    if chain.sources:
-        sources = Branch("source lines (up)", "green")
-        for source in chain.sources:
-            sources.children.append(Branch(
-                f"{source.file}:{source.line} in {source.function}  <- {', '.join(source.nodes)}  [{source.reason}]",
-                "green", [Branch(f"| {source.code}", "dim")] if source.code else [],
-            ))
-        branch.children.append(sources)
-        stacks = _distinct_stacks(chain.pre_nodes + chain.post_nodes)
-        if any(len(stack) > 1 for stack in stacks):
-            whole = Branch("call stacks (outermost first)", "green")
-            for stack, names in stacks.items():
-                whole.children.append(Branch(" > ".join(f"{frame.file}:{frame.line} {frame.code}" for frame in stack)
-                                             + f"  <- {_capped(names, 6)}", "green"))
-            branch.children.append(whole)
-    for node in chain.pre_nodes + chain.post_nodes:
-        branch.children.append(_node_branch(node))
-    for kernel in chain.kernels:
-        label = f"kernel {kernel.name} ({kernel.kind})  [{kernel.reason}: {', '.join(kernel.nodes)}]"
-        if kernel.file:
-            label += f"  {kernel.file}"
-        kernel_branch = Branch(label, "bold yellow")
-        shared = [line for line in kernel.lines if line.reason.startswith(SHARED_LINE_REASON_PREFIX)]
-        kernel_branch.children += [_line_branch(line) for line in kernel.lines if line not in shared]
-        if shared:
-            kernel_branch.children.append(Branch(
-                f"{kernel.file}:{_compact([line.line for line in shared])}  "
-                f"[{len(shared)} shared lines: indexing and masks of the whole kernel]", "dim"))
-        kernel_branch.children += [_line_branch(call, "blue") for call in kernel.calls]
-        branch.children.append(kernel_branch)
-    # Kernel source embedded in wrapper.py repeats the kernel file's lines: one summary line.
-    embedded = [line for line in chain.wrapper_lines if line.reason.startswith("defines kernel")]
-    own = [line for line in chain.wrapper_lines if line not in embedded]
-    if own or embedded:
-        wrapper = Branch("wrapper lines", "blue", [_line_branch(line, "blue") for line in own])
-        if embedded:
-            wrapper.children.append(Branch(
-                f"{embedded[0].file}:{_compact([line.line for line in embedded])}  "
-                "[the kernel source above, embedded in the wrapper]", "dim"))
-        branch.children.append(wrapper)
-    return branch
-
-
-def _node_branch(node: NodeRef) -> Branch:
-    stage = "pre-grad" if node.stage == "pre" else "post-grad"
-    where = f"  {node.graph_file}:{node.graph_line}" if node.graph_file and node.graph_line else ""
-    module = f" in {node.module}" if node.module else ""
-    branch = Branch(f"{stage} {node.name} = {node.target}{module}  [{node.reason}]{where}", "magenta")
-    if node.lineage:
-        branch.children.append(Branch(f"made by pass {'; '.join(node.lineage)}", "dim"))
-    return branch
-
-
-def _distinct_stacks(nodes: list[NodeRef]) -> dict[tuple, list[str]]:
-    stacks: dict[tuple, list[str]] = {}
-    for node in nodes:
-        if node.stack and node.name not in stacks.setdefault(tuple(node.stack), []):
-            stacks[tuple(node.stack)].append(node.name)
-    return stacks
-
-
-def _capped(items: list[str], limit: int = 4) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
-
-
-def _compact_sources(sources: list[str]) -> str:
-    """['a.py:3', 'a.py:1', 'a.py:2', 'b.py:7'] -> 'a.py:1-3, b.py:7'."""
-    by_file: dict[str, list[int]] = {}
-    for source in sources:
-        file, _, line = source.rpartition(":")
-        by_file.setdefault(file, []).append(int(line))
-    return ", ".join(f"{file}:{_compact(sorted(set(lines)))}" for file, lines in sorted(by_file.items())) or "none"
-
-
-def _line_branch(line: LineRef, style: str = "yellow") -> Branch:
-    nodes = f" {', '.join(line.nodes)}" if line.nodes else ""
-    return Branch(f"{line.file}:{line.line}  [{line.reason}{nodes}]  | {line.text.strip()}", style)
-
-
-def _plain_lines(branch: Branch, depth: int = 0) -> list[str]:
-    lines = ["  " * depth + branch.label]
-    for child in branch.children:
-        lines += _plain_lines(child, depth + 1)
-    return lines
+def print_tree(tree: Branch) -> None:
+    """A rich tree on a terminal, indented plain lines otherwise."""
+    if stdout_is_tty():
+        _print_rich(tree)
+    else:
+        print("\n".join(plain_lines(tree)))
 
 
 def _print_rich(tree: Branch) -> None:
@@ -330,15 +103,3 @@ def _print_rich(tree: Branch) -> None:
     for child in tree.children:
         add(root, child)
     Console().print(root)
-
-
-def _compact(numbers: list[int]) -> str:
-    """[1, 2, 3, 7] -> '1-3, 7'."""
-    parts, start = [], None
-    for index, number in enumerate(numbers):
-        if start is None:
-            start = number
-        if index + 1 == len(numbers) or numbers[index + 1] != number + 1:
-            parts.append(str(start) if start == number else f"{start}-{number}")
-            start = None
-    return ", ".join(parts)

@@ -8,11 +8,14 @@ import sys
 import time
 from pathlib import Path
 
-from kernelscope.cli import distributed_view
+from kernelscope.api.recording import write_run
+from kernelscope.api.run import Run
 from kernelscope.cli.common import add_store_argument, format_share, graph_break_details
 from kernelscope.cli.progress import phase_display
 from kernelscope.errors import UserError
-from kernelscope.store import Store, dump_json
+from kernelscope.render import distributed as distributed_view
+from kernelscope.store import Store as StoreBackend
+from kernelscope.store import dump_json
 
 COVERAGE_ORDER = [
     ("kernel_lines", "kernel body lines attributed to post-grad nodes"),
@@ -65,8 +68,10 @@ def add_recording_arguments(parser) -> None:
 def record_and_store(args, record, after_store=None) -> int:
     """record(on_phase) -> RunRecord; then store it and report. Returns the exit code.
 
-    after_store(store, run_id) -> dict, if given, runs once the run is stored (e.g.
-    attaching `--profile`'s trace); its dict is the summary's "profile"."""
+    The run is written by the Python API's `write_run` (what `kernelscope.record` writes
+    with) and read back through its `Run`. after_store(store, run_id) -> dict, if given,
+    runs once the run is stored (e.g. attaching `--profile`'s trace); its dict is the
+    summary's "profile"."""
     started = time.perf_counter()
     with phase_display(enabled=not args.json) as on_phase:
         # With --json, stdout carries the JSON alone: the model's prints go to stderr.
@@ -75,16 +80,16 @@ def record_and_store(args, record, after_store=None) -> int:
             run = record(on_phase)
         on_phase("store", args.store)
         store_started = time.perf_counter()
-        with Store(args.store, create=True) as store:
-            run.timings["store"] = 0.0
-            run_id = store.write_run(run)
+        stored = write_run(run, args.store)
+        with stored.store:
+            run_id = stored.id
             store_seconds = time.perf_counter() - store_started
-            asm = _build_asm(store, run_id, on_phase) if getattr(args, "asm", False) else None
-            details = store.show(run_id)
-            distributed = store.run(run_id).distributed()  # rank, collectives, DDP splits
+            asm = _build_asm(stored.store.backend, run_id, on_phase) if getattr(args, "asm", False) else None
+            coverage = stored.summary.coverage
+            distributed = stored.distributed  # rank, collectives, DDP splits
             if args.dump:
-                write_dump(store, run_id, args.dump)
-            profile = after_store(store, run_id) if after_store is not None else None
+                _write_dump(stored, args.dump)
+            profile = after_store(stored.store.backend, run_id) if after_store is not None else None
     timings = {**run.timings, "store": round(store_seconds, 4),
                **({"asm": asm["seconds"]} if asm else {}),
                "total": round(time.perf_counter() - started, 4)}
@@ -97,7 +102,7 @@ def record_and_store(args, record, after_store=None) -> int:
         "provenance": run.provenance,
         "torch": run.torch_version,
         **run_overview(run),
-        "coverage": details.summary.coverage,
+        "coverage": coverage,
         "timings": timings,
         "peak_memory_mb": run.peak_memory_mb,
         "execute_max_error": run.execute_max_error,
@@ -116,7 +121,7 @@ def record_and_store(args, record, after_store=None) -> int:
     return 0
 
 
-def _build_asm(store: Store, run_id: int, on_phase) -> dict:
+def _build_asm(store: StoreBackend, run_id: int, on_phase) -> dict:
     """--asm: every Triton kernel of the run compiled below Triton, in this process (the
     engine is loaded already)."""
     from kernelscope.engine.asm_build import build_run_asm
@@ -126,13 +131,13 @@ def _build_asm(store: Store, run_id: int, on_phase) -> dict:
     return summary.to_dict()
 
 
-def write_dump(store: Store, run_id: int, path: str) -> None:
-    text = dump_json(store.run(run_id).dump())
+def _write_dump(run: Run, path: str) -> None:
+    text = dump_json(run.dump())
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as error:
-        raise UserError(f"run {run_id} is stored, but --dump cannot write {path}: {error.strerror} — "
-                        f"write it with `kernelscope dump --run {run_id} -o FILE`") from error
+        raise UserError(f"run {run.id} is stored, but --dump cannot write {path}: {error.strerror} — "
+                        f"write it with `kernelscope dump --run {run.id} -o FILE`") from error
 
 
 def render_overview(summary: dict) -> list[str]:

@@ -1,10 +1,11 @@
-"""`kernelscope runs`: list the recorded runs, newest first."""
+"""`kernelscope runs`: list the recorded runs, newest first (the Python API's
+`store.runs`, printed)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
-from kernelscope.cli.common import format_share, format_table, format_time, new_parser, open_store, print_json
+from kernelscope.api.store import Store
+from kernelscope.cli.common import new_parser, print_json
 
 
 def add_parser(subparsers) -> None:
@@ -21,27 +22,10 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
-        runs = store.runs()
-        ranks = store.ranks_of_runs([summary.id for summary in runs])  # runs of a distributed job
+    with Store(args.store) as store:
+        runs = store.runs
     if args.json:
-        print_json([{**dataclasses.asdict(summary), "rank": dataclasses.asdict(ranks[summary.id])
-                     if summary.id in ranks else None} for summary in runs])
-        return 0
-    if not runs:
-        print("no runs yet — record one with `kernelscope compile FILE.py:FACTORY`")
-        return 0
-    header = ["id", "created", "target", "device", "mode", "graphs", "kernels", "kernel lines", "wrapper lines"]
-    rows = [
-        [str(summary.id), format_time(summary.created), summary.target, summary.device, summary.mode,
-         str(summary.graph_count), str(summary.kernel_count),
-         format_share(summary.coverage["kernel_lines"]), format_share(summary.coverage["wrapper_lines"])]
-        for summary in runs
-    ]
-    if ranks:
-        header.insert(3, "rank")
-        for summary, row in zip(runs, rows):
-            rank = ranks.get(summary.id)
-            row.insert(3, f"{rank.rank}/{rank.world_size}" if rank else "-")
-    print(format_table(header, rows))
+        print_json(runs.to_dicts())
+    else:
+        print(runs.table())
     return 0

@@ -559,11 +559,28 @@ def record_factory(spec: str, options: RecordOptions) -> RunRecord:
         return _record_factory(target, options, device, import_seconds)
 
 
+def record_model(model, inputs: tuple, options: RecordOptions, target: str,
+                 source_file: Path | None = None) -> RunRecord:
+    """`kernelscope.record(model, *inputs)`: compile a model (or function) the caller already
+    holds, as `compile` does what a factory returns. `target` names the run
+    (`examples/mlp.py:MLP`); `source_file` is where an error without a user frame points."""
+    import_seconds = import_torch(options)
+    device = resolve_device(options.device)
+    with _fake_job(options):
+        return _record_model(model, tuple(inputs), target, source_file, options, device, import_seconds)
+
+
 def _record_factory(target, options: RecordOptions, device: str, import_seconds: float) -> RunRecord:
     from kernelscope.engine import targets
 
     options.on_phase("import", str(target.path))
     model, inputs = targets.load_factory(target, targets.factory_device(device))
+    shown = f"{_display_path(target.path, options.workspace)}:{target.factory}"
+    return _record_model(model, inputs, shown, target.path, options, device, import_seconds)
+
+
+def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, options: RecordOptions, device: str,
+                  import_seconds: float) -> RunRecord:
     on_meta = _check_meta_model(model, inputs, options, device)
     inputs = _prepare_inputs(model, inputs, options, device)
     started = time.perf_counter()
@@ -571,8 +588,7 @@ def _record_factory(target, options: RecordOptions, device: str, import_seconds:
         try:
             max_error = _run_factory_model(model, inputs, options, device)
         except Exception as error:  # noqa: BLE001 - reported as a one-line error
-            _raise_compile_error(error, target.path, recording.probes)
-    shown = f"{_display_path(target.path, options.workspace)}:{target.factory}"
+            _raise_compile_error(error, source_file, recording.probes)
     run = build_run(recording, shown, options, device)
     run.execute_max_error = max_error
     if on_meta:
@@ -580,27 +596,47 @@ def _record_factory(target, options: RecordOptions, device: str, import_seconds:
 
         run.warnings.append(meta_models.summary(on_meta))
     if not run.graphs:
-        raise CompileError(f"{target.path}: torch.compile produced no graph to record")
+        raise CompileError(f"{source_file or shown}: torch.compile produced no graph to record")
     return _finish(run, recording.probes, import_seconds, time.perf_counter() - started)
+
+
+@dataclass
+class RecordedBlock:
+    """What `record_block` yields: its run, once the block has ended."""
+
+    run: RunRecord | None = None
+
+
+@contextlib.contextmanager
+def record_block(options: RecordOptions, target: str, source_file: Path | None, nothing_compiled: str):
+    """Record every graph torch.compile compiles inside the `with` block: `kernelscope run`
+    (a script) and `kernelscope.recording()` (the caller's own code). An exception in the
+    block becomes the one-line error naming the user's file:line; a block that compiled
+    nothing raises CompileError(`nothing_compiled`)."""
+    import_seconds = import_torch(options)
+    device = resolve_device(options.device)
+    started = time.perf_counter()
+    block = RecordedBlock()
+    with _fake_job(options), Recording(device, options) as recording:
+        try:
+            yield block
+        except Exception as error:  # noqa: BLE001
+            _raise_compile_error(error, source_file, recording.probes)
+    run = build_run(recording, target, options, device)
+    if not run.graphs:
+        raise CompileError(nothing_compiled)
+    block.run = _finish(run, recording.probes, import_seconds, time.perf_counter() - started)
 
 
 def record_script(path: Path, args: list[str], options: RecordOptions) -> RunRecord:
     """`kernelscope run script.py -- ARGS`: record every compile the script performs."""
     from kernelscope.engine import targets
 
-    import_seconds = import_torch(options)
-    device = resolve_device(options.device)
-    started = time.perf_counter()
-    options.on_phase("capture", str(path))
-    with _fake_job(options), Recording(device, options) as recording:
-        try:
-            targets.run_script(path, args)
-        except Exception as error:  # noqa: BLE001
-            _raise_compile_error(error, path, recording.probes)
-    run = build_run(recording, _display_path(path, options.workspace), options, device)
-    if not run.graphs:
-        raise CompileError(f"{path}: the script ran but compiled nothing with torch.compile")
-    return _finish(run, recording.probes, import_seconds, time.perf_counter() - started)
+    nothing = f"{path}: the script ran but compiled nothing with torch.compile"
+    with record_block(options, _display_path(path, options.workspace), path, nothing) as block:
+        options.on_phase("capture", str(path))
+        targets.run_script(path, args)
+    return block.run
 
 
 def _display_path(path: Path, workspace: Path) -> str:

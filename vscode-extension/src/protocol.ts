@@ -89,24 +89,6 @@ export interface OverviewKernel {
   sourceLines: { uri: string; line: number }[];
 }
 
-export interface FusionSource {
-  id: string;
-  uri: string;
-  line: number;
-  code: string;
-}
-
-export interface FusionKernel {
-  id: string;
-  name: string;
-  uri: string | null;
-}
-
-export interface FusionEdge {
-  source: string;
-  kernel: string;
-}
-
 /**
  * A run's module instances as a tree: sibling instances of the same shape (class,
  * kernels, structure) folded into one group, e.g. `blocks.2–46 (45 × Block)`.
@@ -140,7 +122,9 @@ export interface RunOverview {
   kernels: OverviewKernel[];
   graphBreaks: { reason: string; uri: string | null; line: number | null }[];
   recompiles: { compileId: string; reason: string }[];
-  fusion: { sources: FusionSource[]; kernels: FusionKernel[]; edges: FusionEdge[] };
+  // The fusion picture, laid out and drawn by the server (kernelscope/render/fusion.py): an
+  // `<svg class="fusion">` (nodes with data-uri/data-line, classes only) or `<p class="empty">`.
+  fusionSvg?: string; // absent from servers that predate it
   modules?: ModuleGroup[]; // absent from servers that predate module groups
 }
 

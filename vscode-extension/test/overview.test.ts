@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KERNEL_LABEL_CHARS, SOURCE_LABEL_CHARS, fusionSvg, layoutFusion } from '../src/overview/fusion';
-import { escapeHtml, shorten, shortenEnd } from '../src/overview/html';
-import { coverageText, formatCreated, overviewBodyHtml, overviewShellHtml, passOf } from '../src/overview/page';
+import { escapeHtml } from '../src/overview/html';
+import { coverageText, formatCreated, fusionHtml, overviewBodyHtml, overviewShellHtml, passOf } from '../src/overview/page';
 import type { RunOverview } from '../src/protocol';
 
 const M = 'file:///ws/examples/mlp.py';
@@ -22,68 +21,23 @@ function sample(): RunOverview {
     ],
     graphBreaks: [{ reason: 'print() <script>', uri: M, line: 10 }],
     recompiles: [],
-    fusion: {
-      sources: [
-        { id: 's24', uri: M, line: 24, code: 'return torch.softmax(h, dim=-1)' },
-        { id: 's20', uri: M, line: 20, code: 'h = F.gelu(h)' },
-        { id: 's21', uri: M, line: 21, code: 'h = self.norm(h)' },
-        { id: 's19', uri: M, line: 19, code: 'h = self.fc1(x)' },
-      ],
-      kernels: [
-        { id: 'k2', name: 'triton_per_fused__softmax_1', uri: K('b') },
-        { id: 'k1', name: 'triton_per_fused_addmm_gelu_native_layer_norm_0', uri: K('a') },
-        { id: 'k3', name: 'extern_kernels.mm', uri: null },
-      ],
-      edges: [
-        { source: 's20', kernel: 'k1' }, { source: 's21', kernel: 'k1' }, { source: 's19', kernel: 'k1' },
-        { source: 's24', kernel: 'k2' }, { source: 's19', kernel: 'k3' }, { source: 'missing', kernel: 'k1' },
-      ],
-    },
+    // As kernelscope/render/fusion.py draws it (tests/test_render_fusion.py checks the drawing).
+    fusionSvg:
+      '<svg class="fusion" xmlns="http://www.w3.org/2000/svg" width="976" height="158" viewBox="0 0 976 158">' +
+      `<g class="edges"><path class="fedge" data-source="s20" data-kernel="k1" d="M392,45 C472,45 472,45 552,45"/></g>` +
+      `<g class="sources"><g class="fnode source kind-source clickable" data-id="s20" data-uri="${M}" data-line="20"><title>mlp.py:21</title></g></g>` +
+      '<g class="kernels"><g class="fnode kernel kind-extern" data-id="k3"><title>extern_kernels.mm</title></g></g></svg>',
   };
 }
 
-test('layout: sources by line, kernels by the mean line of their sources, dangling edges dropped', () => {
-  const layout = layoutFusion(sample().fusion);
-  assert.deepEqual(layout.sources.map((s) => s.id), ['s19', 's20', 's21', 's24']);
-  assert.deepEqual(layout.kernels.map((k) => k.id), ['k3', 'k1', 'k2']);
-  assert.equal(layout.edges.length, 5);
-  assert.ok(layout.sources.every((s) => s.x + s.width < layout.kernels[0].x), 'sources left of kernels');
-  assert.ok(layout.height >= 4 * 22);
-  // Every edge starts at its source's right edge and ends at its kernel's left edge.
-  for (const edge of layout.edges) {
-    const from = layout.sources.find((s) => s.id === edge.source)!;
-    const to = layout.kernels.find((k) => k.id === edge.kernel)!;
-    assert.ok(edge.path.startsWith(`M${from.x + from.width},`));
-    assert.ok(edge.path.endsWith(`${to.x},${Math.round((to.y + to.height / 2) * 10) / 10}`));
-  }
-  // Lines are shown 1-based.
-  assert.match(layout.sources[0].label, /^mlp\.py:20 {2}h = self\.fc1\(x\)/);
-});
-
-test('svg: clickable nodes carry uri and line, externs are not clickable, one path per edge', () => {
-  const svg = fusionSvg(sample());
-  assert.equal((svg.match(/<path class="fedge"/g) ?? []).length, 5);
-  assert.match(svg, new RegExp(`<g class="fnode source kind-source clickable" data-id="s20" data-uri="${M}" data-line="20">`));
-  assert.match(svg, /<g class="fnode kernel kind-extern" data-id="k3">/);
-  assert.match(svg, /<g class="fnode kernel kind-triton clickable" data-id="k1" data-uri="[^"]+\/a\.py" data-line="0">/);
-  assert.doesNotMatch(svg, /style=/, 'no inline styles (the CSP forbids them)');
-});
-
-test('labels fit their boxes; kernels carry their pass (fw/bw) to tell same-named externs apart', () => {
+test('fusion: the server-drawn SVG goes in as drawn, with its click targets; anything else says why not', () => {
   const overview = sample();
-  overview.fusion.sources[0].code = 'x'.repeat(200);
-  overview.fusion.kernels[1].name = 'triton_per_fused_' + 'y'.repeat(200);
-  const graphs = new Map(overview.kernels.map((k) => [k.id, k.graph]));
-  const layout = layoutFusion(overview.fusion, new Map(), graphs);
-  assert.ok(layout.sources.every((s) => s.label.length <= SOURCE_LABEL_CHARS));
-  assert.ok(layout.kernels.every((k) => k.label.length <= KERNEL_LABEL_CHARS));
-  assert.ok(SOURCE_LABEL_CHARS * 7.3 + 16 <= layout.sources[0].width);
-  assert.deepEqual(layout.kernels.map((k) => k.tag), ['bw', 'fw', 'fw']);
-  assert.match(fusionSvg(overview), /<text class="tag" [^>]*text-anchor="end">bw<\/text>/);
-});
-
-test('an empty fusion says so', () => {
-  assert.match(fusionSvg({ fusion: { sources: [], kernels: [], edges: [] }, kernels: [] }), /No fusion links/);
+  assert.equal(fusionHtml(overview), overview.fusionSvg);
+  assert.match(overviewBodyHtml(overview), new RegExp(`<div class="fusion-wrap"><svg class="fusion"[^]*data-uri="${M}" data-line="20"`));
+  assert.equal(fusionHtml({ fusionSvg: '<p class="empty">No fusion links in this run.</p>' }), '<p class="empty">No fusion links in this run.</p>');
+  for (const fusionSvg of [undefined, '', '<script>alert(1)</script>', '<svg onload="x()">']) {
+    assert.match(fusionHtml({ fusionSvg }), /^<p class="empty">The server sent no fusion picture/, String(fusionSvg));
+  }
 });
 
 test('page: header, coverage, graphs, kernels with fw/bw and source lines, breaks, escaping', () => {
@@ -135,9 +89,6 @@ test('helpers', () => {
   assert.equal(coverageText({ attributed: 0, total: 0 }), 'n/a');
   assert.equal(coverageText(12), '12');
   assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
-  assert.equal(shorten('abcdefghij', 6), 'abc…ij');
-  assert.equal(shorten('abc', 6), 'abc');
-  assert.equal(shortenEnd('abcdefghij', 6), 'abcde…');
   assert.match(formatCreated(1795424302.4), /^20\d\d-\d\d-\d\d \d\d:\d\d:\d\d$/);
   assert.equal(formatCreated(new Date(2026, 10, 23, 9, 5, 7).getTime() / 1000), '2026-11-23 09:05:07');
   assert.equal(formatCreated('yesterday'), 'yesterday');

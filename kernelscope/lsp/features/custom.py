@@ -1,6 +1,7 @@
 """Custom requests of the VS Code extension (see the LSP contract):
 kernelscope/linkedRanges, kernelscope/kernelsForLine, kernelscope/sourceForLine,
-kernelscope/runOverview. Plain JSON objects in and out; 0-based lines."""
+kernelscope/runOverview. Plain JSON objects in and out; 0-based lines. The run overview's
+fusion picture comes as SVG, drawn by kernelscope.render.fusion."""
 from __future__ import annotations
 
 import os
@@ -170,6 +171,8 @@ def source_for_line(server, uri: str, position: types.Position) -> dict:
 
 
 def run_overview(server, run_id: int | None) -> dict:
+    from kernelscope.render import fusion  # loaded on first use, as the store side is
+
     store = server.provenance.store()
     if run_id is None:
         run_id = server.provenance.shown_run_id()
@@ -192,20 +195,11 @@ def run_overview(server, run_id: int | None) -> dict:
               for graph in details.graphs]
     kernel_sources = run.all_kernel_sources()
     line_counts = {kernel.file: kernel.line_count for kernel in details.kernels if kernel.file}
-    kernels, fusion_sources, fusion_kernels, edges = [], {}, [], []
-    for kernel_id, kernel in run.kernels().items():
-        identifier = f"k{kernel_id}"
-        sources = kernel_sources.get(kernel_id, [])
-        kernels.append({"id": identifier, "name": kernel.name, "kind": kernel.kind, "graph": kernel.graph_key,
-                        "uri": uri(kernel.file), "lines": line_counts.get(kernel.file),
-                        "sourceLines": [{"uri": uri(file), "line": line - 1} for file, line in sources]})
-        fusion_kernels.append({"id": identifier, "name": kernel.name, "uri": uri(kernel.file)})
-        for file, line in sources:
-            source_id = f"{file}:{line}"
-            if source_id not in fusion_sources:
-                fusion_sources[source_id] = {"id": source_id, "uri": uri(file), "line": line - 1,
-                                             "code": run.source_code(file, line)}
-            edges.append({"source": source_id, "kernel": identifier})
+    kernels = [{"id": f"k{kernel_id}", "name": kernel.name, "kind": kernel.kind, "graph": kernel.graph_key,
+                "uri": uri(kernel.file), "lines": line_counts.get(kernel.file),
+                "sourceLines": [{"uri": uri(file), "line": line - 1}
+                                for file, line in kernel_sources.get(kernel_id, [])]}
+               for kernel_id, kernel in run.kernels().items()]
     return {
         "run": {"id": summary.id, "target": summary.target, "device": summary.device, "mode": summary.mode,
                 "torch": summary.torch_version, "triton": summary.triton_version, "created": summary.created,
@@ -215,7 +209,9 @@ def run_overview(server, run_id: int | None) -> dict:
         "graphBreaks": [{"reason": brk.reason, "uri": uri(brk.file),
                          "line": brk.line - 1 if brk.line else None} for brk in details.graph_breaks],
         "recompiles": [{"compileId": rec.compile_id, "reason": rec.reason} for rec in details.recompiles],
-        "fusion": {"sources": list(fusion_sources.values()), "kernels": fusion_kernels, "edges": edges},
+        # The fusion picture, laid out and drawn by kernelscope.render.fusion (Jupyter draws the same);
+        # its nodes carry data-uri/data-line, which the overview turns into clicks that open them.
+        "fusionSvg": fusion.svg(fusion.fusion_of_run(run, uri)),
         "modules": [_module_group(group) for group in run.module_groups()],
     }
 

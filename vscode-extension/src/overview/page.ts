@@ -1,13 +1,15 @@
 /**
  * The run overview page: header, coverage, the fusion picture, graphs, kernels,
  * graph breaks and recompiles, as HTML strings built from the server's
- * `kernelscope/runOverview` answer. Shared by the webview script (which renders
- * it) and the unit tests; `overviewShellHtml` is the page the extension hands to
- * the webview, with its content security policy.
+ * `kernelscope/runOverview` answer. The fusion picture comes drawn: the server
+ * lays it out and sends it as SVG (kernelscope/render/fusion.py, which Jupyter
+ * uses too), styled by class only, with data-uri/data-line on the nodes. Shared
+ * by the webview script (which renders it) and the unit tests;
+ * `overviewShellHtml` is the page the extension hands to the webview, with its
+ * content security policy.
  */
 import type { ModuleGroup, RunOverview } from '../protocol';
 import { baseName } from '../uris';
-import { fusionSvg } from './fusion';
 import { escapeHtml, passOf } from './html';
 
 export { passOf };
@@ -96,7 +98,7 @@ export function overviewBodyHtml(overview: RunOverview): string {
     'Fusion',
     'fusion',
     `<p class="hint">Model lines (left) whose nodes were fused into each kernel (right). Click a line or a kernel to open it.</p>` +
-      `<div class="fusion-wrap">${fusionSvg(overview)}</div>`,
+      `<div class="fusion-wrap">${fusionHtml(overview)}</div>`,
   );
 
   const graphRows = overview.graphs.map((g) => [
@@ -148,6 +150,19 @@ export function overviewBodyHtml(overview: RunOverview): string {
   const recompiles = section('Recompiles', 'recompiles', table(['compile id', 'reason'], recompileRows, 'No recompiles.'));
 
   return header + coverage + fusion + graphs + modules + kernels + breaks + recompiles;
+}
+
+/**
+ * The fusion picture as the server drew it (an `<svg class="fusion">`, or a
+ * `<p class="empty">` for a run without fusion links). A server that predates
+ * drawing it sends none: say so rather than show an empty section.
+ */
+export function fusionHtml(overview: Pick<RunOverview, 'fusionSvg'>): string {
+  const drawn = overview.fusionSvg;
+  if (typeof drawn !== 'string' || !/^<(svg class="fusion"|p class="empty")[ >]/.test(drawn)) {
+    return '<p class="empty">The server sent no fusion picture (a kernelscope older than the extension): update kernelscope to see it.</p>';
+  }
+  return drawn;
 }
 
 function groupCounts(group: ModuleGroup): string {

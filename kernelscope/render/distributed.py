@@ -1,6 +1,7 @@
-"""Text for distributed runs, shared by `show` and `query`: a run's rank and which
-ranks compiled identical code, DDP's graph splits, each graph's collectives and its
-compute/communication order, and one collective with its model line and layer."""
+"""Text for distributed runs, shared by `show`, `query` and the Python API (`Run`, a
+query's answer): a run's rank and which ranks compiled identical code, DDP's graph
+splits, each graph's collectives and its compute/communication order, and one
+collective with its model line and layer."""
 from __future__ import annotations
 
 from kernelscope.store.distributed import CollectiveRef, DistributedRun, GraphComm, OrderStep

@@ -1,0 +1,148 @@
+"""A query's answer: what `kernelscope query FILE:LINE` prints, as an object.
+
+`ask` is the one function behind `kernelscope query`, `Store.query` and `Run.query`:
+it locates the file in a run, reads the line's default answer (the counts the store
+keeps per line: one index probe, alike module instances folded) or its whole chain
+(`detail`, `module`, `direct_only`, `direction="up"`), and the collectives the line
+issues. The CLI prints the answer's tree; Python gets the structured data with a
+readable `repr` (the same text) and `_repr_html_` (the same tree, for Jupyter).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kernelscope.errors import UserError
+from kernelscope.store.results import SOURCE, LineOverview, Location, ModuleGroup, QueryResult
+
+if TYPE_CHECKING:
+    from kernelscope.render.query_tree import Branch
+    from kernelscope.store import Store as StoreBackend
+    from kernelscope.store.distributed import CollectiveRef
+
+DIRECTIONS = ("up", "down", "both")
+
+
+@dataclass
+class Answer:
+    """What a line became (down) or came from (up), in one run.
+
+    `overview` holds the default answer for a model source line (counts per graph and
+    module group); `result` the whole chain (every node, kernel line and wrapper line:
+    `detail=True`, a generated file's line, or a narrowed summary). `str(answer)` and
+    `repr(answer)` are the lines `kernelscope query` prints."""
+
+    location: Location  # the file, in the run that answered
+    line: int
+    text: str  # the line's code ("" when the file is not on this machine)
+    direction: str
+    module: str | None
+    direct_only: bool
+    summary: bool  # a source line's counted summary (not every node and line)
+    overview: LineOverview | None = None
+    result: QueryResult | None = None
+    collectives: list[CollectiveRef] = field(default_factory=list)
+    linked_lines: list[int] = field(default_factory=list)  # an empty answer: the file's lines that have one
+    warnings: list[str] = field(default_factory=list)  # e.g. a generated file edited since its run
+
+    @property
+    def run_id(self) -> int:
+        return self.location.run_id
+
+    @property
+    def empty(self) -> bool:
+        """Nothing recorded at this line."""
+        return self.overview.empty if self.overview is not None else self.result.empty
+
+    @property
+    def graphs(self) -> list:
+        """Per graph: GraphOverview (summary) or GraphChain (the chain)."""
+        return self.overview.graphs if self.overview is not None else self.result.graphs
+
+    @property
+    def groups(self) -> list[ModuleGroup]:
+        """The module groups of every graph (alike instances folded)."""
+        return [group for graph in self.graphs for group in graph.groups]
+
+    def tree(self) -> Branch:
+        """The answer as a tree of labelled branches (what the CLI prints)."""
+        from kernelscope.render.query_tree import answer_tree
+
+        return answer_tree(self)
+
+    def lines(self) -> list[str]:
+        """The answer as `kernelscope query` prints it when not on a terminal."""
+        from kernelscope.render.query_tree import plain_lines
+
+        return plain_lines(self.tree())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data: what `kernelscope query --json` prints (the chain with
+        `detail=True`; a summary's counts otherwise), with the line's collectives."""
+        data = asdict(self.overview if self.overview is not None else self.result)
+        if self.collectives:
+            data["collectives"] = [asdict(collective) for collective in self.collectives]
+        return data
+
+    def __str__(self) -> str:
+        return "\n".join([f"warning: {warning}" for warning in self.warnings] + self.lines())
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        from kernelscope.render.html import tree_html
+
+        return tree_html(self.tree(), self.warnings)
+
+
+def parse_location(text: str) -> tuple[str, int]:
+    """`examples/mlp.py:14` -> ("examples/mlp.py", 14)."""
+    path, separator, line = text.rpartition(":")
+    if not separator or not path or not line.isdigit() or int(line) < 1:
+        raise UserError(f"expected FILE:LINE with a line number from 1 (e.g. examples/mlp.py:14), got {text!r}")
+    return path, int(line)
+
+
+def ask(store: StoreBackend, path: str, line: int, run_id: int | None = None, direction: str = "both",
+        module: str | None = None, direct_only: bool = False, detail: bool = False,
+        on_warning: Callable[[str], None] | None = None) -> Answer:
+    """The answer at `path:line` in run `run_id` (else the latest run that has the file).
+
+    A model source line answers with its summary unless `detail` (or `module`,
+    `direct_only`, `direction="up"` narrow it: then the summary is counted from the
+    chain); a generated file's line always answers in detail. `on_warning` hears
+    about a generated file that is not as its run wrote it, before the answer is read."""
+    if direction not in DIRECTIONS:
+        raise UserError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
+    location = store.locate(path, run_id)
+    warnings = []
+    problem = store.file_problem(location)
+    if problem:
+        warnings.append(problem)
+        if on_warning is not None:
+            on_warning(problem)
+    view = store.run(location.run_id)
+    summary = location.kind == SOURCE and not detail
+    answer = Answer(location, line, "", direction, module, direct_only, summary, warnings=warnings)
+    if summary and module is None and not direct_only and direction != "up":
+        # the default: the counts the store keeps per line (one index probe)
+        answer.overview = view.line_overview(location, line)
+        answer.text = answer.overview.text
+        if view.has_profile() and not answer.overview.empty:  # device times are per kernel: read the kernels
+            answer.result = view.query_at(location, line, direction, detail=False, rollup=True)
+    else:
+        answer.result = view.query_at(location, line, direction, module, direct_only, detail=not summary,
+                                      rollup=summary)
+        answer.text = answer.result.text
+    if answer.empty:
+        answer.linked_lines = (view.linked_lines(location) if location.kind == SOURCE
+                               else [links.line for links in view.file_links(location).lines])
+    collectives = view.collectives_at(location, line)  # communication at this line
+    if location.kind == SOURCE:  # a model line: its collectives; their waits are named under each
+        issued = {(collective.graph_key, collective.node) for collective in collectives}
+        collectives = [collective for collective in collectives if collective.role != "wait"
+                       or not any((collective.graph_key, peer) in issued for peer in collective.peers)]
+    answer.collectives = collectives
+    return answer

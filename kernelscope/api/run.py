@@ -1,0 +1,215 @@
+"""`Run`: one recorded run, for Python — what `kernelscope show`, `query` and `dump`
+answer, as objects, with rich output in Jupyter (the summary table and the fusion
+picture the VS Code run overview draws).
+
+Every property reads the store's read model (`RunView`) and returns its plain
+dataclasses (`kernelscope.store.results`); nothing here writes SQL or imports torch.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kernelscope.errors import UserError
+
+if TYPE_CHECKING:
+    from kernelscope.api.answer import Answer
+    from kernelscope.api.store import Store
+    from kernelscope.render.fusion import Fusion
+    from kernelscope.store import RunView
+    from kernelscope.store.asm_store import KernelAsmInfo
+    from kernelscope.store.distributed import DistributedRun
+    from kernelscope.store.profiles import RunProfile
+    from kernelscope.store.results import (
+        GraphBreakInfo,
+        GraphSummary,
+        InstanceGroup,
+        KernelSummary,
+        RecompileInfo,
+        RunDetails,
+        RunSummary,
+    )
+
+
+class Run:
+    """One run of a store. `print(run)` shows what `kernelscope show` prints; in Jupyter
+    a run shows its summary and fusion picture."""
+
+    def __init__(self, store: Store, run_id: int, summary: RunSummary | None = None):
+        self.store = store
+        self.id = run_id
+        self._summary = summary
+
+    @property
+    def view(self) -> RunView:
+        """The store's read model of this run (kernelscope.store.RunView): every answer the
+        front ends read, for what this class does not wrap."""
+        return self.store.backend.run(self.id)
+
+    # -- the run ---------------------------------------------------------------------
+
+    @property
+    def summary(self) -> RunSummary:
+        """Target, device, mode, versions, graph and kernel counts, provenance coverage."""
+        if self._summary is None:
+            self._summary = self.view.summary()
+        return self._summary
+
+    @property
+    def target(self) -> str:
+        """What was recorded: `examples/mlp.py:make`, `examples/mlp.py:MLP`, a script."""
+        return self.summary.target
+
+    @property
+    def details(self) -> RunDetails:
+        """Graphs with their files, kernels, graph breaks, recompiles, warnings, timings."""
+        return self.view.details()
+
+    @property
+    def graphs(self) -> list[GraphSummary]:
+        """Each compiled graph (compile id, forward/backward/inference, node and kernel counts, files)."""
+        return self.details.graphs
+
+    @property
+    def kernels(self) -> list[KernelSummary]:
+        """Every Triton kernel and extern call, in graph and launch order (with device time
+        per step when the run has a profile)."""
+        return self.details.kernels
+
+    @property
+    def graph_breaks(self) -> list[GraphBreakInfo]:
+        """Where Dynamo broke the graph, with the user line, explanation and hints."""
+        return self.details.graph_breaks
+
+    @property
+    def recompiles(self) -> list[RecompileInfo]:
+        return self.details.recompiles
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.details.warnings
+
+    @property
+    def modules(self) -> list[InstanceGroup]:
+        """The run's module instances as a tree, alike sibling instances folded."""
+        return self.view.module_groups()
+
+    @property
+    def profile(self) -> RunProfile | None:
+        """Device times per step (`kernelscope profile`, `compile --profile`), or None."""
+        return self.view.profile()
+
+    @property
+    def asm(self) -> dict[str, KernelAsmInfo]:
+        """Below the kernel: `graph key/kernel name` -> registers, spills, occupancy and stage
+        files of each kernel compiled for the run's GPU. Empty until built (`kernelscope show
+        RUN --asm`, `compile --asm`, or `query --asm`)."""
+        return {info.key: info for info in self.store.backend.asm.run_infos(self.id).values()}
+
+    @property
+    def distributed(self) -> DistributedRun:
+        """The rank and job of a distributed run, DDP's splits and each graph's collectives."""
+        return self.view.distributed()
+
+    # -- lines -----------------------------------------------------------------------
+
+    def query(self, location: str, line: int | None = None, *, direction: str = "both", module: str | None = None,
+              direct_only: bool = False, detail: bool = False) -> Answer:
+        """What a line became (down) and came from (up) in this run: the answer `kernelscope
+        query FILE:LINE --run ID` prints.
+
+        `location` is `"model.py:27"` (or a path, with `line` apart): a model source file, or
+        a generated file of the run (a kernel, `wrapper.py`, `post_grad.py`). A source line
+        answers with counts per graph and module group (alike instances folded) unless
+        `detail` lists every node, kernel line and wrapper line; `module="blocks.1"` keeps
+        one module instance, `direct_only` the nodes of this line itself, `direction` is
+        "up", "down" or "both". StoreError when the file is not in this run; UserError
+        for a line the file does not have."""
+        from kernelscope.api.answer import ask, parse_location
+        from kernelscope.api.store import _file_line
+
+        path, line = _file_line(location, line, parse_location)
+        return ask(self.store.backend, path, line, self.id, direction, module, direct_only, detail)
+
+    # -- export ----------------------------------------------------------------------
+
+    def dump(self, path: str | os.PathLike[str] | None = None, *, include_volatile: bool = False,
+             absolute_paths: bool = False) -> dict[str, Any]:
+        """The run as deterministic, schema-valid JSON data (`kernelscope dump`); with `path`,
+        also written there as the same bytes `kernelscope dump -o PATH` writes."""
+        from kernelscope.store import dump_json
+        from kernelscope.store.dump import DumpOptions
+
+        data = self.view.dump(DumpOptions(include_volatile=include_volatile, absolute_paths=absolute_paths))
+        if path is not None:
+            write_text(path, dump_json(data))
+        return data
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data: what `kernelscope show RUN --json` prints."""
+        data = asdict(self.details)
+        profile = self.profile
+        if profile is not None:
+            from kernelscope.profile.report import profile_data
+
+            data["profile"] = profile_data(profile)
+        asm = self.asm
+        if asm:
+            data["asm"] = {key: asdict(info) for key, info in asm.items()}
+        distributed = self.distributed
+        from kernelscope.render.distributed import has_content
+
+        if has_content(distributed):
+            data["distributed"] = asdict(distributed)
+        return data
+
+    def report(self) -> str:
+        """The text `kernelscope show RUN` prints."""
+        from kernelscope.render.report import run_report
+
+        return run_report(self.details, self.asm, self.distributed, self.profile)
+
+    # -- the fusion picture ----------------------------------------------------------
+
+    def fusion(self) -> Fusion:
+        """Which model lines were fused into (or call) which kernels."""
+        from kernelscope.render.fusion import fusion_of_run
+
+        return fusion_of_run(self.view)
+
+    def fusion_svg(self) -> str:
+        """The fusion picture as an SVG string (what the VS Code run overview draws)."""
+        from kernelscope.render.fusion import svg
+
+        return svg(self.fusion())
+
+    # -- display ---------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def __repr__(self) -> str:
+        summary = self.summary
+        return (f"<kernelscope run {self.id}: {summary.target} · {summary.device} · {summary.mode} · "
+                f"{summary.graph_count} graph(s), {summary.kernel_count} kernel(s)>")
+
+    def _repr_html_(self) -> str:
+        from kernelscope.render.html import run_html
+
+        return run_html(self.details, self.fusion_svg())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Run) and other.id == self.id and other.store.path == self.store.path
+
+    def __hash__(self) -> int:
+        return hash((self.store.path, self.id))
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write a dump; an unwritable path is a one-line UserError."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UserError(f"cannot write {path}: {error.strerror} — pick another path") from error
