@@ -13,7 +13,7 @@ import argparse
 import sys
 from dataclasses import asdict, dataclass, field
 
-from kernelscope.cli import distributed_view
+from kernelscope.text import distributed as distributed_text
 from kernelscope.cli.common import new_parser, open_store, parse_file_line, parse_run_id, print_json, stdout_is_tty
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store import (
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if collectives:
         tree.children.insert(1 if text.strip() else 0, Branch("collectives", "bold red", [
             Branch(lines[0], "red", [Branch(line, "red") for line in lines[1:]])
-            for lines in map(distributed_view.collective_answer, collectives)]))
+            for lines in map(distributed_text.collective_answer, collectives)]))
     if empty:
         if args.module:
             hint = f"none in module instance {args.module!r}: drop --module to see all"

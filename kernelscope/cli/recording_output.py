@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from kernelscope.cli import distributed_view
+from kernelscope.text import distributed as distributed_text
 from kernelscope.cli.common import add_store_argument, format_share, graph_break_details
 from kernelscope.cli.progress import phase_display
 from kernelscope.errors import UserError
@@ -107,8 +107,8 @@ def record_and_store(args, record, after_store=None) -> int:
         summary["profile"] = profile
     if asm is not None:
         summary["asm"] = asm
-    if distributed_view.has_content(distributed):
-        summary["distributed"] = distributed_view.overview(distributed)
+    if distributed_text.has_content(distributed):
+        summary["distributed"] = distributed_text.overview(distributed)
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     else:
@@ -164,7 +164,7 @@ def render_summary(summary: dict) -> str:
         if key in summary["coverage"]:
             out.append(f"    {label}: {format_share(summary['coverage'][key])}")
     if summary.get("distributed"):
-        out.extend(f"  {line}" for line in distributed_view.render_overview(summary["distributed"]))
+        out.extend(f"  {line}" for line in distributed_text.render_overview(summary["distributed"]))
     if summary["execute_max_error"] is not None:
         out.append(f"  executed in Triton's interpreter: max error vs eager {summary['execute_max_error']:.3g}")
     phases = " · ".join(f"{k} {v:.2f}s" for k, v in summary["timings"].items())

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
-from kernelscope.cli import distributed_view
+from kernelscope.text import distributed as distributed_text
 from kernelscope.cli.common import (
     format_share,
     format_table,
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             from kernelscope.cli import asm_ask
 
             asm_ask.ensure_built(store, details.summary.id, quiet=args.json)
-        asm = store.asm.run_infos(details.summary.id)  # kernels compiled below Triton, if any
+        asm = view.asm_builds()  # kernels compiled below Triton, if any
         distributed = view.distributed()  # rank, collectives, DDP splits
     if profile is not None:
         from kernelscope.profile.report import profile_data, render_profile
@@ -65,13 +65,13 @@ def run(args: argparse.Namespace) -> int:
             data["profile"] = profile_data(profile)
         if asm:
             data["asm"] = {info.key: asdict(info) for info in asm.values()}
-        if distributed_view.has_content(distributed):
+        if distributed_text.has_content(distributed):
             data["distributed"] = asdict(distributed)
         print_json(data)
     else:
         print(render(details, asm))
-        if distributed_view.has_content(distributed):
-            print("\n" + "\n".join(distributed_view.render_run(distributed)))
+        if distributed_text.has_content(distributed):
+            print("\n" + "\n".join(distributed_text.render_run(distributed)))
         if profile is not None:
             print("\n" + "\n".join(render_profile(profile_data(profile))))
     return 0

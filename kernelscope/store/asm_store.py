@@ -231,6 +231,15 @@ class AsmStore:
             (ref.kernel_id, ref.stage, line)).fetchall()
         return [AsmLine(*row) for row in rows]
 
+    def status(self, run_id: int) -> AsmStatus:
+        """How many of the run's Triton kernels can be built below Triton, are built, failed."""
+        buildable = self.conn.execute(
+            "SELECT COUNT(*) FROM kernels WHERE run_id = ? AND file IS NOT NULL AND kind IN ('triton', 'template')",
+            (run_id,)).fetchone()[0]
+        built, failed = self.conn.execute(
+            "SELECT COUNT(*) - COUNT(error), COUNT(error) FROM kernel_asm WHERE run_id = ?", (run_id,)).fetchone()
+        return AsmStatus(buildable, built or 0, failed or 0)
+
     def below(self, kernel_file: str, kernel_lines: list[int], stages: tuple[str, ...] = STAGES) -> KernelBelow:
         """The build of the kernel stored at `kernel_file` and the stage lines of `kernel_lines`."""
         kernel_id = self.kernel_ids_of_files([kernel_file]).get(kernel_file)
@@ -292,3 +301,31 @@ class KernelBelow:
     def stage_lines(self, stage: str) -> list[AsmLine]:
         return [line for line in self.lines if line.stage == stage]
 
+
+
+@dataclass
+class AsmStatus:
+    """A run's Triton kernels below Triton: how many can be built, are built, could not be."""
+
+    buildable: int  # Triton and template kernels with a file (extern calls run library code)
+    built: int
+    failed: int  # stored with the reason (cpu-triton kernels, a compile error)
+
+    @property
+    def pending(self) -> int:
+        return self.buildable - self.built - self.failed
+
+
+@dataclass
+class AsmLineAnswer:
+    """One line of a stage file, up the chain: its kernel line(s) and their chains."""
+
+    file: AsmFileRef
+    line: int
+    text: str  # the stage file's line as written
+    lines: list[AsmLine]  # one per kernel line the stage line came from (none: a label, directive)
+    chains: list  # QueryResult of each kernel line, in kernel line order
+
+    @property
+    def kernel_lines(self) -> list[int]:
+        return sorted({line.kernel_line for line in self.lines})
