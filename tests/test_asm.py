@@ -16,7 +16,7 @@ import types
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, gpt2_softmax_line
 
 from kernelscope.asm import facts, linemaps
 from kernelscope.asm.model import LaunchConfig
@@ -152,30 +152,18 @@ def test_resource_usage_and_instruction_classes():
 # -- the real build, on a model nobody here wrote ------------------------------------------------
 
 
-def _gpt2_softmax_line() -> tuple[str, int]:
-    import transformers.models.gpt2.modeling_gpt2 as modeling
-
-    path = Path(modeling.__file__)
-    line = next(number for number, text in enumerate(path.read_text().splitlines(), 1)
-                if "attn_weights = nn.functional.softmax(attn_weights, dim=-1)" in text)
-    return str(path), line
+_gpt2_softmax_line = gpt2_softmax_line
 
 
 @pytest.fixture(scope="module")
-def gpt2_store(recordings, tmp_path_factory):
-    """GPT-2 (eager attention) stored, with the kernels of its softmax line built below Triton."""
-    from kernelscope.engine.asm_build import build_run_asm
+def gpt2_store(gpt2_asm):
+    """GPT-2 (eager attention) stored, with the kernels of its softmax line built below Triton
+    (conftest's gpt2_asm, shared with the front ends' tests)."""
     from kernelscope.store import Store
 
-    root = tmp_path_factory.mktemp("asm") / ".kernelscope"
+    root, _path, _line, files = gpt2_asm
     store = Store(root)
-    run_id = store.write_run(recordings.get_zoo("gpt2", "make_eager_attention"))
-    path, line = _gpt2_softmax_line()
-    result = store.query(path, line, run_id=run_id)
-    files = [kernel.file for chain in result.graphs for kernel in chain.kernels if kernel.kind == "triton"]
-    summary = build_run_asm(store, run_id, list(store.asm.kernel_ids_of_files(files).values()))
-    assert summary.built == len(files) >= 1 and not summary.failed
-    yield store, run_id, files
+    yield store, 1, files
     store.close()
 
 
