@@ -18,7 +18,7 @@ BUILDABLE = ("triton", "template")  # extern calls run library code: nothing bel
 STAGE_NAMES = {"ttir": "TTIR", "ttgir": "TTGIR", "ptx": "PTX", "sass": "SASS"}
 SHOWN_STAGES = ("ptx", "sass")  # what hovers, definitions and highlights go to
 MAX_KERNELS = 3  # kernels listed with their facts in a model line's hover
-MAX_RANGES = 12  # ranges per stage file in a definition answer
+MAX_RANGES = 100  # runs of consecutive lines per stage file in a definition answer
 
 
 def how_to_build(path: str, line: int) -> str:
@@ -78,7 +78,7 @@ def _kernel_facts(view: RunView, hit, info: KernelAsmInfo, link: Link) -> str:
     below = view.asm_below(hit.kernel.file, sorted(set(hit.lines)), ("sass",))
     sass = below.stage_lines("sass")
     if sass and info.files.get("sass"):
-        first = asm_text.notable_first(sass, 1)[0]
+        first = asm_text.most_notable(sass)
         text += f" · [SASS :{first.line} `{first.opcode}`]({link(info.files['sass'], first.line)})"
         opcodes = asm_text.opcode_summary(sass, limit=3)
         text += f" ({opcodes})"
@@ -103,7 +103,7 @@ def kernel_line_text(view: RunView, kernel_file: str, line: int, link: Link) -> 
         if not stage_lines or not path:
             out.append(f"- {STAGE_NAMES[stage]}: no line comes from this kernel line")
             continue
-        first = asm_text.notable_first(stage_lines, 1)[0] if stage == "sass" else stage_lines[0]
+        first = asm_text.most_notable(stage_lines) if stage == "sass" else stage_lines[0]
         numbers = asm_text.line_ranges([asm_line.line for asm_line in stage_lines], limit=4)
         out.append(f"- [{STAGE_NAMES[stage]} :{numbers}]({link(path, first.line)}) "
                    f"{asm_text.opcode_summary(stage_lines, limit=4)}")
