@@ -11,7 +11,7 @@ from kernelscope.asm import text as asm_text
 from kernelscope.lsp.render import Link, generated_hover
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store import RunView
-from kernelscope.store.asm_store import AsmLineAnswer, KernelAsmInfo, KernelBelow
+from kernelscope.store.asm_store import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu
 from kernelscope.store.source_index import LineAnswer
 
 BUILDABLE = ("triton", "template")  # extern calls run library code: nothing below them
@@ -28,7 +28,7 @@ def how_to_build(path: str, line: int) -> str:
 
 def buildable(view: RunView) -> bool:
     """Whether the run's kernels can be compiled below Triton at all (cpu-triton kernels run on the CPU)."""
-    return not view.summary().device.startswith("cpu")
+    return for_a_gpu(view.summary().device)
 
 
 def kernel_hits(answer: LineAnswer) -> list:

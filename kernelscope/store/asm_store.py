@@ -25,6 +25,12 @@ from kernelscope.store.sql import select_in
 BUILDABLE_KINDS = ("triton", "template")  # extern calls run library code: nothing to build
 
 
+def for_a_gpu(device: str) -> bool:
+    """Whether a run's Triton kernels were generated for an NVIDIA GPU (cuda, virtual-cuda), so
+    that they can be built below Triton; cpu-triton kernels run on the CPU."""
+    return not str(device).startswith("cpu")
+
+
 def asm_dir(run_id: int, graph_key: str, kernel_name: str) -> str:
     return (f"{paths.run_dir(run_id)}/asm/{paths.safe_file_name(graph_key)}/"
             f"{paths.safe_file_name(kernel_name)}")
@@ -232,8 +238,10 @@ class AsmStore:
         return [AsmLine(*row) for row in rows]
 
     def status(self, run_id: int) -> AsmStatus:
-        """How many of the run's Triton kernels can be built below Triton, are built, failed."""
-        buildable = self.conn.execute(
+        """How many of the run's Triton kernels can be built below Triton (none when they were
+        generated for the CPU: cpu-triton), are built, failed."""
+        device = self.conn.execute("SELECT device FROM runs WHERE id = ?", (run_id,)).fetchone()
+        buildable = 0 if device is not None and not for_a_gpu(device[0]) else self.conn.execute(
             "SELECT COUNT(*) FROM kernels WHERE run_id = ? AND file IS NOT NULL AND kind IN ('triton', 'template')",
             (run_id,)).fetchone()[0]
         built, failed = self.conn.execute(
@@ -307,7 +315,7 @@ class KernelBelow:
 class AsmStatus:
     """A run's Triton kernels below Triton: how many can be built, are built, could not be."""
 
-    buildable: int  # Triton and template kernels with a file (extern calls run library code)
+    buildable: int  # Triton and template kernels with a file (extern calls run library code; 0 on the CPU)
     built: int
     failed: int  # stored with the reason (cpu-triton kernels, a compile error)
 

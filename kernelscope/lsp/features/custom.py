@@ -367,10 +367,8 @@ def _kernel_asm(info, uri) -> dict | None:
 
 
 def _asm_status(run) -> dict:
-    from kernelscope.lsp.below import buildable
-
     status = run.asm_status()
-    return {"buildable": status.buildable if buildable(run) else 0, "built": status.built, "failed": status.failed}
+    return {"buildable": status.buildable, "built": status.built, "failed": status.failed}
 
 
 def _distributed(run, uri) -> dict | None:
