@@ -184,7 +184,7 @@ export function registerCommands(
     }
   };
 
-  register('kernelscope.buildAsm', async () => {
+  register('kernelscope.buildAsmForLine', async () => {
     const editor = vscode.window.activeTextEditor;
     const linkable = editor && editor.document.uri.scheme === 'file' && (editor.document.languageId === 'python' || isAsmPath(editor.document.uri.fsPath));
     await buildAsm(linkable ? { uri: editor.document.uri.toString(), line: editor.selection.active.line } : {});
