@@ -87,6 +87,7 @@ async def test_gpt2_softmax_line_reaches_mufu_ex2_in_the_language_server(gpt2_as
         [entry] = below["kernels"]
         assert entry["status"] == "built" and entry["stages"]["sass"]["uri"] == uri(sass) and not below["how"]
         assert set(mufu) <= {r["start"]["line"] + 1 for r in entry["stages"]["sass"]["ranges"]}
+        assert "MUFU." in sass.read_text().splitlines()[entry["stages"]["sass"]["focus"]]  # opens at a notable one
         overview = _plain(await session.request("kernelscope/runOverview", {}))
         assert overview["asm"]["built"] == 1 and overview["asm"]["buildable"] > 1
         [built] = [k for k in overview["kernels"] if k["asm"]]

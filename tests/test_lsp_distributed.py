@@ -86,7 +86,7 @@ async def test_tensor_parallel_collectives_faked_8_ranks_and_a_real_2_rank_job(r
             wrapper = root / graph.wrapper_file
             hover = (await session.hover(wrapper, first.wrapper_lines[0] - 1)).contents.value
             size = 8 if run_id == 1 else 2
-            assert f"issue all_gather_into_tensor group" in hover and f"over {size} ranks" in hover, hover
+            assert "issue all_gather_into_tensor group" in hover and f"over {size} ranks" in hover, hover
             assert f"llama_tp.py:{attention_call} in forward" in hover and "layer: attention (Attention)" in hover
             assert "issued by: PrepareModuleInput input" in hover and "placements: S(1) -> R" in hover
             rank = "rank 0/8" if run_id == 1 else f"rank {run_id - 2}/2"

@@ -125,7 +125,7 @@ def test_below_the_kernel_and_ranks_in_code_server(recordings, gloo_ranks, tmp_p
         hovered = results[key.lower()]
         assert hovered["line"] == collective.wrapper_lines[0]
         hover = hovered["hover"]
-        assert f"issue all_gather_into_tensor group" in hover and f"over {ranks} ranks" in hover, hover
+        assert "issue all_gather_into_tensor group" in hover and f"over {ranks} ranks" in hover, hover
         assert f"llama_tp.py:{attention_call} in forward" in hover and "layer: attention (Attention)" in hover
     assert results["overviewReal"]["code"] == ["identical code on ranks 0, 1 (every graph's wrapper and kernels)"]
     assert results["real"]["definition"] == {"tab": "llama_tp.py", "line": attention_call}

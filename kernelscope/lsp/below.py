@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from kernelscope.asm import text as asm_text
 from kernelscope.lsp.render import Link, generated_hover
-from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store import RunView
 from kernelscope.store.asm_store import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu
 from kernelscope.store.source_index import LineAnswer
@@ -179,9 +178,3 @@ def kernel_facts_suffix(view: RunView, kernel_id: int) -> str:
         return ""
     return f" · {info.facts.registers} registers · {asm_text.spills_text(info.facts)}"
 
-
-def not_shared(kernel_lines) -> list[int]:
-    """The lines of KernelRef.lines that compute the node's own values (not the shared
-    index and mask lines every op of a kernel uses), else all of them."""
-    own = [line.line for line in kernel_lines if not line.reason.startswith(SHARED_LINE_REASON_PREFIX)]
-    return sorted(set(own or [line.line for line in kernel_lines]))

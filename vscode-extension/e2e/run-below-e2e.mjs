@@ -270,7 +270,9 @@ try {
     await shot('06-sass-beside');
 
     // Back up: the cursor on a MUFU.EX2 line of the SASS highlights the kernel's exp line.
-    await page.locator('.editor-group-container').nth(sassGroup).locator('.view-lines').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('Escape');
+    await page.keyboard.press(`Control+${sassGroup + 1}`); // focus the SASS editor's group
+    await page.waitForFunction((i) => document.querySelectorAll('.editor-group-container')[i]?.classList.contains('active'), sassGroup);
     await goToLine(Number(args['mufu-line']));
     results.sass.up = {
       sassOrigin: await waitForDecoratedLines(origin, sassGroup, (lines) => lines.includes(Number(args['mufu-line']))),

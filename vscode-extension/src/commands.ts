@@ -225,7 +225,7 @@ export function registerCommands(
       const kernel = built.length === 1 ? built[0] : await pickAsmKernel(built);
       const sass = kernel?.stages.sass;
       if (!kernel || !sass) return;
-      const first = sass.ranges[0]?.start.line ?? 0;
+      const first = sass.focus ?? sass.ranges[0]?.start.line ?? 0;
       const beside = editor.viewColumn === vscode.ViewColumn.One ? vscode.ViewColumn.Beside : vscode.ViewColumn.One;
       await openAt(sass.uri, first, columnFor(sass.uri, beside), true);
       vscode.window.setStatusBarMessage(`kernelscope: ${kernel.name}: ${kernel.facts ?? ''}`, 10000);

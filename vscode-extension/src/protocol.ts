@@ -204,6 +204,7 @@ export interface RunOverview {
 
 export interface AsmStageLines {
   uri: string;
+  focus?: number; // the line to open it at (SASS: the line's most notable instruction, e.g. MUFU.EX2)
   ranges: Range[];
 }
 

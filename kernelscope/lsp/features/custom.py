@@ -247,10 +247,10 @@ def source_for_line(server, uri: str, position: types.Position) -> dict:
 def asm_for_line(server, uri: str, position: types.Position) -> dict:
     """The Triton kernels of a model line, kernel line or PTX/SASS line, each with its build
     below Triton: `{kernels: [{name, kernelUri, status: built | not built | failed, facts,
-    error, stages: {ptx: {uri, ranges}, sass: {uri, ranges}}}], how}` where `ranges` are the
-    lines of this line in that file (the whole kernel's when the line has none there), and
+    error, stages: {ptx: {uri, focus, ranges}, sass: {uri, focus, ranges}}}], how}` where
+    `ranges` are the lines of this line in that file, `focus` the one to open it at, and
     `how` says how to build what is not built. Nothing is built here."""
-    from kernelscope.asm.text import facts_line
+    from kernelscope.asm.text import facts_line, most_notable
     from kernelscope.lsp.below import SHOWN_STAGES, buildable, how_to_build, kernel_hits
 
     document, answer = answer_at(server, uri, position)
@@ -283,10 +283,13 @@ def asm_for_line(server, uri: str, position: types.Position) -> dict:
             below = view.asm_below(kernel_file, kernel_lines, SHOWN_STAGES)
             entry.update(status="built", facts=facts_line(info.facts))
             for stage in SHOWN_STAGES:
-                numbers = sorted({asm_line.line for asm_line in below.stage_lines(stage)})
+                stage_lines = below.stage_lines(stage)
+                numbers = sorted({asm_line.line for asm_line in stage_lines})
                 if info.files.get(stage):
+                    # where to open it: the most notable instruction (MUFU.EX2 before FFMA), PTX's first line
+                    focus = (most_notable(stage_lines) if stage == "sass" else stage_lines[0]).line if numbers else 1
                     entry["stages"][stage] = {
-                        "uri": server.provenance.uri_for(info.files[stage]),
+                        "uri": server.provenance.uri_for(info.files[stage]), "focus": focus - 1,
                         "ranges": [_range(location(server.provenance, info.files[stage], n)) for n in numbers]}
         kernels.append(entry)
     how = ""
