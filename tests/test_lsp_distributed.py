@@ -93,6 +93,10 @@ async def test_tensor_parallel_collectives_faked_8_ranks_and_a_real_2_rank_job(r
             assert rank in hover.splitlines()[0], hover.splitlines()[0]
             targets = await session.definition(wrapper, first.wrapper_lines[0] - 1)
             assert [(t.uri, t.range.start.line) for t in targets] == [(uri(source), attention_call - 1)]
+            wait = next(step.line for step in graph.order if step.kind == "wait")  # the line that waits on it
+            waits = (await session.hover(wrapper, wait - 1)).contents.value
+            assert "wait wait_tensor group" in waits and "layer: attention (Attention)" in waits, waits
+            assert f"waits on: all_gather_into_tensor at {graph.wrapper_file}:{first.wrapper_lines[0]}" in waits
         session.open(source)
         on_model = (await session.hover(source, attention_call - 1)).contents.value  # the latest run: rank 1 of 2
         assert "issue all_gather_into_tensor" in on_model and "layer: attention (Attention)" in on_model

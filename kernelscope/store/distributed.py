@@ -230,6 +230,10 @@ def collectives_at(conn: sqlite3.Connection, location: Location, line: int) -> l
     return _collective_refs(conn, rows)
 
 
+def has_collectives(conn: sqlite3.Connection, run_id: int) -> bool:
+    return conn.execute("SELECT 1 FROM collectives WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None
+
+
 def file_collectives(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, list[CollectiveRef]]:
     """Line -> the collectives a model source file's line issues, waits on or needed: the
     collectives of the nodes whose own line it is, and those whose model line it is (the

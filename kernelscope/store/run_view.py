@@ -293,6 +293,11 @@ class RunView:
         """The collectives a wrapper, post-grad or model source line issues or waits on."""
         return distributed.collectives_at(self._conn, location, line)
 
+    def has_collectives(self) -> bool:
+        """Whether any graph of the run communicates (a front end asks before asking per line), cached."""
+        return cached(("has collectives", db_key(self._conn), self.id),
+                      lambda: distributed.has_collectives(self._conn, self.id))
+
     def rank(self) -> distributed.RankRef | None:
         """The run's rank in its distributed job (None for a run of one process)."""
         return distributed.rank_of(self._conn, self.id)

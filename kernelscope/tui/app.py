@@ -798,6 +798,8 @@ def _initial_source(store: Store, details: RunDetails,
 def _collectives_at(store: Store, run_id: int, path: str, line: int, origin: str) -> list:
     """The collectives a model, post-grad or wrapper line issues, waits on or needed."""
     view = store.run(run_id)
+    if not view.has_collectives():  # most runs: no lookup per cursor move
+        return []
     location = view.locate(path)
     if origin == SOURCE:
         return view.file_collectives(location).get(line, [])

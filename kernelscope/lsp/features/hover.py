@@ -40,7 +40,7 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
             result = server.provenance.query(document, line, "up")
         except UserError:
             return None  # past the end of the generated file's recorded lines
-        collectives = view.collectives_at(document.location, line)
+        collectives = view.collectives_at(document.location, line) if view.has_collectives() else []
         if not result.origins and result.empty and not collectives:
             return None
         hover = render.generated_hover(result, run, links, rank)
