@@ -16,8 +16,8 @@ from conftest import gpt2_softmax_line
 
 from kernelscope.store import Store
 from lsp_support import REPO, _plain, start_session, uri
+from synthetic_runs import workspace  # noqa: F401 - fixture
 
-pytestmark = pytest.mark.slow
 
 
 def exp_kernel_line(store: Store, path: str, line: int) -> tuple[str, int]:
@@ -27,6 +27,7 @@ def exp_kernel_line(store: Store, path: str, line: int) -> tuple[str, int]:
     return kernel.file, next(ref.line for ref in kernel.lines if "exp(" in ref.text)
 
 
+@pytest.mark.slow
 async def test_gpt2_softmax_line_reaches_mufu_ex2_in_the_language_server(gpt2_asm):
     root, path, line, [kernel_file] = gpt2_asm
     with Store(root) as store:
@@ -97,6 +98,7 @@ async def test_gpt2_softmax_line_reaches_mufu_ex2_in_the_language_server(gpt2_as
         await session.stop()
 
 
+@pytest.mark.slow
 async def test_hover_says_how_to_build_and_the_command_builds_in_the_engine_worker(recordings, tmp_path):
     path, line = gpt2_softmax_line()
     root = tmp_path / ".kernelscope"
@@ -122,3 +124,41 @@ async def test_hover_says_how_to_build_and_the_command_builds_in_the_engine_work
     with Store(root) as store:
         assert store.run(1).asm_status().built == 1
     shutil.rmtree(root)
+
+
+async def test_stage_files_answer_labels_and_bad_lines_and_unbuilt_kernels_say_how(workspace):
+    """A hand-made build of the synthetic MLP's forward GELU kernel (no compile): a stage
+    file's label line answers that it has no kernel line, a line past the end is an
+    error, and the backward kernel, not built, says how to build it."""
+    from synthetic_runs import GELU_LINE, MLP_PATH, make_mlp_run
+    from test_asm import write_hand_made_build
+
+    from pygls.exceptions import JsonRpcException
+
+    root = workspace / ".kernelscope"
+    with Store(root) as store:
+        store.write_run(make_mlp_run(workspace))
+        kernel_file, erf = write_hand_made_build(store, 1)
+        [info] = store.run(1).asm_builds().values()
+        backward = store.run(1).asm_unbuilt()[0]
+    sass, kernel = root / info.files["sass"], root / kernel_file
+    session = await start_session(workspace, {})
+    try:
+        session.open(workspace / MLP_PATH)
+        hover = (await session.hover(workspace / MLP_PATH, GELU_LINE - 1)).contents.value
+        assert "**below the kernel** (sm_90): 1 kernel · max 16 registers · 0 spills" in hover, hover
+        assert "1 more kernel(s) not built yet — run the command *kernelscope: Build PTX/SASS*" in hover
+        session.open(sass, sass.read_text())
+        label = (await session.hover(sass, 1)).contents.value
+        assert "`.L_x_0:`" in label and "no kernel line: a declaration, label or directive" in label
+        assert await session.definition(sass, 1) is None
+        up = (await session.hover(sass, 2)).contents.value
+        assert f"from kernel line [{erf}]" in up and "MUFU.EX2" in up and f"mlp.py:{GELU_LINE}" in up
+        with pytest.raises(JsonRpcException, match="out of range"):
+            await session.hover(sass, 40)
+        unbuilt = (await session.hover(root / backward, 17)).contents.value
+        assert "**PTX/SASS**: not built yet" in unbuilt and f"kernelscope query {backward}:18 --asm" in unbuilt
+        on_kernel = (await session.hover(kernel, erf - 1)).contents.value
+        assert "[SASS :3](" in on_kernel and "MUFU.EX2 ×1" in on_kernel and "[PTX :1](" in on_kernel
+    finally:
+        await session.stop()
