@@ -37,19 +37,74 @@ class RecordingCache:
         """A model of bench/models/ (Hugging Face transformers or torch.nn), recorded once."""
         return self.get_spec(f"{ZOO / model}.py:{factory}", "virtual-cuda", train, dynamic)
 
-    def get_spec(self, spec: str, device: str = "virtual-cuda", train: bool = False, dynamic: bool = False):
-        key = (spec, device, train, dynamic)
+    def get_spec(self, spec: str, device: str = "virtual-cuda", train: bool = False, dynamic: bool = False,
+                 world_size: int | None = None):
+        """`world_size`: record rank 0 of a job of that many ranks on torch's fake process group."""
+        key = (spec, device, train, dynamic, world_size)
         if key not in self._runs:
             from kernelscope.engine.recorder import RecordOptions, record_factory
 
-            options = RecordOptions(device=device, train=train, dynamic=dynamic, workspace=REPO)
+            options = RecordOptions(device=device, train=train, dynamic=dynamic, workspace=REPO,
+                                    world_size=world_size)
             self._runs[key] = record_factory(spec, options)
         return self._runs[key]
+
+    def get_distributed(self, factory: str, world_size: int, train: bool = False):
+        """An example of examples/distributed/ (`llama_tp.py:make`) as rank 0 of `world_size`."""
+        return self.get_spec(f"{EXAMPLES / 'distributed' / factory}", train=train, world_size=world_size)
 
 
 @pytest.fixture(scope="session")
 def recordings() -> RecordingCache:
     return RecordingCache()
+
+
+def gpt2_softmax_line() -> tuple[str, int]:
+    """modeling_gpt2.py's softmax line (transformers' eager attention): a model nobody here wrote."""
+    import transformers.models.gpt2.modeling_gpt2 as modeling
+
+    path = Path(modeling.__file__)
+    line = next(number for number, text in enumerate(path.read_text().splitlines(), 1)
+                if "attn_weights = nn.functional.softmax(attn_weights, dim=-1)" in text)
+    return str(path), line
+
+
+@pytest.fixture(scope="session")
+def gpt2_asm(recordings, tmp_path_factory):
+    """A store holding GPT-2 (eager attention) as run 1, the Triton kernels of its softmax line
+    compiled below Triton (PTX, SASS): (store root, softmax file, softmax line, kernel files).
+    Read it, never write it (tests that build copy the recording into a store of their own)."""
+    from kernelscope.engine.asm_build import build_run_asm
+    from kernelscope.store import Store
+
+    root = tmp_path_factory.mktemp("gpt2-asm") / ".kernelscope"
+    path, line = gpt2_softmax_line()
+    with Store(root) as store:
+        run_id = store.write_run(recordings.get_zoo("gpt2", "make_eager_attention"))
+        assert run_id == 1
+        result = store.query(path, line, run_id=run_id)
+        files = sorted({kernel.file for chain in result.graphs for kernel in chain.kernels if kernel.kind == "triton"})
+        summary = build_run_asm(store, run_id, list(store.asm.kernel_ids_of_files(files).values()))
+        assert summary.built == len(files) >= 1 and not summary.failed
+    return root, path, line, files
+
+
+@pytest.fixture(scope="session")
+def gloo_ranks(tmp_path_factory):
+    """A real 2-rank job: examples/distributed/llama_tp.py under torchrun on gloo (CPU), every
+    rank recorded into `<dir>/.kernelscope/rank-<R>`; returns `<dir>/.kernelscope`. Merge
+    the rank stores into a store of your own (Store.merge_from): they are shared."""
+    import subprocess
+
+    directory = tmp_path_factory.mktemp("gloo")
+    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
+    store = directory / ".kernelscope"
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    job = subprocess.run([*torchrun, "-m", "kernelscope", "run", str(EXAMPLES / "distributed" / "llama_tp.py"),
+                          "--store", str(store), "--", "--steps", "1"], cwd=directory, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert job.returncode == 0, job.stderr[-3000:]
+    return store
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ import types
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, gpt2_softmax_line
+from synthetic_runs import mlp_store, workspace  # noqa: F401 - fixtures
 
 from kernelscope.asm import facts, linemaps
 from kernelscope.asm.model import LaunchConfig
@@ -149,33 +150,81 @@ def test_resource_usage_and_instruction_classes():
     assert facts.ptxas_spills(log, "other") is None and facts.ptxas_spills("", "k") is None
 
 
+# -- the read model of builds (a hand-made build of the synthetic MLP run; no compile) ---------------
+
+
+def write_hand_made_build(store, run_id: int) -> tuple[str, int]:
+    """Store a build of the forward GELU kernel whose SASS line 3 came from its erf line:
+    (the kernel file, the erf line)."""
+    from kernelscope.asm.model import AsmFacts, AsmLine, KernelAsm, Occupancy
+
+    [pending] = [kernel for kernel in store.asm.pending(run_id) if "0_0_0-forward" in kernel.file]
+    erf = next(number for number, text in enumerate(store.absolute_path(pending.file).read_text().splitlines(), 1)
+               if "libdevice.erf" in text)
+    config = LaunchConfig.of({"XBLOCK": 512}, 4, 1)
+    facts = AsmFacts(arch="sm_90", config=config, candidates=[config], chosen_by="the kernel's only config",
+                     registers=16, spill_bytes=0, spill_load_bytes=0, local_bytes=0, local_stores=0, local_loads=0,
+                     shared_bytes=0, num_warps=4, num_stages=1, occupancy=Occupancy(16, 64, 64, "warps"),
+                     instructions=2, mix={"special function": 1, "control": 1})
+    built = KernelAsm(pending.name, facts, {"ttir": "", "ttgir": "", "ptx": "ex2.approx.f32 %f1, %f0;\n",
+                                            "sass": ".text:\n.L_x_0:\n  MUFU.EX2 R0, R0 ;\n  EXIT ;\n"},
+                      [AsmLine("ptx", 1, erf, "ex2.approx.f32 %f1, %f0;", "ex2.approx.f32"),
+                       AsmLine("sass", 3, erf, "MUFU.EX2 R0, R0", "MUFU.EX2"),
+                       AsmLine("sass", 4, erf + 3, "EXIT", "EXIT")])
+    assert store.asm.write(pending, built)
+    return pending.file, erf
+
+
+def test_builds_read_through_the_run_view(mlp_store):
+    from kernelscope.errors import UserError
+    from synthetic_runs import GELU_LINE, MLP_PATH
+
+    kernel_file, erf = write_hand_made_build(mlp_store, 1)
+    view = mlp_store.run(1)
+    status = view.asm_status()
+    assert (status.buildable, status.built, status.failed, status.pending) == (2, 1, 0, 1)
+    [info] = view.asm_builds().values()
+    assert view.asm_builds([info.kernel_id]) == {info.kernel_id: info} and info.facts.registers == 16
+    [other] = view.asm_unbuilt()
+    assert other != kernel_file and "backward" in other and view.asm_unbuilt([kernel_file]) == []
+    sass = info.files["sass"]
+    location = view.locate(sass)  # a stage file locates like any file of the run, as kind `asm`
+    assert (location.kind, location.kernel, location.line_count, location.graph.kind) == \
+        ("asm", info.name, 4, "forward")
+    assert view.asm_file(location).stage == "sass" and view.asm_file(kernel_file) is None
+    answer = view.asm_line(sass, 3)
+    assert (answer.text, answer.kernel_lines) == ("MUFU.EX2 R0, R0", [erf])
+    assert (MLP_PATH, GELU_LINE) in {(source.file, source.line) for chain in answer.chains[0].graphs
+                                     for source in chain.sources}
+    label = view.asm_line(sass, 2)  # a label: no kernel line
+    assert (label.text, label.lines, label.chains) == (".L_x_0:", [], [])
+    with pytest.raises(UserError, match="out of range"):
+        view.asm_line(sass, 5)
+    with pytest.raises(UserError, match="answered through their kernel lines"):
+        view.query_at(location, 3)
+    assert view.file_links(location).lines == []
+    below = view.asm_below(kernel_file, [erf], ("sass",))
+    assert [line.opcode for line in below.lines] == ["MUFU.EX2"] and below.info.kernel_id == info.kernel_id
+    assert view.asm_below(other, [1]).info is None  # not built yet
+    with pytest.raises(UserError, match="not a stage file"):
+        view.asm_line(kernel_file, 1)
+
+
 # -- the real build, on a model nobody here wrote ------------------------------------------------
 
 
-def _gpt2_softmax_line() -> tuple[str, int]:
-    import transformers.models.gpt2.modeling_gpt2 as modeling
-
-    path = Path(modeling.__file__)
-    line = next(number for number, text in enumerate(path.read_text().splitlines(), 1)
-                if "attn_weights = nn.functional.softmax(attn_weights, dim=-1)" in text)
-    return str(path), line
+_gpt2_softmax_line = gpt2_softmax_line
 
 
 @pytest.fixture(scope="module")
-def gpt2_store(recordings, tmp_path_factory):
-    """GPT-2 (eager attention) stored, with the kernels of its softmax line built below Triton."""
-    from kernelscope.engine.asm_build import build_run_asm
+def gpt2_store(gpt2_asm):
+    """GPT-2 (eager attention) stored, with the kernels of its softmax line built below Triton
+    (conftest's gpt2_asm, shared with the front ends' tests)."""
     from kernelscope.store import Store
 
-    root = tmp_path_factory.mktemp("asm") / ".kernelscope"
+    root, _path, _line, files = gpt2_asm
     store = Store(root)
-    run_id = store.write_run(recordings.get_zoo("gpt2", "make_eager_attention"))
-    path, line = _gpt2_softmax_line()
-    result = store.query(path, line, run_id=run_id)
-    files = [kernel.file for chain in result.graphs for kernel in chain.kernels if kernel.kind == "triton"]
-    summary = build_run_asm(store, run_id, list(store.asm.kernel_ids_of_files(files).values()))
-    assert summary.built == len(files) >= 1 and not summary.failed
-    yield store, run_id, files
+    yield store, 1, files
     store.close()
 
 

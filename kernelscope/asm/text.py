@@ -77,6 +77,16 @@ def notable_first(lines: list[AsmLine], limit: int) -> list[AsmLine]:
     return [line for line in lines if id(line) in chosen]
 
 
+def most_notable(lines: list[AsmLine]) -> AsmLine:
+    """The first instruction of the most notable class among `lines` (tensor core, then
+    special function, ...; the first line when none is notable): where a link lands."""
+    def rank(line: AsmLine) -> tuple[int, int]:
+        kind = instruction_class(line.opcode)
+        return (NOTABLE_CLASSES.index(kind) if kind in NOTABLE_CLASSES else len(NOTABLE_CLASSES), line.line)
+
+    return min(lines, key=rank)
+
+
 def line_ranges(numbers: list[int], limit: int = 8) -> str:
     """[1, 2, 3, 7] -> '1-3, 7' (at most `limit` ranges, then how many lines more)."""
     numbers = sorted(set(numbers))

@@ -13,8 +13,7 @@ from kernelscope.store import Store
 def ensure_built(store: Store, run_id: int, kernel_files: list[str] | None = None, quiet: bool = False) -> dict | None:
     """Build the run's kernels (those of `kernel_files`) that have no build yet; returns the
     worker's summary, or None when all were built already."""
-    kernel_ids = None if kernel_files is None else list(store.asm.kernel_ids_of_files(kernel_files).values())
-    if kernel_ids == [] or not store.asm.pending(run_id, kernel_ids):
+    if not store.run(run_id).asm_unbuilt(kernel_files):
         return None
     from kernelscope.watch.worker_client import WorkerClient, WorkerCrashed, WorkerRequestError
 

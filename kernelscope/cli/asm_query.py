@@ -15,10 +15,10 @@ from kernelscope.asm import text as asm_text
 from kernelscope.asm.model import STAGES
 from kernelscope.cli import asm_ask
 from kernelscope.cli.common import open_store, parse_file_line, print_json
-from kernelscope.errors import UserError
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.render.query_tree import Branch, build_tree
 from kernelscope.store.asm_store import KernelBelow
+from kernelscope.store.results import ASM
 
 STAGE_SUFFIXES = tuple(f".{stage}" for stage in STAGES)
 SASS_SHOWN = 16  # SASS instructions listed per kernel line before the rest is summarized
@@ -32,16 +32,17 @@ def wanted(args: argparse.Namespace) -> bool:
 def run(args: argparse.Namespace) -> int:
     path, line = parse_file_line(args.location)
     with open_store(args) as store:
-        ref = store.asm.locate(store.key_for(path))
-        if ref is not None:
-            return _up(args, store, ref, line)
-        result = store.query(path, line, run_id=args.run_id, direction=args.direction, module=args.module,
-                             direct_only=args.direct_only, detail=True)
+        location = store.locate(path, args.run_id)
+        view = store.run(location.run_id)
+        if location.kind == ASM:
+            return _up(args, view, location, line)
+        result = view.query_at(location, line, direction=args.direction, module=args.module,
+                               direct_only=args.direct_only, detail=True)
         line_refs = _kernel_line_refs(result)
         kernel_lines = {file: sorted(refs) for file, refs in line_refs.items()}
         if kernel_lines:
             asm_ask.ensure_built(store, result.location.run_id, list(kernel_lines), quiet=args.json)
-        belows = [store.asm.below(file, lines) for file, lines in kernel_lines.items()]
+        belows = [view.asm_below(file, lines) for file, lines in kernel_lines.items()]
     if args.json:
         print_json({**asdict(result), "asm": [asdict(below) for below in belows]})
         return 0
@@ -124,19 +125,15 @@ def _kernel_branch(below: KernelBelow, refs: dict[int, object]):
     return branch
 
 
-def _up(args: argparse.Namespace, store, ref, line: int) -> int:
-    if line > ref.line_count:
-        raise UserError(f"{ref.path} has {ref.line_count} lines, not {line}")
-    lines = store.asm.lines_at(ref, line)
-    kernel_lines = sorted({asm_line.kernel_line for asm_line in lines})
-    results = [store.query(ref.kernel_file, kernel_line, run_id=ref.run_id, direction=args.direction,
-                           module=args.module, direct_only=args.direct_only, detail=True)
-               for kernel_line in kernel_lines]
+def _up(args: argparse.Namespace, view, location, line: int) -> int:
+    answer = view.asm_line(location, line, direction=args.direction, module=args.module,
+                           direct_only=args.direct_only)
+    ref, lines, results = answer.file, answer.lines, answer.chains
     if args.json:
         print_json({"location": asdict(ref), "line": line, "asm_lines": [asdict(l) for l in lines],
                     "kernel_lines": [asdict(result) for result in results]})
         return 0
-    text = lines[0].text if lines else (store.root / ref.path).read_text(encoding="utf-8").splitlines()[line - 1].strip()
+    text = answer.text
     root = Branch(f"{ref.path}:{line}  ({ref.stage.upper()} of kernel {ref.kernel_name}, run {ref.run_id})",
                             "bold", [Branch(f"| {text}", "dim")])
     if not lines:

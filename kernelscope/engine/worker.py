@@ -13,13 +13,15 @@ C) goes to stderr and cannot corrupt the protocol. One request at a time.
 
 Methods
 - `initialize {}` -> `{protocol, pid, python, torch, import_seconds, preload_error}`
-- `record {target, store, workspace?, keep?, options?: {device, train, dynamic, execute}}`
-  -> `{run_id, target, device, mode, graphs, kernels, warnings, files, pruned, timings}`
+- `record {target, store, workspace?, keep?, options?: {device, train, dynamic, execute, asm}}`
+  -> `{run_id, target, device, mode, graphs, kernels, warnings, files, pruned, timings, asm}`
   where `files` are the real paths of the workspace files the target imported
   (read after the factory ran; the target file first), `pruned` the run ids
   retention removed, and `timings` seconds per phase:
   `import` (torch if not yet imported, the user's modules, the factory),
-  `capture`, `lower`, `codegen`, `store`, `total`.
+  `capture`, `lower`, `codegen`, `store`, `total` (and `asm`). With `options.asm` the run's
+  Triton kernels are compiled below Triton once the run is stored (as `asm` below does):
+  `asm` is that build's summary, else null.
 - `asm {store, run_id, kernel_files?}` -> `{built, failed, seconds, kernel_seconds}`: compile
   the run's Triton kernels (those of `kernel_files`, stored kernel paths, when given) below
   Triton — TTIR, TTGIR, PTX, SASS, facts — and store each that has no build yet
@@ -224,6 +226,11 @@ class Worker:
         run_id, pruned = self._store(run, store, keep)
         stored = time.perf_counter()
         timings = {**run.timings, "store": round(stored - recorded, 4), "total": round(stored - started, 4)}
+        asm = None
+        if (params.get("options") or {}).get("asm"):  # the run's kernels below Triton, right after it is stored
+            asm = self.asm({"store": store, "run_id": run_id})
+            timings["asm"] = asm["seconds"]
+            timings["total"] = round(time.perf_counter() - started, 4)
         return {
             "run_id": run_id,
             "target": run.target,
@@ -235,6 +242,7 @@ class Worker:
             "files": files,
             "pruned": pruned,
             "timings": timings,
+            "asm": asm,
         }
 
     def asm(self, params: dict) -> dict:
@@ -265,7 +273,7 @@ class Worker:
     def _record(self, target: str, options: dict, workspace: Path):
         from kernelscope.engine.recorder import RecordOptions, record_factory
 
-        unknown = set(options) - {"device", "train", "dynamic", "execute"}
+        unknown = set(options) - {"device", "train", "dynamic", "execute", "asm"}
         if unknown:
             raise RequestFailed(INVALID_PARAMS, f"unknown record options: {', '.join(sorted(unknown))}")
         record_options = RecordOptions(

@@ -1,7 +1,7 @@
 """Compiles for the language server, always in the engine worker (never in-process).
 
 `Compiler.compile` sends one `record` request to a warm worker and returns the
-new run id; a compile that raises reports its file and line, one that hangs past
+new run id (`build_asm` an `asm` request: a run's kernels below Triton); a compile that raises reports its file and line, one that hangs past
 the timeout or crashes the worker ends that worker, and a fresh one is started
 for the next compile. Watch mode is a `WatchSession` (its own worker). Both
 write runs into the store; the server notices new runs and refreshes.
@@ -44,6 +44,7 @@ class CompileResult:
     graphs: int
     kernels: int
     seconds: float
+    asm: dict | None = None  # the build below Triton's summary, when asked for
 
 
 class Compiler:
@@ -62,39 +63,57 @@ class Compiler:
     def compile(self, target: CompileTarget, store: Path, python: str | None, timeout: float,
                 on_phase: Callable[[str, str], None] | None = None,
                 on_restart: Callable[[str], None] | None = None,
-                memory_limit_mb: int | None = None) -> CompileResult:
+                memory_limit_mb: int | None = None, asm: bool = False) -> CompileResult:
+        """Record `target` into `store`; with `asm`, the run's Triton kernels are compiled below
+        Triton (PTX, SASS) in the same request, once the run is stored."""
+        options = {"device": target.device, "train": target.train, "dynamic": target.dynamic,
+                   **({"asm": True} if asm else {})}
+        params = {"target": target.spec, "store": str(store), "workspace": str(self.workspace), "options": options}
+        result = self._request("record", params, python, target.device, timeout, on_phase, on_restart, memory_limit_mb)
+        return CompileResult(result["run_id"], result["graphs"], result["kernels"],
+                             result["timings"].get("total", 0.0), result.get("asm"))
+
+    def build_asm(self, store: Path, run_id: int, kernel_files: list[str] | None, python: str | None,
+                  timeout: float, on_phase: Callable[[str, str], None] | None = None,
+                  on_restart: Callable[[str], None] | None = None,
+                  memory_limit_mb: int | None = None, device: str = "auto") -> dict:
+        """Compile run `run_id`'s Triton kernels (those stored at `kernel_files`, else all) below
+        Triton in the warm engine worker; each is stored as soon as it is built. Returns the
+        worker's summary (`built`, `failed`, `seconds`)."""
+        params = {"store": str(store), "run_id": run_id}
+        if kernel_files is not None:
+            params["kernel_files"] = sorted(set(kernel_files))
+        # `device`: what a worker started here imports torch for (a compile that follows reuses it)
+        return self._request("asm", params, python, device, timeout, on_phase, on_restart, memory_limit_mb)
+
+    def _request(self, method: str, params: dict, python: str | None, device: str, timeout: float, on_phase,
+                 on_restart, memory_limit_mb) -> dict:
         with self._lock:
             self.busy = True
             try:
-                return self._compile(target, store, python or sys.executable, timeout, on_phase, on_restart,
-                                     memory_limit_mb)
+                client = self._worker(python or sys.executable, device, on_restart, memory_limit_mb)
+                return self._send(client, method, params, timeout, on_phase, on_restart)
             finally:
                 self.busy = False
 
-    def _compile(self, target, store, python, timeout, on_phase, on_restart, memory_limit_mb) -> CompileResult:
-        client = self._worker(python, target.device, on_restart, memory_limit_mb)
-        params = {
-            "target": target.spec,
-            "store": str(store),
-            "workspace": str(self.workspace),
-            "options": {"device": target.device, "train": target.train, "dynamic": target.dynamic},
-        }
+    def _send(self, client: WorkerClient, method: str, params: dict, timeout: float, on_phase, on_restart) -> dict:
         try:
             try:
-                result = client.request(
-                    "record", params, timeout=timeout,
-                    on_notification=lambda method, p: on_phase and on_phase(p.get("phase", ""), p.get("detail", "")),
+                return client.request(
+                    method, params, timeout=timeout,
+                    on_notification=lambda name, p: on_phase and on_phase(p.get("phase", ""), p.get("detail", "")),
                 )
             except WorkerCrashed as crash:
                 if not crash.unheard or crash.timed_out:
                     raise
                 # it had died while idle (after `alive` last said it lived): ask a new one, once
                 ended = str(crash).removeprefix("the engine worker ")
-                if not self._restart(on_restart, f"the engine worker ended ({ended}) before the compile reached it"):
+                asked = "compile" if method == "record" else "PTX/SASS build"
+                if not self._restart(on_restart, f"the engine worker ended ({ended}) before the {asked} reached it"):
                     raise
-                result = client.request(
-                    "record", params, timeout=timeout,
-                    on_notification=lambda method, p: on_phase and on_phase(p.get("phase", ""), p.get("detail", "")),
+                return client.request(
+                    method, params, timeout=timeout,
+                    on_notification=lambda name, p: on_phase and on_phase(p.get("phase", ""), p.get("detail", "")),
                 )
         except WorkerRequestError as error:
             data = error.data
@@ -106,8 +125,6 @@ class Compiler:
             restarted = self._restart(on_restart, str(crash))
             raise CompileFailed("timeout" if crash.timed_out else "crash", f"{crash}{detail}",
                                 restarted=restarted, traceback="\n".join(crash.stderr_tail) or None) from None
-        return CompileResult(result["run_id"], result["graphs"], result["kernels"],
-                             result["timings"].get("total", 0.0))
 
     def _worker(self, python: str, device: str, on_restart, memory_limit_mb: int | None = None) -> WorkerClient:
         if self._client is not None and (self._python, self._client.memory_limit_mb) != (python, memory_limit_mb):

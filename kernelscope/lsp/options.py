@@ -23,6 +23,7 @@ _KEYS = {
     "python": "python",
     "memory_limit": "memoryLimit",
     "path_map": "pathMap",
+    "asm_after_compile": "asmAfterCompile",
 }
 
 
@@ -42,6 +43,7 @@ class ServerOptions:
     python: str | None = None  # the engine worker's interpreter; None: the server's own
     memory_limit: int | None = None  # MB: the engine worker's address-space cap; None: no cap
     path_map: tuple[str, ...] = ()  # RECORDED=LOCAL pairs (a store recorded elsewhere; see store.places)
+    asm_after_compile: bool = False  # compile each new run's Triton kernels to PTX/SASS right after it is stored
     given: frozenset[str] = field(default_factory=frozenset)  # fields the client set
 
     @classmethod
@@ -68,7 +70,7 @@ def _checked(key: str, value):
         if value is not None and not isinstance(value, str):
             raise OptionsError(f"option '{key}' must be a string or null, got {value!r}")
         return value or None
-    if key in ("train", "dynamic", "inlayHints"):
+    if key in ("train", "dynamic", "inlayHints", "asmAfterCompile"):
         if not isinstance(value, bool):
             raise OptionsError(f"option '{key}' must be true or false, got {value!r}")
         return value

@@ -34,20 +34,38 @@ class StaleNote:
     current_line: int
 
 
-def run_label(summary: RunSummary | None, run_id: int) -> str:
+def run_label(summary: RunSummary | None, run_id: int, rank: str = "") -> str:
+    """`run 3 (virtual-cuda, train)`; `rank`: the run's rank in its job (`rank 1/2`)."""
     if summary is None:
-        return f"run {run_id}"
-    return f"run {run_id} ({summary.device}, {summary.mode})"
+        return f"run {run_id}" + (f" ({rank})" if rank else "")
+    return f"run {run_id} ({summary.device}, {summary.mode}" + (f", {rank}" if rank else "") + ")"
+
+
+def collectives_text(collectives: list, link: Link) -> str:
+    """The collectives a line issues, waits on or needed, worded as `kernelscope query`
+    words them (kernelscope.render.distributed), each with a link to its model line."""
+    from kernelscope.render.distributed import collective_answer
+
+    out = ["**collectives**"]
+    for collective in collectives[:MAX_ITEMS]:
+        out.append("```text\n" + "\n".join(collective_answer(collective)) + "\n```")
+        model = collective.model_line
+        if model is not None:
+            out.append(f"model line: [{_short(model.file)}:{model.line}]({link(model.file, model.line)})"
+                       + (f" · layer `{collective.module}`" if collective.module else ""))
+    if len(collectives) > MAX_ITEMS:
+        out.append(f"… {len(collectives) - MAX_ITEMS} more collectives")
+    return "\n".join(out)
 
 
 def source_hover(answer: LineAnswer, text: str, summary: SourceLineSummary | None, run: RunSummary | None,
                  link: Link, stale: StaleNote | None, overviews: list[GraphOverview] | None = None,
-                 open_one: str = "") -> str:
+                 open_one: str = "", rank: str = "") -> str:
     """What a model source line became, per graph and module instance; `overviews` (the
     line's counts per graph) fold alike instances into one group, `open_one` is the
     command that opens one of them (`kernelscope query FILE:LINE --module`)."""
     path = answer.path
-    lines = [f"**kernelscope** · {run_label(run, answer.run_id)} · `{_short(path)}:{answer.line}`"]
+    lines = [f"**kernelscope** · {run_label(run, answer.run_id, rank)} · `{_short(path)}:{answer.line}`"]
     if stale is not None:
         lines.append(_stale_text(stale, text))
     if answer.empty:
@@ -184,13 +202,13 @@ def _kernel_item(hit: KernelHit, graph: GraphHit, link: Link) -> str:
     return text
 
 
-def generated_hover(result: QueryResult, run: RunSummary | None, link: Link) -> str:
+def generated_hover(result: QueryResult, run: RunSummary | None, link: Link, rank: str = "") -> str:
     """Where a line of a kernel, wrapper or graph file came from."""
     location = result.location
     where = f"`{os.path.basename(location.path)}:{result.line}`"
     graph = f" · {location.graph.kind} [{location.graph.compile_id}]" if location.graph else ""
     kernel = f" · kernel `{location.kernel}`" if location.kernel else ""
-    lines = [f"**kernelscope** · {run_label(run, location.run_id)}{graph}{kernel} · {where}"]
+    lines = [f"**kernelscope** · {run_label(run, location.run_id, rank)}{graph}{kernel} · {where}"]
     reasons = sorted({origin.reason for origin in result.origins})
     if reasons:
         lines.append("")

@@ -96,7 +96,7 @@ class KernelscopeServer(LanguageServer):
         self._lazy_lock = threading.Lock()
         self.watch_session = None  # a kernelscope.watch.WatchSession while watching
         self.compile_problems: dict[str, list[types.Diagnostic]] = {}  # file path -> diagnostics
-        self.state = {"state": "idle", "runId": None, "message": "", "target": None}
+        self.state = {"state": "idle", "runId": None, "message": "", "target": None, "rank": None}
         self.loop: asyncio.AbstractEventLoop | None = None
         self.failed_features: dict[str, str] = {}
         self._seen_runs: tuple | None = None
@@ -163,9 +163,22 @@ class KernelscopeServer(LanguageServer):
     # -- state and notifications ----------------------------------------------------------
 
     def set_state(self, state: str, message: str, run_id: int | None = None, target: str | None = None) -> None:
-        self.state = {"state": state, "runId": run_id if run_id is not None else self.provenance.shown_run_id(),
-                      "message": message, "target": target if target is not None else self.state.get("target")}
+        run_id = run_id if run_id is not None else self.provenance.shown_run_id()
+        self.state = {"state": state, "runId": run_id, "message": message,
+                      "target": target if target is not None else self.state.get("target"),
+                      "rank": self._rank_of(run_id)}
         self.protocol.notify("kernelscope/status", self.state)
+
+    def _rank_of(self, run_id: int | None) -> str | None:
+        """`1/2`: the shown run's rank in its distributed job (None for a run of one process)."""
+        if run_id is None:
+            return None
+        try:
+            rank = self.provenance.run(run_id).rank()
+        except Exception:  # noqa: BLE001 - a status is sent whatever the store says
+            log.debug("no rank for run %s", run_id, exc_info=True)
+            return None
+        return None if rank is None else f"{rank.rank}/{rank.world_size}"
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
         self.window_show_message(types.ShowMessageParams(type=kind, message=f"kernelscope: {message}"))

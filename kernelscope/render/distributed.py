@@ -1,10 +1,11 @@
-"""Text for distributed runs, shared by `show`, `query` and the Python API (`Run`, a
-query's answer): a run's rank and which ranks compiled identical code, DDP's graph
-splits, each graph's collectives and its compute/communication order, and one
+"""Text for distributed runs, the same in every front end (`show`, `query`, the Python
+API's `Run` and answers, the language server's hovers and lenses, the terminal UI, the
+VS Code run overview): a run's rank and which ranks compiled identical code, DDP's
+graph splits, each graph's collectives and its compute/communication order, and one
 collective with its model line and layer."""
 from __future__ import annotations
 
-from kernelscope.store.distributed import CollectiveRef, DistributedRun, GraphComm, OrderStep
+from kernelscope.store.distributed import CollectiveRef, DistributedRun, GraphComm, OrderStep, RankRef
 
 
 def has_content(view: DistributedRun) -> bool:
@@ -24,12 +25,21 @@ def overview(view: DistributedRun) -> dict:
     }
 
 
+def rank_text(rank: int, world_size: int, backend: str = "") -> str:
+    """`rank 1 of 2 (gloo)`."""
+    return f"rank {rank} of {world_size}" + (f" ({backend})" if backend else "")
+
+
+def rank_label(rank: RankRef | None) -> str:
+    """`rank 1/2` for a run's label (status lines, run lists); "" for a run of one process."""
+    return "" if rank is None else f"rank {rank.rank}/{rank.world_size}"
+
+
 def render_overview(data: dict) -> list[str]:
     out = []
     if data["rank"] is not None:
         rank = data["rank"]
-        out.append(f"rank {rank['rank']} of {rank['world_size']}" + (f" ({rank['backend']})" if rank["backend"] else "")
-                   + f" · job {rank['job']}")
+        out.append(rank_text(rank["rank"], rank["world_size"], rank["backend"]) + f" · job {rank['job']}")
     for graph in data["graphs"]:
         if graph["collectives"]:
             out.append(f"[{graph['graph']}] {graph['collectives']} collective(s): {graph['order']}")
@@ -44,8 +54,7 @@ def render_run(view: DistributedRun) -> list[str]:
     out = ["distributed"]
     if view.rank is not None:
         rank = view.rank
-        out.append(f"  rank {rank.rank} of {rank.world_size}" + (f" ({rank.backend})" if rank.backend else "")
-                   + f" · job {rank.job}")
+        out.append(f"  {rank_text(rank.rank, rank.world_size, rank.backend)} · job {rank.job}")
         recorded = ", ".join(f"{other.rank} (run {other.run_id})" for other in view.job_ranks)
         missing = rank.world_size - len(view.job_ranks)
         out.append(f"  ranks recorded in this store: {recorded}"
@@ -134,6 +143,22 @@ def collective_line(collective: CollectiveRef) -> str:
         parts.append(f"wrapper line{'s' if len(collective.wrapper_lines) > 1 else ''} "
                      f"{', '.join(map(str, collective.wrapper_lines))}")
     return " · ".join(parts)
+
+
+def collectives_brief(collectives: list[CollectiveRef]) -> str:
+    """`all_gather_into_tensor over 8 ranks (attention · PrepareModuleInput input S(1) -> R)`,
+    one entry per collective a line issues (its waits when it issues none): a code lens,
+    the TUI's chain line."""
+    shown = [c for c in collectives if c.role != "wait"] or collectives
+    parts = []
+    for collective in shown:
+        why = [collective.module] if collective.module else []
+        if collective.issued_by:
+            why.append(collective.issued_by + (f" {collective.redistribute}" if collective.redistribute else ""))
+        size = f" over {collective.group_size} ranks" if collective.group_size else ""
+        waits = f" on {', '.join(collective.peers)}" if collective.role == "wait" and collective.peers else ""
+        parts.append(f"{collective.op}{waits}{size}" + (f" ({' · '.join(why)})" if why else ""))
+    return "; ".join(dict.fromkeys(parts))
 
 
 def collective_answer(collective: CollectiveRef) -> list[str]:

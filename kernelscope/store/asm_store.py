@@ -25,6 +25,12 @@ from kernelscope.store.sql import select_in
 BUILDABLE_KINDS = ("triton", "template")  # extern calls run library code: nothing to build
 
 
+def for_a_gpu(device: str) -> bool:
+    """Whether a run's Triton kernels were generated for an NVIDIA GPU (cuda, virtual-cuda), so
+    that they can be built below Triton; cpu-triton kernels run on the CPU."""
+    return not str(device).startswith("cpu")
+
+
 def asm_dir(run_id: int, graph_key: str, kernel_name: str) -> str:
     return (f"{paths.run_dir(run_id)}/asm/{paths.safe_file_name(graph_key)}/"
             f"{paths.safe_file_name(kernel_name)}")
@@ -231,6 +237,17 @@ class AsmStore:
             (ref.kernel_id, ref.stage, line)).fetchall()
         return [AsmLine(*row) for row in rows]
 
+    def status(self, run_id: int) -> AsmStatus:
+        """How many of the run's Triton kernels can be built below Triton (none when they were
+        generated for the CPU: cpu-triton), are built, failed."""
+        device = self.conn.execute("SELECT device FROM runs WHERE id = ?", (run_id,)).fetchone()
+        buildable = 0 if device is not None and not for_a_gpu(device[0]) else self.conn.execute(
+            "SELECT COUNT(*) FROM kernels WHERE run_id = ? AND file IS NOT NULL AND kind IN ('triton', 'template')",
+            (run_id,)).fetchone()[0]
+        built, failed = self.conn.execute(
+            "SELECT COUNT(*) - COUNT(error), COUNT(error) FROM kernel_asm WHERE run_id = ?", (run_id,)).fetchone()
+        return AsmStatus(buildable, built or 0, failed or 0)
+
     def below(self, kernel_file: str, kernel_lines: list[int], stages: tuple[str, ...] = STAGES) -> KernelBelow:
         """The build of the kernel stored at `kernel_file` and the stage lines of `kernel_lines`."""
         kernel_id = self.kernel_ids_of_files([kernel_file]).get(kernel_file)
@@ -292,3 +309,31 @@ class KernelBelow:
     def stage_lines(self, stage: str) -> list[AsmLine]:
         return [line for line in self.lines if line.stage == stage]
 
+
+
+@dataclass
+class AsmStatus:
+    """A run's Triton kernels below Triton: how many can be built, are built, could not be."""
+
+    buildable: int  # Triton and template kernels with a file (extern calls run library code; 0 on the CPU)
+    built: int
+    failed: int  # stored with the reason (cpu-triton kernels, a compile error)
+
+    @property
+    def pending(self) -> int:
+        return self.buildable - self.built - self.failed
+
+
+@dataclass
+class AsmLineAnswer:
+    """One line of a stage file, up the chain: its kernel line(s) and their chains."""
+
+    file: AsmFileRef
+    line: int
+    text: str  # the stage file's line as written
+    lines: list[AsmLine]  # one per kernel line the stage line came from (none: a label, directive)
+    chains: list  # QueryResult of each kernel line, in kernel line order
+
+    @property
+    def kernel_lines(self) -> list[int]:
+        return sorted({line.kernel_line for line in self.lines})

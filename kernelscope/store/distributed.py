@@ -230,6 +230,24 @@ def collectives_at(conn: sqlite3.Connection, location: Location, line: int) -> l
     return _collective_refs(conn, rows)
 
 
+def has_collectives(conn: sqlite3.Connection, run_id: int) -> bool:
+    return conn.execute("SELECT 1 FROM collectives WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None
+
+
+def file_collectives(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, list[CollectiveRef]]:
+    """Line -> the collectives a model source file's line issues, waits on or needed: the
+    collectives of the nodes whose own line it is, and those whose model line it is (the
+    line whose op needed the communication, when a helper's frame is the node's own line).
+    A run's collectives are few (a handful per graph): they are read whole."""
+    rows = conn.execute("SELECT * FROM collectives WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+    found: dict[int, list[CollectiveRef]] = {}
+    for ref in _collective_refs(conn, rows):
+        lines = {frame.line for frame in (ref.source, ref.model_line) if frame is not None and frame.file == path}
+        for line in sorted(lines):
+            found.setdefault(line, []).append(ref)
+    return found
+
+
 # -- reading rows ----------------------------------------------------------------------------
 
 

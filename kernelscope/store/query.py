@@ -24,6 +24,7 @@ from kernelscope.store.folding import fold_modules
 from kernelscope.store.rollup import module_summaries, rollup_to_instances
 from kernelscope.store.sql import select_in
 from kernelscope.store.results import (
+    ASM,
     KERNEL,
     POST_GRAD,
     PRE_GRAD,
@@ -58,6 +59,9 @@ def locate(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None = 
         params += (run_id,)
     row = conn.execute(sql + " ORDER BY f.run_id DESC LIMIT 1", params).fetchone()
     if row is None:
+        stage_file = _locate_stage_file(conn, root, key, run_id)
+        if stage_file is not None:
+            return stage_file
         raise _not_found(conn, key, run_id)
     if row["kind"] == SOURCE:
         absolute = key if Path(key).is_absolute() else str(Path(row["workspace"]) / key)
@@ -72,6 +76,21 @@ def locate(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None = 
         kernel=row["kernel_name"],
         line_count=row["line_count"],
     )
+
+
+def _locate_stage_file(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None) -> Location | None:
+    """A kernel's stage file (`runs/3/asm/<graph>/<kernel>/<kernel>.sass`), built below Triton."""
+    sql = """SELECT f.run_id, f.line_count, k.name, k.graph_id FROM asm_files f JOIN kernels k ON k.id = f.kernel_id
+             WHERE f.path = ?"""
+    params: tuple = (key,)
+    if run_id is not None:
+        sql += " AND f.run_id = ?"
+        params += (run_id,)
+    row = conn.execute(sql + " ORDER BY f.run_id DESC LIMIT 1", params).fetchone()
+    if row is None:
+        return None
+    return Location(path=key, kind=ASM, run_id=row["run_id"], absolute_path=str(root / key),
+                    graph=_graph_ref(conn, row["graph_id"]), kernel=row["name"], line_count=row["line_count"])
 
 
 def query(conn: sqlite3.Connection, location: Location, line: int, direction: str = "both",
@@ -91,6 +110,9 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
     also gets those instances folded by shape (`GraphChain.groups`, see folding)."""
     if direction not in DIRECTIONS:
         raise UserError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
+    if location.kind == ASM:
+        raise UserError(f"{location.path} is a {location.path.rsplit('.', 1)[-1].upper()} file of kernel "
+                        f"{location.kernel}: its lines are answered through their kernel lines (RunView.asm_line)")
     # A generated file's size is stored and its lines' texts are in generated_lines:
     # reading a 200,000-line wrapper on every query cost more than the query.
     lines = file_lines(location) if location.kind == SOURCE or location.line_count is None else None

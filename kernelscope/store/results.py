@@ -13,6 +13,7 @@ PRE_GRAD = "pre_grad"
 POST_GRAD = "post_grad"
 WRAPPER = "wrapper"
 KERNEL = "kernel"
+ASM = "asm"  # a kernel's TTIR/TTGIR/PTX/SASS file (below the kernel, kernelscope.store.asm_store)
 
 
 @dataclass(frozen=True)
@@ -28,11 +29,11 @@ class Location:
     """What a file is in a run."""
 
     path: str  # the stored key: workspace-relative, absolute, or `runs/<id>/...`
-    kind: str  # source | pre_grad | post_grad | wrapper | kernel
+    kind: str  # source | pre_grad | post_grad | wrapper | kernel | asm
     run_id: int
     absolute_path: str  # where to open it on this machine
     graph: GraphRef | None = None  # generated files only
-    kernel: str | None = None  # kernel files only
+    kernel: str | None = None  # kernel files (and their stage files) only
     line_count: int | None = None  # generated files only (source files are not copied)
 
 

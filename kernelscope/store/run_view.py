@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelscope.errors import UserError
+from kernelscope.asm.model import STAGES
 from kernelscope.store import (
+    asm_store,
     catalog,
     db,
     distributed,
@@ -32,6 +34,7 @@ from kernelscope.store import (
     source_index,
 )
 from kernelscope.store.results import (
+    ASM,
     SOURCE,
     FileLinks,
     GraphOverview,
@@ -224,7 +227,60 @@ class RunView:
         profiler trace is joined with."""
         return profiles.run_kernels(self._conn, self.id)
 
-    # -- export ------------------------------------------------------------------------
+    # -- below the kernel (kernelscope.store.asm_store) --------------------------------
+    # Builds are added to a stored run later (on first ask, by the engine worker), so
+    # none of these is cached: each asks the store's indexes again.
+
+    def _asm(self) -> asm_store.AsmStore:
+        return asm_store.AsmStore(self._conn, self._store.root)
+
+    def asm_status(self) -> asm_store.AsmStatus:
+        """How many of the run's Triton kernels are built below Triton (and how many could be)."""
+        return self._asm().status(self.id)
+
+    def asm_builds(self, kernel_ids: Sequence[int] | None = None) -> dict[int, asm_store.KernelAsmInfo]:
+        """Kernel id -> its build (facts and stage files, or why it could not be built), for
+        the kernels of `kernel_ids` (every kernel of the run when None); kernels not built
+        yet are left out."""
+        if kernel_ids is None:
+            return self._asm().run_infos(self.id)
+        return self._asm().infos(list(kernel_ids))
+
+    def asm_unbuilt(self, kernel_files: Sequence[str] | None = None) -> list[str]:
+        """The stored kernel files (of `kernel_files`, else of the whole run) that can be built
+        below Triton and are not yet: what to ask the engine worker to build."""
+        asm = self._asm()
+        kernel_ids = None if kernel_files is None else list(asm.kernel_ids_of_files(list(kernel_files)).values())
+        if kernel_ids == []:
+            return []
+        return [kernel.file for kernel in asm.pending(self.id, kernel_ids)]
+
+    def asm_below(self, kernel_file: str, kernel_lines: Sequence[int],
+                  stages: tuple[str, ...] = STAGES) -> asm_store.KernelBelow:
+        """The build of the kernel stored at `kernel_file` (info None: not built yet) and the
+        stage lines its `kernel_lines` became."""
+        return self._asm().below(kernel_file, list(kernel_lines), stages)
+
+    def asm_file(self, path: str | Path | Location) -> asm_store.AsmFileRef | None:
+        """What a stage file (`runs/3/asm/.../k.sass`) is: kernel, stage, lines; None for other files."""
+        location = path if isinstance(path, Location) else self.locate(path)
+        return self._asm().locate(location.path) if location.kind == ASM else None
+
+    def asm_line(self, path: str | Path | Location, line: int, direction: str = "up",
+                 module: str | Sequence[str] | None = None, direct_only: bool = False) -> asm_store.AsmLineAnswer:
+        """A line of a stage file up the chain: the kernel line(s) it came from and the chain of
+        each (`query` of the kernel file's line, in `direction`, with `module` and `direct_only`)."""
+        ref = self.asm_file(path)
+        if ref is None:
+            raise UserError(f"{path} is not a stage file (PTX, SASS, TTIR, TTGIR) of run {self.id}")
+        if line < 1 or line > ref.line_count:
+            raise UserError(f"line {line} is out of range for {ref.path}: give a line 1-{ref.line_count}")
+        lines = self._asm().lines_at(ref, line)
+        kernel = self.locate(ref.kernel_file)
+        chains = [self.query_at(kernel, kernel_line, direction, module, direct_only)
+                  for kernel_line in sorted({asm_line.kernel_line for asm_line in lines})]
+        text = lines[0].text if lines else _line_of(self._store.root / ref.path, line)
+        return asm_store.AsmLineAnswer(ref, line, text, lines, chains)
 
     # -- distributed jobs (kernelscope.store.distributed) -----------------------------
 
@@ -237,6 +293,32 @@ class RunView:
         """The collectives a wrapper, post-grad or model source line issues or waits on."""
         return distributed.collectives_at(self._conn, location, line)
 
+    def has_collectives(self) -> bool:
+        """Whether any graph of the run communicates (a front end asks before asking per line), cached."""
+        return cached(("has collectives", db_key(self._conn), self.id),
+                      lambda: distributed.has_collectives(self._conn, self.id))
+
+    def rank(self) -> distributed.RankRef | None:
+        """The run's rank in its distributed job (None for a run of one process)."""
+        return distributed.rank_of(self._conn, self.id)
+
+    def file_collectives(self, path: str | Path | Location) -> dict[int, list[distributed.CollectiveRef]]:
+        """Line -> the collectives of a model source file's line: those its nodes issue or wait
+        on, and those it needed (the collective's model line), cached per file."""
+        location = self._source(path)
+        return cached(("collectives", db_key(self._conn), self.id, location.path),
+                      lambda: distributed.file_collectives(self._conn, self.id, location.path))
+
+    # -- export ------------------------------------------------------------------------
+
     def dump(self, options: dump.DumpOptions = dump.DumpOptions()) -> dict:
         """The run as schema-valid, deterministic JSON data."""
         return dump.dump_run(self._conn, self.id, options, store_root=self._store.root)
+
+
+def _line_of(path: Path, line: int) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return lines[line - 1].strip() if line <= len(lines) else ""

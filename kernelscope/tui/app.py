@@ -23,18 +23,31 @@ from kernelscope.errors import StoreError, UserError, full_error, traceback_want
 from kernelscope.store import InstanceGroup, Store
 from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, RunDetails, RunSummary
 from kernelscope.store.run_facts import KernelFacts
+from kernelscope.asm.text import spills_text
+from kernelscope.store.asm_store import for_a_gpu
+from kernelscope.render.distributed import collective_line, rank_label
 from kernelscope.tui.breaks_list import BreaksScreen
+from kernelscope.tui.comm_screen import CommScreen
 from kernelscope.tui.chain_line import ChainLine
 from kernelscope.tui.compile_driver import CompileDriver, CompileRequest
 from kernelscope.tui.gateway import Stale, StoreGateway
 from kernelscope.tui.help_screen import HelpScreen
 from kernelscope.tui.kernel_list import KernelList
 from kernelscope.tui.key_footer import KeyFooter
-from kernelscope.tui.linking import PANES, LinkSet, add_kernel_launches, launch_lines, link_set, source_link_set
+from kernelscope.tui.linking import (
+    ASM,
+    PANES,
+    LinkSet,
+    PaneLinks,
+    add_kernel_launches,
+    launch_lines,
+    link_set,
+    source_link_set,
+)
 from kernelscope.tui.module_filter import EVERY_MODULE, ModuleChoice, ModuleFilterScreen
 from kernelscope.tui.panes.code_pane import CodePane
 from kernelscope.tui.panes.code_view import CodeView
-from kernelscope.tui.run_data import KernelRow, add_run_facts, display_path, kernel_rows, target_file
+from kernelscope.tui.run_data import KernelRow, add_asm_facts, add_run_facts, display_path, kernel_rows, target_file
 from kernelscope.tui.run_picker import DiffScreen, RunPicker
 from kernelscope.tui.status_line import StatusLine
 from kernelscope.watch.events import (
@@ -48,7 +61,9 @@ from kernelscope.watch.events import (
 )
 
 _FULL_ERROR_HINT = "KERNELSCOPE_TRACEBACK=1 prints the full error on exit"
-PANE_KEYS = {SOURCE: "1", POST_GRAD: "2", KERNEL: "3", WRAPPER: "4"}
+PANE_KEYS = {SOURCE: "1", POST_GRAD: "2", KERNEL: "3", WRAPPER: "4", ASM: "4"}
+ASM_STAGES = (None, "sass", "ptx")  # what `a` cycles the fourth pane through (None: the wrapper)
+STAGE_NAMES = {"sass": "SASS", "ptx": "PTX"}
 # Only what the other panes show: a model line needs what is below it, a kernel line what is
 # above it (its launch comes from the run's facts); graph and wrapper lines need both.
 QUERY_DIRECTION = {SOURCE: "down", POST_GRAD: "both", KERNEL: "up", WRAPPER: "both"}
@@ -79,6 +94,9 @@ class KernelscopeApp(App):
         Binding("b", "breaks", "breaks"),
         Binding("m", "modules", "module"),
         Binding("x", "clear_module", "all modules", show=False),
+        Binding("a", "toggle_asm", "SASS/PTX"),
+        Binding("B", "build_asm", "build PTX/SASS", show=False),
+        Binding("o", "comm", "comm order", show=False),
         Binding("question_mark", "help", "keys"),
         Binding("q", "quit", "quit"),
     ]
@@ -87,10 +105,36 @@ class KernelscopeApp(App):
 
     class RunLoaded(Message):
         def __init__(self, details: RunDetails, rows: list[KernelRow], source: OpenFile | None, cursor_line: int,
-                     kept: bool):
+                     kept: bool, rank: str = ""):
             super().__init__()
             self.details, self.rows, self.source, self.cursor_line = details, rows, source, cursor_line
             self.kept = kept  # the cursor's source line was carried over from the previous run
+            self.rank = rank  # `rank 1/2` for a rank of a distributed job
+
+    class AsmLoaded(Message):
+        """What the PTX/SASS pane shows for the kernel pane's lines: a stage file (`file`, its
+        `lines` linked to them) or, without a build, why not (`message`)."""
+
+        def __init__(self, generation: int, kernel: str, stage: str, file: OpenFile | None, lines: list[int],
+                     title: str, message: str = ""):
+            super().__init__()
+            self.generation, self.kernel, self.stage, self.file, self.lines = generation, kernel, stage, file, lines
+            self.title, self.message = title, message
+
+    class AsmBuilt(Message):
+        def __init__(self, run_id: int, summary: dict):
+            super().__init__()
+            self.run_id, self.summary = run_id, summary
+
+    class AsmProgress(Message):
+        def __init__(self, detail: str):
+            super().__init__()
+            self.detail = detail
+
+    class CommLoaded(Message):
+        def __init__(self, view):
+            super().__init__()
+            self.view = view
 
     class MarkersLoaded(Message):
         """The lines of a source file that have links (gutter marks), computed after the first paint."""
@@ -112,14 +156,14 @@ class KernelscopeApp(App):
             self.pane, self.file, self.line = pane, file, line
 
     class FactsLoaded(Message):
-        def __init__(self, run_id: int, facts: dict[str, KernelFacts], groups: list[InstanceGroup]):
+        def __init__(self, run_id: int, facts: dict[str, KernelFacts], groups: list[InstanceGroup], builds: dict):
             super().__init__()
-            self.run_id, self.facts, self.groups = run_id, facts, groups
+            self.run_id, self.facts, self.groups, self.builds = run_id, facts, groups, builds
 
     class RunsListed(Message):
-        def __init__(self, runs: list[RunSummary]):
+        def __init__(self, runs: list[RunSummary], ranks: dict[int, str] | None = None):
             super().__init__()
-            self.runs = runs
+            self.runs, self.ranks = runs, ranks or {}
 
     class DiffReady(Message):
         def __init__(self, title: str, report: str):
@@ -153,12 +197,16 @@ class KernelscopeApp(App):
         self._awaiting_first_line = False
         self._launches: dict[str, dict[str, list[int]]] = {}  # wrapper -> kernel -> launch lines (links worker)
         self.full_errors: list[str] = []  # printed on exit with KERNELSCOPE_TRACEBACK=1
+        self.asm_stage: str | None = None  # the fourth pane shows this stage of the kernel (None: the wrapper)
+        self.asm_generation = 0
+        self._asm_builder = None  # an AsmBuilder (its own engine worker), made on the first build
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
         with Grid(id="panes"):
             for role in PANES:
                 yield CodePane(role, PANE_KEYS[role])
+            yield CodePane(ASM, PANE_KEYS[ASM])  # hidden until `a`: in the wrapper pane's place
         yield ChainLine(id="chain")
         yield KernelList(id="kernels")
         yield KeyFooter()
@@ -166,6 +214,7 @@ class KernelscopeApp(App):
     def on_mount(self) -> None:
         for role in PANES:
             self.view(role).clear()
+        self.pane(ASM).display = False
         self.status.set_run(f"store {display_path(str(self.store_root), str(Path.cwd()))}")
         if self.compile_request is not None:
             self.status.set_progress(f"compiling {self.compile_request.target} in the engine worker…")
@@ -180,6 +229,8 @@ class KernelscopeApp(App):
         gc.unfreeze()
         if self._compile_driver is not None:
             self._compile_driver.stop()
+        if self._asm_builder is not None:
+            self._asm_builder.stop()
         self.gateway.close()
         self.bulk_gateway.close()
 
@@ -226,7 +277,8 @@ class KernelscopeApp(App):
             raise
         rows = kernel_rows(details)
         source, line, kept = self.gateway.call(_initial_source, details, keep)
-        self.post_message(self.RunLoaded(details, rows, source, line, kept))
+        rank = self.gateway.call(lambda store: rank_label(store.run(details.summary.id).rank()))
+        self.post_message(self.RunLoaded(details, rows, source, line, kept, rank))
 
     @work(thread=True, exclusive=True, group="markers", exit_on_error=False, description="load markers")
     def load_markers(self, path: str, run_id: int) -> None:
@@ -244,7 +296,11 @@ class KernelscopeApp(App):
             return generation == self.link_generation
 
         try:
-            if origin == SOURCE and not module:  # the file's source index: line numbers, no texts
+            if origin == ASM:
+                answer = self.gateway.call(lambda store: store.run(run_id).asm_line(path, line, "both"),
+                                           still_wanted=still_wanted)
+                links = asm_link_set(answer, shown, module, self.module)
+            elif origin == SOURCE and not module:  # the file's source index: line numbers, no texts
                 answer = self.gateway.call(lambda store: store.run(run_id).source_line(path, line),
                                            still_wanted=still_wanted)
                 links = source_link_set(answer, shown)
@@ -255,6 +311,11 @@ class KernelscopeApp(App):
                 links = link_set(result, origin, shown, module, self.module)
                 if origin == KERNEL and details is not None and result.location.graph is not None:
                     self._add_launches(links, result.location, details, rows or [], run_id)
+            if origin in (SOURCE, POST_GRAD, WRAPPER):  # a line that issues, waits on or needed a collective
+                collectives = self.gateway.call(_collectives_at, run_id, path, line, origin, still_wanted=still_wanted)
+                if collectives:
+                    more = f" (+{len(collectives) - 1})" if len(collectives) > 1 else ""
+                    links.summary = f"⇄ {collective_line(collectives[0])}{more} · {links.summary}"
         except Stale:
             return
         files = {}
@@ -297,13 +358,44 @@ class KernelscopeApp(App):
 
     @work(thread=True, exclusive=True, group="facts", exit_on_error=False, description="load facts")
     def load_facts(self, run_id: int) -> None:
-        facts, groups = self.bulk_gateway.call(lambda store: (store.run(run_id).kernel_facts(),
-                                                              store.run(run_id).module_groups()))
-        self.post_message(self.FactsLoaded(run_id, facts, groups))
+        facts, groups, builds = self.bulk_gateway.call(lambda store: (store.run(run_id).kernel_facts(),
+                                                                      store.run(run_id).module_groups(),
+                                                                      store.run(run_id).asm_builds()))
+        self.post_message(self.FactsLoaded(run_id, facts, groups, builds))
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False, description="list runs")
     def list_runs(self) -> None:
-        self.post_message(self.RunsListed(self.gateway.call(lambda store: store.runs())))
+        def read(store):
+            runs = store.runs()
+            ranks = store.ranks_of_runs([run.id for run in runs])
+            return runs, {run_id: f"{rank.rank}/{rank.world_size}" for run_id, rank in ranks.items()}
+
+        self.post_message(self.RunsListed(*self.gateway.call(read)))
+
+    @work(thread=True, exclusive=True, group="asm", exit_on_error=False, description="load PTX/SASS")
+    def load_asm(self, generation: int, run_id: int, kernel: str, lines: list[int], stage: str) -> None:
+        def still_wanted() -> bool:
+            return generation == self.asm_generation
+
+        try:
+            loaded = self.gateway.call(_asm_of_kernel, run_id, kernel, lines, stage, still_wanted=still_wanted)
+        except Stale:
+            return
+        self.post_message(self.AsmLoaded(generation, kernel, stage, *loaded))
+
+    @work(thread=True, exclusive=True, group="asm-build", exit_on_error=False, description="build PTX/SASS")
+    def build_asm(self, run_id: int, kernel_files: list[str] | None) -> None:
+        from kernelscope.tui.asm_builder import AsmBuilder
+
+        if self._asm_builder is None:
+            self._asm_builder = AsmBuilder(self.store_root, Path(self.workspace))
+        summary = self._asm_builder.build(run_id, kernel_files,
+                                          on_progress=lambda detail: self.post_message(self.AsmProgress(detail)))
+        self.post_message(self.AsmBuilt(run_id, summary))
+
+    @work(thread=True, exclusive=True, group="comm", exit_on_error=False, description="load collectives")
+    def load_comm(self, run_id: int) -> None:
+        self.post_message(self.CommLoaded(self.gateway.call(lambda store: store.run(run_id).distributed())))
 
     @work(thread=True, exclusive=True, group="diff", exit_on_error=False, description="compare")
     def compare(self, before: int, after: int) -> None:
@@ -339,7 +431,8 @@ class KernelscopeApp(App):
         gc.unfreeze()  # the previous run's objects can be collected again
         self.details = details = message.details
         summary = details.summary
-        self.status.set_run(f"run {summary.id} · {display_path(target_file(summary.target), details.workspace)} · "
+        rank = f" · {message.rank}" if message.rank else ""
+        self.status.set_run(f"run {summary.id}{rank} · {display_path(target_file(summary.target), details.workspace)} · "
                             f"{summary.device} · {summary.mode} · {summary.graph_count} graph(s) · "
                             f"{summary.kernel_count} kernel(s)"
                             + (f" · {len(details.graph_breaks)} graph break(s)" if details.graph_breaks else ""))
@@ -348,7 +441,7 @@ class KernelscopeApp(App):
         self.modules, self.module_groups = [], []
         self.last_links = self.last_query = None
         self.query_one(KernelList).set_rows(message.rows)
-        for role in (POST_GRAD, KERNEL, WRAPPER):
+        for role in (POST_GRAD, KERNEL, WRAPPER, ASM):
             self.view(role).clear()
             self.pane(role).show_file(None)
         if message.source is None:
@@ -411,6 +504,8 @@ class KernelscopeApp(App):
         self.last_links = links
         self.last_query = (links.origin, self.view(links.origin).cursor_line)
         self.query_one(ChainLine).text = links.summary
+        if links.origin != ASM:
+            self.refresh_asm()
 
     @on(CodeView.FollowRequested)
     def _follow(self, message: CodeView.FollowRequested) -> None:
@@ -419,7 +514,13 @@ class KernelscopeApp(App):
         if links is None or self.last_query != (origin, message.line):
             self.notify("no links from this line yet", severity="warning")
             return
-        targets = [SOURCE] if message.direction == "up" else FOLLOW_DOWN[origin]
+        targets = [SOURCE] if message.direction == "up" else FOLLOW_DOWN.get(origin, [KERNEL])
+        if self.asm_stage is not None and message.direction == "down" and origin == KERNEL:
+            asm = self.view(ASM)
+            if asm.linked:  # down from a kernel line: its PTX/SASS lines
+                asm.focus()
+                asm.move_cursor(min(asm.linked), center=True)
+                return
         for target in targets:
             pane = links.panes.get(target)
             if target != origin and pane is not None and pane.lines:
@@ -453,6 +554,7 @@ class KernelscopeApp(App):
         except NoMatches:  # the app is closing: its widgets are gone
             return
         self.modules = add_run_facts(kernel_list.rows, message.facts)
+        add_asm_facts(kernel_list.rows, message.builds)
         self.module_groups = message.groups
         self.facts_loaded = True
         kernel_list.refresh_rows()
@@ -463,7 +565,65 @@ class KernelscopeApp(App):
 
     @on(RunsListed)
     def _runs_listed(self, message: RunsListed) -> None:
-        self.push_screen(RunPicker(message.runs, self.run_id, self.workspace), self._run_picked)
+        self.push_screen(RunPicker(message.runs, self.run_id, self.workspace, message.ranks), self._run_picked)
+
+    @on(AsmLoaded)
+    def _asm_loaded(self, message: AsmLoaded) -> None:
+        if message.generation != self.asm_generation or self.asm_stage is None:
+            return
+        view = self.view(ASM)
+        if message.file is None:
+            view.clear(message.message)
+            self.pane(ASM).show_file(message.title)
+            return
+        focus = message.lines[0] if message.lines else None
+        if message.file.path != view.path:
+            self.show_file(ASM, message.file, focus)
+        self.pane(ASM).show_file(message.title)
+        view.set_linked(message.lines, focus)
+        if focus is not None and not self.view(ASM).has_focus:
+            view.move_cursor(focus, announce=False)
+
+    @on(AsmProgress)
+    def _asm_progress(self, message: AsmProgress) -> None:
+        self.status.set_progress(f"compiling to PTX and SASS: {message.detail}…")
+
+    @on(AsmBuilt)
+    def _asm_built(self, message: AsmBuilt) -> None:
+        summary = message.summary
+        failed = f", {len(summary['failed'])} failed: {summary['failed'][0]}" if summary["failed"] else ""
+        self.status.set_progress(f"{summary['built']} kernel(s) compiled to PTX and SASS in "
+                                 f"{summary['seconds']:.1f}s{failed}")
+        if message.run_id == self.run_id:
+            self.load_facts(message.run_id)  # the kernel list's registers and spills
+            self.refresh_asm()
+
+    @on(CommLoaded)
+    def _comm_loaded(self, message: CommLoaded) -> None:
+        self.push_screen(CommScreen(message.view), self._collective_chosen)
+
+    def _collective_chosen(self, where) -> None:
+        if where is not None and self.details is not None:
+            self.open_generated(WRAPPER, where[0], where[1], self.details.summary.id)
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False, description="open file")
+    def open_generated(self, role: str, path: str, line: int, run_id: int) -> None:
+        self.post_message(self.FileOpened(role, self.gateway.call(_open_file, path, run_id), line))
+
+    def refresh_asm(self) -> None:
+        """Show the PTX/SASS lines of the kernel pane's lines: its cursor line when the links came
+        from it, else its linked lines (a model line's ops)."""
+        if self.asm_stage is None or self.run_id is None:
+            return
+        self.asm_generation += 1
+        kernel = self.view(KERNEL)
+        if kernel.path is None:
+            self.view(ASM).clear("no kernel in the kernel pane: move to a model line, or open a kernel (5)")
+            self.pane(ASM).show_file(None)
+            return
+        from_kernel = self.last_query is not None and self.last_query[0] == KERNEL
+        lines = [kernel.cursor_line] if from_kernel or not kernel.linked else sorted(kernel.linked)
+        self.load_asm(self.asm_generation, self.run_id, kernel.path, lines, self.asm_stage)
 
     def _run_picked(self, choice) -> None:
         if choice is None:
@@ -518,7 +678,33 @@ class KernelscopeApp(App):
     # -- actions ---------------------------------------------------------------------------
 
     def action_focus_pane(self, role: str) -> None:
-        self.view(role).focus()
+        self.view(ASM if role == WRAPPER and self.asm_stage is not None else role).focus()
+
+    def action_toggle_asm(self) -> None:
+        """The fourth pane: wrapper -> the kernel's SASS -> its PTX -> wrapper."""
+        self.asm_stage = ASM_STAGES[(ASM_STAGES.index(self.asm_stage) + 1) % len(ASM_STAGES)]
+        shown = self.asm_stage is not None
+        focused = self.focused
+        self.pane(WRAPPER).display = not shown
+        self.pane(ASM).display = shown
+        if focused in (self.view(WRAPPER), self.view(ASM)):
+            self.view(ASM if shown else WRAPPER).focus()
+        if shown:
+            self.view(ASM).clear()
+            self.refresh_asm()
+
+    def action_build_asm(self) -> None:
+        """Compile the kernel in the kernel pane (none there: every kernel of the run) to PTX and SASS."""
+        if self.run_id is None:
+            return
+        kernel = self.view(KERNEL).path
+        what = "every kernel of the run" if kernel is None else kernel.rsplit("/", 1)[-1]
+        self.status.set_progress(f"compiling {what} to PTX and SASS in the engine worker…")
+        self.build_asm(self.run_id, None if kernel is None else [kernel])
+
+    def action_comm(self) -> None:
+        if self.run_id is not None:
+            self.load_comm(self.run_id)
 
     def action_focus_kernels(self) -> None:
         self.query_one(KernelList).table.focus()
@@ -607,6 +793,59 @@ def _initial_source(store: Store, details: RunDetails,
                     for source in chain.sources:
                         return _open_file(store, source.file, run_id, details.workspace), source.line, True
     return None, 1, False
+
+
+def _collectives_at(store: Store, run_id: int, path: str, line: int, origin: str) -> list:
+    """The collectives a model, post-grad or wrapper line issues, waits on or needed."""
+    view = store.run(run_id)
+    if not view.has_collectives():  # most runs: no lookup per cursor move
+        return []
+    location = view.locate(path)
+    if origin == SOURCE:
+        return view.file_collectives(location).get(line, [])
+    return view.collectives_at(location, line)
+
+
+def _asm_of_kernel(store: Store, run_id: int, kernel: str, lines: list[int],
+                   stage: str) -> tuple[OpenFile | None, list[int], str, str]:
+    """(the kernel's `stage` file, its lines of the kernel's `lines`, the pane's title, why
+    there is no file)."""
+    view = store.run(run_id)
+    below = view.asm_below(kernel, lines, (stage,))
+    name = STAGE_NAMES[stage]
+    info = below.info
+    if info is None and not for_a_gpu(view.summary().device):
+        return None, [], f"{name}: none", (f"{name}: this run's kernels run on the CPU ({view.summary().device}): "
+                                           "there is no PTX or SASS")
+    if info is None:
+        return None, [], f"{name}: not built", (
+            f"{name}: {below.kernel} is not compiled below Triton yet — press B to compile it in the engine "
+            f"worker (about 1-2 s a kernel), or run `kernelscope query {kernel}:{lines[0] if lines else 1} --asm`")
+    if info.facts is None:
+        return None, [], f"{name}: could not be built", f"{name}: {below.kernel} could not be built: {info.error}"
+    path = info.files.get(stage)
+    if path is None:
+        return None, [], f"{name}: none", f"{name}: the build stored no {name} file"
+    file = OpenFile(path, path.rsplit("/", 1)[-1], _read(str(view.absolute_path(path))))
+    facts = info.facts
+    title = (f"{name} · {facts.registers} regs · {spills_text(facts)} · occupancy {facts.occupancy.share:.0%}: "
+             f"{file.label}")
+    return file, sorted({line.line for line in below.stage_lines(stage)}), title, ""
+
+
+def asm_link_set(answer, shown: dict[str, str | None], module: tuple[str, ...], label: str) -> LinkSet:
+    """The linked lines of a PTX/SASS line: its kernel line(s) in the kernel pane, and the chain
+    of the first of them in the others."""
+    stage = STAGE_NAMES.get(answer.file.stage, answer.file.stage.upper())
+    if not answer.chains:
+        return LinkSet(ASM, {name: PaneLinks() for name in PANES},
+                       f"{stage} :{answer.line} {answer.text[:60]} · no kernel line: a declaration, label or directive")
+    links = link_set(answer.chains[0], ASM, shown, module, label)
+    kernel_lines = answer.kernel_lines
+    links.panes[KERNEL] = PaneLinks(answer.file.kernel_file, kernel_lines, kernel_lines[0])
+    lines = ", ".join(map(str, kernel_lines))
+    links.summary = f"{stage} :{answer.line} {answer.text[:60]} · kernel line {lines} · {links.summary}"
+    return links
 
 
 def _read(path: str) -> str:

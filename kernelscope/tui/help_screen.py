@@ -21,8 +21,16 @@ KEYS = """\
 [b]Kernels[/b]  5 focuses the list · / search · s change the sort (or click a header) · enter open
   filter words: part of a name, kind:triton, kind:extern, fw, bw, inf, graph:0/1
 
+[b]Below the kernel[/b]
+  a  the fourth pane: wrapper → the kernel's SASS → its PTX → wrapper; the lines of the kernel
+     pane's cursor line (or of the model line's ops) light up, the title has the kernel's
+     registers, spills and occupancy; a SASS or PTX line lights up its kernel line and model line
+  B  compile the kernel in the kernel pane to PTX and SASS (the engine worker; 1-2 s a kernel)
+
 [b]Views[/b]
-  r  runs: enter switches, c marks two runs to compare (kernelscope diff)
+  r  runs (with each run's rank in a distributed job): enter switches, c marks two runs to compare
+  o  distributed: the rank, which ranks compiled identical code, each graph's compute/communication
+     order and its collectives with their model line and layer: enter opens the wrapper line
   b  graph breaks and recompiles, with their reasons: enter jumps to the source line
   m  module-instance filter: one layer, or a folded row of alike ones (right opens it); x clears it
   ?  this help        q  quit

@@ -16,10 +16,10 @@ from textual.widgets import Input, Static
 
 from kernelscope.tui.kernel_table import GAP, KernelTable
 
-from kernelscope.tui.run_data import SORT_COLUMNS, KernelFilter, KernelRow, has_device_time, sort_key
+from kernelscope.tui.run_data import KernelFilter, KernelRow, shown_columns, sort_key
 
 COLUMNS = {"name": "kernel", "kind": "kind", "phase": "fw/bw", "lines": "lines", "sources": "src lines",
-           "device": "device µs"}
+           "device": "device µs", "regs": "regs", "spills": "spill B"}
 
 
 class KernelList(Vertical):
@@ -71,7 +71,7 @@ class KernelList(Vertical):
         """Redraw the table from `rows`, keeping the kernel under the cursor where it can."""
         table = self.table
         current = self.shown_rows[table.cursor_row].key if 0 <= table.cursor_row < len(self.shown_rows) else None
-        self.columns = [name for name in SORT_COLUMNS if name != "device" or has_device_time(self.rows)]
+        self.columns = shown_columns(self.rows)
         self.shown_rows = sorted((row for row in self.rows if self.filter.keeps(row)), key=sort_key(self.sort_column))
         labels = [COLUMNS[name] + (" ▼" if name == self.sort_column else "") for name in self.columns]
         cells = [_cells(row, self.columns) for row in self.shown_rows]
@@ -86,7 +86,7 @@ class KernelList(Vertical):
         self.border_title = f"kernels ({shown}){module} · sorted by {COLUMNS[self.sort_column]}"
 
     def action_next_sort(self) -> None:
-        columns = [name for name in SORT_COLUMNS if name != "device" or has_device_time(self.rows)]
+        columns = shown_columns(self.rows)
         self.sort_column = columns[(columns.index(self.sort_column) + 1) % len(columns)]
         self.refresh_rows()
 
@@ -127,5 +127,7 @@ def _cells(row: KernelRow, columns: list[str]) -> list:
         "lines": "" if row.line_count is None else str(row.line_count),
         "sources": "…" if row.source_lines is None else str(len(row.source_lines)),
         "device": "" if row.device_time_us is None else f"{row.device_time_us:.1f}",
+        "regs": "" if row.registers is None else str(row.registers),
+        "spills": "" if row.spill_bytes is None else str(row.spill_bytes),
     }
     return [values[name] for name in columns]

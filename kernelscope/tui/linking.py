@@ -19,7 +19,9 @@ from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, GraphC
 from kernelscope.store.source_index import LineAnswer
 
 PANES = (SOURCE, POST_GRAD, KERNEL, WRAPPER)  # left to right, top to bottom
-PANE_TITLES = {SOURCE: "model source", POST_GRAD: "post-grad graph", KERNEL: "kernel", WRAPPER: "wrapper"}
+ASM = "asm"  # the PTX/SASS pane: shown in the wrapper pane's place (`a`), linked to the kernel pane
+PANE_TITLES = {SOURCE: "model source", POST_GRAD: "post-grad graph", KERNEL: "kernel", WRAPPER: "wrapper",
+               ASM: "below the kernel"}
 
 
 @dataclass

@@ -10,7 +10,8 @@ from kernelscope.store.results import RunDetails
 from kernelscope.store.run_facts import KernelFacts
 
 PHASES = {"forward": "fw", "backward": "bw", "inference": "inf"}
-SORT_COLUMNS = ("name", "kind", "phase", "lines", "sources", "device")
+SORT_COLUMNS = ("name", "kind", "phase", "lines", "sources", "device", "regs", "spills")
+ASM_COLUMNS = ("regs", "spills")  # shown once a kernel of the run is built below Triton
 
 
 @dataclass
@@ -27,6 +28,8 @@ class KernelRow:
     source_lines: list[tuple[str, int]] | None = None  # None until the run's facts are loaded
     wrapper_lines: list[int] = field(default_factory=list)
     modules: set[str] = field(default_factory=set)
+    registers: int | None = None  # below the kernel, once built: registers per thread
+    spill_bytes: int | None = None  # bytes of register spill stores per thread
 
     @property
     def key(self) -> str:
@@ -84,6 +87,25 @@ def has_device_time(rows: list[KernelRow]) -> bool:
     return any(row.device_time_us is not None for row in rows)
 
 
+def has_asm(rows: list[KernelRow]) -> bool:
+    return any(row.registers is not None for row in rows)
+
+
+def shown_columns(rows: list[KernelRow]) -> list[str]:
+    """The kernel list's columns: device time when profiled, registers and spills once built."""
+    return [name for name in SORT_COLUMNS
+            if (name != "device" or has_device_time(rows)) and (name not in ASM_COLUMNS or has_asm(rows))]
+
+
+def add_asm_facts(rows: list[KernelRow], builds: dict) -> None:
+    """Each row's registers and spills from the run's builds below Triton (RunView.asm_builds)."""
+    by_key = {info.key: info.facts for info in builds.values() if info.facts is not None}
+    for row in rows:
+        facts = by_key.get(row.key)
+        row.registers = None if facts is None else facts.registers
+        row.spill_bytes = None if facts is None else facts.spill_bytes
+
+
 def sort_key(column: str):
     """A key for sorted(); numbers sort with missing values last."""
     if column == "name":
@@ -98,6 +120,10 @@ def sort_key(column: str):
         return lambda row: (row.source_lines is None, -len(row.source_lines or ()))
     if column == "device":
         return lambda row: (row.device_time_us is None, -(row.device_time_us or 0.0))
+    if column == "regs":
+        return lambda row: (row.registers is None, -(row.registers or 0))
+    if column == "spills":
+        return lambda row: (row.spill_bytes is None, -(row.spill_bytes or 0), -(row.registers or 0))
     return lambda row: (row.graph, row.name)
 
 

@@ -23,9 +23,10 @@ class RunPicker(ModalScreen):
         Binding("c", "mark", "compare"),
     ]
 
-    def __init__(self, runs: list[RunSummary], current: int | None, workspace: str):
+    def __init__(self, runs: list[RunSummary], current: int | None, workspace: str, ranks: dict[int, str] | None = None):
         super().__init__()
         self.runs = runs
+        self.ranks = ranks or {}  # run id -> `1/2`: the runs of a distributed job's ranks
         self.current = current
         self.workspace = workspace
         self.marked: int | None = None
@@ -37,10 +38,12 @@ class RunPicker(ModalScreen):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("", "run", "created", "target", "device", "mode", "graphs", "kernels")
+        table.add_columns("", "run", "created", "target", *(["rank"] if self.ranks else []), "device", "mode",
+                          "graphs", "kernels")
         for run in self.runs:
+            rank = [self.ranks.get(run.id, "-")] if self.ranks else []
             table.add_row(self._mark(run.id), str(run.id), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created)),
-                          display_path(run.target, self.workspace), run.device, run.mode, str(run.graph_count),
+                          display_path(run.target, self.workspace), *rank, run.device, run.mode, str(run.graph_count),
                           str(run.kernel_count), key=str(run.id))
         for index, run in enumerate(self.runs):
             if run.id == self.current:

@@ -59,6 +59,7 @@ class WatchOptions:
     build_timeout: float | None = 600.0  # a build running longer is stopped (worker restarted)
     python: str = sys.executable  # the interpreter the worker runs in
     memory_limit_mb: int | None = None  # the worker's address-space cap (RLIMIT_AS); None: no cap
+    asm: bool = False  # compile each run's Triton kernels below Triton (PTX, SASS) after it is stored
 
 
 def resolve_target(spec: str, workspace: Path) -> tuple[Path, str]:
@@ -215,7 +216,8 @@ class WatchSession:
             "workspace": str(self.workspace),
             "keep": options.keep,
             "options": {"device": options.device, "train": options.train,
-                        "dynamic": options.dynamic, "execute": options.execute},
+                        "dynamic": options.dynamic, "execute": options.execute,
+                        **({"asm": True} if options.asm else {})},
         }
 
     def _start_worker(self) -> None:

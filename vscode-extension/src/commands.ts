@@ -8,13 +8,17 @@ import { OverviewPanel } from './overviewPanel';
 import {
   Methods,
   ServerCommands,
+  type AsmForLineAnswer,
+  type AsmKernel,
+  type BuildAsmAnswer,
   type KernelForLine,
   type KernelsForLineAnswer,
   type RunsAnswer,
   type SourceForLineAnswer,
 } from './protocol';
 import type { ServerManager } from './server';
-import { baseName } from './uris';
+import { rankText } from './statusText';
+import { baseName, isAsmPath } from './uris';
 
 async function serverCommand<T>(server: ServerManager, command: string, args: unknown[] = []): Promise<T> {
   const client = await server.ready();
@@ -136,7 +140,7 @@ export function registerCommands(
         { label: '$(arrow-up) Follow the latest run', description: 'each new compile becomes the shown run', runId: null },
         ...runs.map((run) => ({
           label: `${run.selected ? '$(check) ' : ''}Run ${run.id} — ${run.target}`,
-          description: `${run.device} · ${run.mode} · ${run.graphs} graph(s) · ${run.kernels} kernel(s)`,
+          description: `${run.rank ? `${rankText(run.rank)} · ` : ''}${run.device} · ${run.mode} · ${run.graphs} graph(s) · ${run.kernels} kernel(s)`,
           detail: `recorded ${formatCreated(run.created)}`,
           runId: run.id,
         })),
@@ -156,6 +160,88 @@ export function registerCommands(
   register('kernelscope.restartServer', async () => {
     await server.restart();
   });
+
+  /** Compile kernels to PTX and SASS in the engine worker: those of `args` ({uri, line}), else the shown run's. */
+  const buildAsm = async (args: { uri?: string; line?: number }): Promise<BuildAsmAnswer | undefined> => {
+    try {
+      const result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'kernelscope: compiling to PTX and SASS' },
+        () => serverCommand<BuildAsmAnswer>(server, ServerCommands.buildAsm, [args]),
+      );
+      const failed = result.failed.length ? `, ${result.failed.length} failed: ${result.failed[0]}` : '';
+      vscode.window.setStatusBarMessage(
+        result.asked === 0
+          ? 'kernelscope: already compiled to PTX and SASS'
+          : `kernelscope: ${result.built} kernel(s) compiled to PTX and SASS in ${result.seconds.toFixed(1)}s${failed}`,
+        8000,
+      );
+      OverviewPanel.refreshIfOpen();
+      await highlighter.refreshActive();
+      return result;
+    } catch (error) {
+      await reportError('compiling to PTX and SASS failed', error, output);
+      return undefined;
+    }
+  };
+
+  register('kernelscope.buildAsmForLine', async () => {
+    const editor = vscode.window.activeTextEditor;
+    const linkable = editor && editor.document.uri.scheme === 'file' && (editor.document.languageId === 'python' || isAsmPath(editor.document.uri.fsPath));
+    await buildAsm(linkable ? { uri: editor.document.uri.toString(), line: editor.selection.active.line } : {});
+  });
+
+  register('kernelscope.buildAsmForRun', async () => {
+    await buildAsm({});
+  });
+
+  register('kernelscope.showAsm', async () => {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) return;
+    try {
+      const client = await server.ready();
+      const ask = () => client.sendRequest<AsmForLineAnswer>(Methods.asmForLine, cursorParams(editor));
+      let answer = await ask();
+      const line = editor.selection.active.line + 1;
+      if (answer.kernels.length === 0) {
+        void vscode.window.showInformationMessage(`kernelscope: line ${line} reaches no Triton kernel in this run: there is no PTX or SASS to show.`);
+        return;
+      }
+      if (answer.kernels.some((k) => k.status === 'not built')) {
+        const choice = await vscode.window.showInformationMessage(
+          `kernelscope: the kernels of line ${line} are not compiled to PTX and SASS yet (about 1-2 s a kernel, in the engine worker).`,
+          'Build',
+        );
+        if (choice !== 'Build' || !(await buildAsm({ uri: editor.document.uri.toString(), line: editor.selection.active.line }))) {
+          return;
+        }
+        answer = await ask();
+      }
+      const built = answer.kernels.filter((k) => k.status === 'built' && k.stages.sass);
+      if (built.length === 0) {
+        const failed = answer.kernels.find((k) => k.error);
+        void vscode.window.showWarningMessage(`kernelscope: no SASS for line ${line}${failed ? `: ${failed.error}` : ''}.`);
+        return;
+      }
+      const kernel = built.length === 1 ? built[0] : await pickAsmKernel(built);
+      const sass = kernel?.stages.sass;
+      if (!kernel || !sass) return;
+      const first = sass.focus ?? sass.ranges[0]?.start.line ?? 0;
+      const beside = editor.viewColumn === vscode.ViewColumn.One ? vscode.ViewColumn.Beside : vscode.ViewColumn.One;
+      await openAt(sass.uri, first, columnFor(sass.uri, beside), true);
+      vscode.window.setStatusBarMessage(`kernelscope: ${kernel.name}: ${kernel.facts ?? ''}`, 10000);
+      await highlighter.refresh(editor);
+    } catch (error) {
+      await reportError('could not show the SASS', error, output);
+    }
+  });
+}
+
+async function pickAsmKernel(kernels: AsmKernel[]): Promise<AsmKernel | undefined> {
+  const picked = await vscode.window.showQuickPick(
+    kernels.map((k) => ({ label: k.name, description: k.facts ?? '', kernel: k })),
+    { placeHolder: 'This line was fused into several kernels: show the SASS of which?' },
+  );
+  return picked?.kernel;
 }
 
 async function pickKernel(kernels: KernelForLine[]): Promise<KernelForLine | undefined> {

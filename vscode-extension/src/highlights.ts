@@ -1,13 +1,15 @@
 /**
- * Linked highlighting: whenever the cursor moves in a Python editor, ask the
- * server for `kernelscope/linkedRanges` and decorate the linked lines in every
- * other visible editor (model ↔ generated kernel, wrapper, FX graphs).
+ * Linked highlighting: whenever the cursor moves in a Python editor (or a kernel's
+ * PTX/SASS file), ask the server for `kernelscope/linkedRanges` and decorate the
+ * linked lines in every other visible editor (model ↔ generated kernel, wrapper,
+ * FX graphs, and the kernel's PTX and SASS once built).
  */
 import * as vscode from 'vscode';
 import { toRange } from './convert';
 import { planHighlights } from './linked';
 import { Methods, type LinkedRangesAnswer } from './protocol';
 import type { ServerManager } from './server';
+import { isAsmPath } from './uris';
 
 const DEBOUNCE_MS = 120;
 
@@ -62,7 +64,7 @@ export class LinkedHighlighter implements vscode.Disposable {
   async refresh(editor: vscode.TextEditor, reveal = true): Promise<void> {
     const sequence = ++this.sequence;
     const client = this.server.current;
-    const supported = editor.document.uri.scheme === 'file' && editor.document.languageId === 'python';
+    const supported = editor.document.uri.scheme === 'file' && (editor.document.languageId === 'python' || isAsmPath(editor.document.uri.fsPath));
     let answer: LinkedRangesAnswer | null = null;
     if (client && supported) {
       try {

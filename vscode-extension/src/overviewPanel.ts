@@ -9,7 +9,12 @@ import { overviewShellHtml } from './overview/page';
 import { Methods, type RunOverview } from './protocol';
 import type { ServerManager } from './server';
 
-type FromWebview = { type: 'ready' } | { type: 'refresh' } | { type: 'pickRun' } | { type: 'open'; uri: string; line: number };
+type FromWebview =
+  | { type: 'ready' }
+  | { type: 'refresh' }
+  | { type: 'pickRun' }
+  | { type: 'buildAsm' }
+  | { type: 'open'; uri: string; line: number };
 
 export class OverviewPanel implements vscode.Disposable {
   private static current: OverviewPanel | undefined;
@@ -65,6 +70,10 @@ export class OverviewPanel implements vscode.Disposable {
         break;
       case 'pickRun':
         await vscode.commands.executeCommand('kernelscope.pickRun');
+        break;
+      case 'buildAsm':
+        await vscode.commands.executeCommand('kernelscope.buildAsmForRun');
+        await this.refresh();
         break;
       case 'open': {
         const fallback = this.panel.viewColumn === vscode.ViewColumn.One ? vscode.ViewColumn.Beside : vscode.ViewColumn.One;

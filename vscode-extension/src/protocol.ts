@@ -14,7 +14,8 @@ export interface Range {
   end: Position;
 }
 
-export type LinkRole = 'source' | 'pre_grad' | 'post_grad' | 'kernel' | 'wrapper';
+/** `asm`: a kernel's PTX or SASS lines (below the kernel, once built). */
+export type LinkRole = 'source' | 'pre_grad' | 'post_grad' | 'kernel' | 'wrapper' | 'asm';
 
 export interface LinkedFile {
   uri: string;
@@ -53,6 +54,14 @@ export interface SourceForLineAnswer {
   sources: SourceForLine[];
 }
 
+/** A run's place in a distributed job (absent for a run of one process). */
+export interface RankInfo {
+  rank: number;
+  worldSize: number;
+  backend?: string;
+  job?: string;
+}
+
 export interface RunListEntry {
   id: number;
   target: string;
@@ -62,6 +71,7 @@ export interface RunListEntry {
   graphs: number;
   kernels: number;
   selected: boolean;
+  rank?: RankInfo | null; // absent from servers that predate distributed jobs
 }
 
 /** Answer of the `kernelscope.runs` command. */
@@ -79,6 +89,22 @@ export interface OverviewGraph {
   uris: { pre_grad?: string; post_grad?: string; wrapper?: string };
 }
 
+/** A kernel compiled below Triton for the run's GPU: its resources, or why it could not be built. */
+export interface KernelAsm {
+  error?: string | null;
+  arch?: string;
+  registers?: number;
+  spillBytes?: number;
+  localBytes?: number;
+  sharedBytes?: number;
+  occupancy?: number; // share of the SM's warps, 0..1
+  limitedBy?: string;
+  instructions?: number;
+  config?: string;
+  sassUri?: string | null;
+  ptxUri?: string | null;
+}
+
 export interface OverviewKernel {
   id: string;
   name: string;
@@ -87,6 +113,35 @@ export interface OverviewKernel {
   uri: string | null;
   lines: number | null;
   sourceLines: { uri: string; line: number }[];
+  asm?: KernelAsm | null; // null: not built yet
+}
+
+/** One collective of a graph, worded as `kernelscope show` words it. */
+export interface OverviewCollective {
+  text: string;
+  op: string;
+  role: string;
+  module: string;
+  modelUri: string | null;
+  modelLine: number | null;
+  wrapperLines: number[];
+}
+
+export interface OverviewCommGraph {
+  graph: string;
+  split: string | null;
+  wrapperUri: string | null;
+  order: string; // "2 compute -> all_gather_into_tensor -> wait -> ..."
+  steps: { line: number; kind: string; name: string }[];
+  collectives: OverviewCollective[];
+}
+
+/** A distributed run: its rank, the job's ranks, which compiled identical code, each graph's order. */
+export interface OverviewDistributed {
+  rank: (RankInfo & { label: string }) | null;
+  ranks: { rank: number; runId: number }[];
+  code: string[];
+  graphs: OverviewCommGraph[];
 }
 
 /**
@@ -117,6 +172,7 @@ export interface RunOverview {
     triton: string;
     created: number | string;
     coverage: Record<string, unknown>;
+    rank?: RankInfo | null;
   };
   graphs: OverviewGraph[];
   kernels: OverviewKernel[];
@@ -126,6 +182,39 @@ export interface RunOverview {
   // `<svg class="fusion">` (nodes with data-uri/data-line, classes only) or `<p class="empty">`.
   fusionSvg?: string; // absent from servers that predate it
   modules?: ModuleGroup[]; // absent from servers that predate module groups
+  asm?: { buildable: number; built: number; failed: number }; // Triton kernels below Triton
+  distributed?: OverviewDistributed | null; // null: a run of one process
+}
+
+export interface AsmStageLines {
+  uri: string;
+  focus?: number; // the line to open it at (SASS: the line's most notable instruction, e.g. MUFU.EX2)
+  ranges: Range[];
+}
+
+/** One kernel of `kernelscope/asmForLine`: its build below Triton and this line's PTX/SASS lines. */
+export interface AsmKernel {
+  name: string;
+  kernelUri: string;
+  status: 'built' | 'not built' | 'failed';
+  facts: string | null;
+  error: string | null;
+  stages: { ptx?: AsmStageLines; sass?: AsmStageLines };
+}
+
+/** Answer of `kernelscope/asmForLine`. */
+export interface AsmForLineAnswer {
+  kernels: AsmKernel[];
+  how: string; // how to build what is not built ("" when nothing is missing)
+}
+
+/** Answer of the `kernelscope.buildAsm` command. */
+export interface BuildAsmAnswer {
+  runId: number;
+  asked: number;
+  built: number;
+  failed: string[];
+  seconds: number;
 }
 
 export type ServerState = 'idle' | 'compiling' | 'failed' | 'watching';
@@ -136,6 +225,7 @@ export interface StatusParams {
   runId: number | null;
   message: string;
   target: string | null;
+  rank?: string | null; // "1/2": the shown run's rank in its distributed job
 }
 
 export const Methods = {
@@ -143,6 +233,7 @@ export const Methods = {
   kernelsForLine: 'kernelscope/kernelsForLine',
   sourceForLine: 'kernelscope/sourceForLine',
   runOverview: 'kernelscope/runOverview',
+  asmForLine: 'kernelscope/asmForLine',
   status: 'kernelscope/status',
 } as const;
 
@@ -152,4 +243,5 @@ export const ServerCommands = {
   toggleWatch: 'kernelscope.toggleWatch',
   runs: 'kernelscope.runs',
   selectRun: 'kernelscope.selectRun',
+  buildAsm: 'kernelscope.buildAsm',
 } as const;

@@ -29,6 +29,7 @@ export function readSettings(): Partial<KernelscopeSettings> & { python: string 
     deviceTarget: explicit<string>('deviceTarget'),
     train: explicit<boolean>('train'),
     inlayHints: explicit<boolean>('inlayHints'),
+    asmAfterCompile: explicit<boolean>('asmAfterCompile'),
   };
 }
 
@@ -114,7 +115,11 @@ export class ServerManager implements vscode.Disposable {
       options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: 'file', language: 'python' }],
+      // Python files, and kernels' PTX/SASS files in the store (the server answers in them too).
+      documentSelector: [
+        { scheme: 'file', language: 'python' },
+        { scheme: 'file', pattern: '**/.kernelscope/runs/*/asm/**/*.{sass,ptx,ttgir,ttir}' },
+      ],
       outputChannel: this.output,
       traceOutputChannel: this.output,
       initializationOptions: (this.sentOptions = serverOptionsPayload(readSettings(), interpreter.python)),

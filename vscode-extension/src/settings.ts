@@ -6,6 +6,7 @@ export interface KernelscopeSettings {
   deviceTarget: string;
   train: boolean;
   inlayHints: boolean;
+  asmAfterCompile: boolean;
 }
 
 export interface ServerOptionsPayload {
@@ -13,6 +14,7 @@ export interface ServerOptionsPayload {
   deviceTarget?: string;
   train?: boolean;
   inlayHints?: boolean;
+  asmAfterCompile?: boolean;
   python: string | null;
 }
 
@@ -40,6 +42,8 @@ export function serverOptionsPayload(settings: Partial<KernelscopeSettings>, pyt
   }
   // No pyproject.toml equivalent: always the effective value (default on).
   payload.inlayHints = settings.inlayHints ?? true;
+  // Below the kernel after each compile: the effective value too (default off).
+  payload.asmAfterCompile = settings.asmAfterCompile ?? false;
   return payload;
 }
 

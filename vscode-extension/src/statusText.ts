@@ -1,5 +1,10 @@
 /** What the status-bar item says, from the server's `kernelscope/status` and the client's own state. */
-import type { StatusParams } from './protocol';
+import type { RankInfo, StatusParams } from './protocol';
+
+/** `rank 1 of 2 (gloo)`: a run's place in its distributed job. */
+export function rankText(rank: RankInfo): string {
+  return `rank ${rank.rank} of ${rank.worldSize}${rank.backend ? ` (${rank.backend})` : ''}`;
+}
 
 export type ClientState = 'starting' | 'running' | 'stopped' | 'not-installed' | 'no-interpreter';
 
@@ -23,7 +28,7 @@ export function statusPresentation(client: ClientState, status: StatusParams | u
       break;
   }
   const target = status?.target ? ` ${status.target}` : '';
-  const run = status?.runId != null ? `run ${status.runId}` : 'no run';
+  const run = status?.runId != null ? `run ${status.runId}${status.rank ? ` · rank ${status.rank}` : ''}` : 'no run';
   const detail = status?.message ? `\n${status.message}` : '';
   switch (status?.state) {
     case 'compiling':

@@ -29,3 +29,8 @@ export function baseName(uri: string): string {
 export function isGeneratedPath(fsPath: string): boolean {
   return /[\\/]\.kernelscope[\\/]runs[\\/]\d+[\\/]/.test(fsPath);
 }
+
+/** Whether a path is a kernel's stage file below Triton (`.kernelscope/runs/<id>/asm/.../k.sass`). */
+export function isAsmPath(fsPath: string): boolean {
+  return isGeneratedPath(fsPath) && /[\\/]asm[\\/].*\.(sass|ptx|ttgir|ttir)$/.test(fsPath);
+}

@@ -84,3 +84,21 @@ test("whole-line ranges (ending at character 0 of the next line) do not spill on
   assert.deepEqual(lines, [...[...Array(13).keys()].map((i) => 17 + i), ...[...Array(8).keys()].map((i) => 37 + i)]);
   assert.deepEqual(plan.get(MODEL)!.origin, [r(20)]);
 });
+
+test('a kernel\'s PTX and SASS files are stage files of the store; other files are not', async () => {
+  const { isAsmPath } = await import('../src/uris');
+  assert.equal(isAsmPath('/ws/.kernelscope/runs/3/asm/0_0_0-inference/k/k.sass'), true);
+  assert.equal(isAsmPath('C:\\ws\\.kernelscope\\runs\\3\\asm\\g\\k\\k.ptx'), true);
+  assert.equal(isAsmPath('/ws/.kernelscope/runs/3/graphs/0_0_0-forward/kernels/k.py'), false);
+  assert.equal(isAsmPath('/ws/styles/site.sass'), false);
+});
+
+test('PTX/SASS links highlight like any other file, labelled with their kernel', () => {
+  const sass = 'file:///ws/.kernelscope/runs/1/asm/g/k/k.sass';
+  const plan = planHighlights(
+    { origin: null, links: [{ uri: sass, ranges: [{ start: { line: 582, character: 0 }, end: { line: 583, character: 0 } }], role: 'asm', label: 'SASS of k' }] },
+    'file:///ws/.kernelscope/runs/1/graphs/g/kernels/k.py',
+    [sass],
+  );
+  assert.deepEqual(plan.get(sass)!.linked, [{ range: { start: { line: 582, character: 0 }, end: { line: 582, character: 0 } }, role: 'asm', label: 'SASS of k' }]);
+});

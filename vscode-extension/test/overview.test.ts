@@ -75,6 +75,48 @@ test('module instances: alike instances folded into one row that opens to its me
   assert.match(overviewBodyHtml(overview), /No module instances recorded\./);
 });
 
+test('below the kernel: registers, spills, occupancy and a SASS link per built kernel; a button builds the rest', () => {
+  const overview = sample();
+  assert.doesNotMatch(overviewBodyHtml(overview), /registers|Below the kernel/, 'a server without builds: no columns');
+  overview.asm = { buildable: 2, built: 1, failed: 0 };
+  overview.kernels[0].asm = { arch: 'sm_90', registers: 40, spillBytes: 0, occupancy: 0.75, limitedBy: 'registers', config: 'XBLOCK=32 num_warps=2', sassUri: 'file:///ws/k.sass', ptxUri: 'file:///ws/k.ptx' };
+  overview.kernels[1].asm = null;
+  const html = overviewBodyHtml(overview);
+  assert.match(html, /<th>registers<\/th><th>spills<\/th><th>occupancy<\/th><th>SASS<\/th>/);
+  assert.match(html, /<td>55<\/td><td>[^]*?<\/td><td>40<\/td><td>0<\/td><td>75% \(registers\)<\/td><td><a href="#" class="open" data-uri="file:\/\/\/ws\/k\.sass" data-line="0" title="XBLOCK=32 num_warps=2">SASS<\/a><\/td>/);
+  assert.match(html, /Below the kernel: 1 of 2 Triton kernel\(s\) compiled to PTX and SASS\. <button data-action="buildAsm">/);
+  overview.kernels[1].asm = { error: 'generated for a cpu device' };
+  overview.kernels[0].asm!.spillBytes = 64;
+  overview.asm = { buildable: 2, built: 1, failed: 1 };
+  const all = overviewBodyHtml(overview);
+  assert.match(all, /<span class="error">64 B<\/span>/);
+  assert.match(all, /title="generated for a cpu device">not built<\/span>/);
+  assert.doesNotMatch(all, /data-action="buildAsm"/, 'nothing left to build');
+});
+
+test('distributed: the rank, identical code across ranks, each graph\'s order and its collectives with links', () => {
+  const overview = sample();
+  assert.doesNotMatch(overviewBodyHtml(overview), /id="distributed"/);
+  overview.run.rank = { rank: 1, worldSize: 2 };
+  overview.distributed = {
+    rank: { rank: 1, worldSize: 2, backend: 'gloo', job: 'torchrun:abc', label: 'rank 1 of 2 (gloo)' },
+    ranks: [{ rank: 0, runId: 2 }, { rank: 1, runId: 3 }],
+    code: ['identical code on ranks 0, 1 (every graph\'s wrapper and kernels)'],
+    graphs: [{
+      graph: '0/0 forward', split: null, wrapperUri: 'file:///ws/w.py', order: '1 compute -> all_gather_into_tensor -> wait -> 3 compute',
+      steps: [],
+      collectives: [{ text: 'all_gather_into_tensor over 2 ranks · layer attention (Attention) · PrepareModuleInput input S(1) -> R', op: 'all_gather_into_tensor', role: 'issue', module: 'attention', modelUri: M, modelLine: 71, wrapperLines: [119] }],
+    }],
+  };
+  const html = overviewBodyHtml(overview);
+  assert.match(html, /<p class="meta">rank 1 of 2 · virtual-cuda · train/);
+  assert.match(html, /<h2>Distributed<\/h2><p class="meta rank">rank 1 of 2 \(gloo\) · job torchrun:abc · ranks in this store: 0 \(run 2\), 1 \(run 3\)<\/p>/);
+  assert.match(html, /<li>identical code on ranks 0, 1 \(every graph&#39;s wrapper and kernels\)<\/li>/);
+  assert.match(html, /<h3>0\/0 forward<\/h3><p class="order"><span class="label">order<\/span> 1 compute -&gt; all_gather_into_tensor -&gt; wait -&gt; 3 compute<\/p>/);
+  assert.match(html, new RegExp(`S\\(1\\) -&gt; R · <a href="#" class="open" data-uri="${M}" data-line="71">model line</a> · <a href="#" class="open" data-uri="file:///ws/w.py" data-line="119">wrapper line</a></li>`));
+  assert.ok(html.indexOf('id="graphs"') < html.indexOf('id="distributed"') && html.indexOf('id="distributed"') < html.indexOf('id="modules"'));
+});
+
 test('shell: CSP without network or inline script, nonce on the script', () => {
   const html = overviewShellHtml({ cspSource: 'https://x.vscode-cdn.net', nonce: 'abc123', scriptUri: 'https://x/webview.js', styleUri: 'https://x/o.css' });
   assert.match(html, /default-src 'none'; style-src https:\/\/x\.vscode-cdn\.net; img-src https:\/\/x\.vscode-cdn\.net data:; font-src https:\/\/x\.vscode-cdn\.net; script-src 'nonce-abc123'/);

@@ -3,16 +3,16 @@ import { test } from 'node:test';
 import { needsRestart, serverOptionsPayload } from '../src/settings';
 
 test('only the settings the user set are sent, so pyproject.toml decides the rest', () => {
-  assert.deepEqual(serverOptionsPayload({}, '/p/python'), { python: '/p/python', inlayHints: true });
-  assert.deepEqual(serverOptionsPayload({ target: '  ' }, undefined), { python: null, inlayHints: true });
+  assert.deepEqual(serverOptionsPayload({}, '/p/python'), { python: '/p/python', inlayHints: true, asmAfterCompile: false });
+  assert.deepEqual(serverOptionsPayload({ target: '  ' }, undefined), { python: null, inlayHints: true, asmAfterCompile: false });
 });
 
 test('set settings become the contract keys', () => {
   assert.deepEqual(
-    serverOptionsPayload({ target: ' examples/mlp.py:make ', deviceTarget: 'cpu-triton', train: true, inlayHints: false }, '/p/python'),
-    { target: 'examples/mlp.py:make', deviceTarget: 'cpu-triton', train: true, inlayHints: false, python: '/p/python' },
+    serverOptionsPayload({ target: ' examples/mlp.py:make ', deviceTarget: 'cpu-triton', train: true, inlayHints: false, asmAfterCompile: true }, '/p/python'),
+    { target: 'examples/mlp.py:make', deviceTarget: 'cpu-triton', train: true, inlayHints: false, asmAfterCompile: true, python: '/p/python' },
   );
-  assert.deepEqual(serverOptionsPayload({ train: false }, undefined), { train: false, python: null, inlayHints: true });
+  assert.deepEqual(serverOptionsPayload({ train: false }, undefined), { train: false, python: null, inlayHints: true, asmAfterCompile: false });
 });
 
 test('an unknown device target is left to the server default', () => {

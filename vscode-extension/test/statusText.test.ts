@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { statusPresentation } from '../src/statusText';
+import { rankText, statusPresentation } from '../src/statusText';
 
 const status = (state: 'idle' | 'compiling' | 'failed' | 'watching', runId: number | null, message = '') => ({ state, runId, message, target: 'examples/mlp.py:make' });
 
@@ -29,4 +29,11 @@ test('watching, and the client states before the server runs', () => {
   assert.equal(statusPresentation('not-installed', undefined).isError, true);
   assert.match(statusPresentation('no-interpreter', undefined).tooltip, /kernelscope\.python/);
   assert.match(statusPresentation('starting', status('idle', 1)).text, /loading~spin/);
+});
+
+test('a rank of a distributed job shows its rank beside the run', () => {
+  assert.equal(statusPresentation('running', { ...status('idle', 3), rank: '1/2' }).text, '$(circuit-board) kernelscope: run 3 · rank 1/2');
+  assert.equal(statusPresentation('running', { ...status('idle', 3), rank: null }).text, '$(circuit-board) kernelscope: run 3');
+  assert.equal(rankText({ rank: 0, worldSize: 8, backend: 'fake' }), 'rank 0 of 8 (fake)');
+  assert.equal(rankText({ rank: 1, worldSize: 2 }), 'rank 1 of 2');
 });

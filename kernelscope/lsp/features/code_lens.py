@@ -1,7 +1,10 @@
 """Code lenses: over model lines ("2 kernels fw · 1 bw · fused with L27"; on a line that
 reaches alike module instances, "· 48 × Block: blocks.2–46 alike") and over kernel
-definitions ("from model.py:27, 31"). Labels only (no command): the
-hover and go-to-definition on the same line give the details."""
+definitions ("from model.py:27, 31", with the kernel's registers and spills once built
+below Triton), over model lines that issue or need a collective ("⇄ all_gather_into_tensor
+over 8 ranks (attention · PrepareModuleInput input S(1) -> R)") and on the first line of a
+PTX or SASS file (its kernel and facts). Labels only (no command): the hover and
+go-to-definition on the same line give the details."""
 from __future__ import annotations
 
 from lsprotocol import types
@@ -36,13 +39,38 @@ def lenses(server, uri: str) -> list[types.CodeLens]:
             if document.stale:
                 title += f" (run {document.run_id}, stale)"
             found.append(types.CodeLens(range=line_range(current), command=types.Command(title=title, command="")))
+        found += _collective_lenses(run, document)
     elif document.location.kind == "kernel":
         kernel = run.kernel_of_file(document.location.path)
         if kernel is not None:
+            from kernelscope.lsp.below import kernel_facts_suffix
+
             sources = run.kernel_sources(kernel.id)
             line = kernel_def_line(server.provenance, document.location.path)
-            title = f"{render.kernel_lens_title(sources)} · {kernel.graph_kind} [{kernel.compile_id}]"
+            title = (f"{render.kernel_lens_title(sources)} · {kernel.graph_kind} [{kernel.compile_id}]"
+                     + kernel_facts_suffix(run, kernel.id))
             found.append(types.CodeLens(range=line_range(line), command=types.Command(title=title, command="")))
+    elif document.location.kind == "asm":
+        from kernelscope.lsp.below import stage_file_lens
+
+        title = stage_file_lens(run, document.location)
+        if title:
+            found.append(types.CodeLens(range=line_range(1), command=types.Command(title=title, command="")))
+    return found
+
+
+def _collective_lenses(run, document) -> list[types.CodeLens]:
+    """`⇄ all_gather_into_tensor over 8 ranks (attention · PrepareModuleInput input S(1) -> R)`
+    over each model line that issues, waits on or needed a collective."""
+    from kernelscope.render.distributed import collectives_brief
+
+    found = []
+    for line, collectives in run.file_collectives(document.location).items():
+        current = document.line_map.current_line(line)
+        if current is None or current > len(document.lines):
+            continue
+        title = f"⇄ {collectives_brief(collectives)}"
+        found.append(types.CodeLens(range=line_range(current), command=types.Command(title=title, command="")))
     return found
 
 

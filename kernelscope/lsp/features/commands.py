@@ -1,10 +1,16 @@
-"""Commands: kernelscope.compile, kernelscope.toggleWatch, kernelscope.runs, kernelscope.selectRun.
+"""Commands: kernelscope.compile, kernelscope.toggleWatch, kernelscope.runs, kernelscope.selectRun,
+kernelscope.buildAsm.
 
 Compiles run in the engine worker from a thread, with `$/progress` and
 `kernelscope/status` notifications; a failed compile answers with an error
 response, puts an error diagnostic at the user's line and keeps the last good
 run shown. Nothing is compiled unless one of these commands asks (or watch mode
 is on and a file is saved).
+
+Below the kernel: `kernelscope.buildAsm` compiles Triton kernels to PTX and SASS in the
+engine worker (those of a line, of a kernel file, or the whole shown run), each stored
+as soon as it is built; with the `asmAfterCompile` option every compile (and every
+watch build) does the same for its new run, in the same worker request.
 """
 from __future__ import annotations
 
@@ -26,8 +32,9 @@ if TYPE_CHECKING:  # loaded on the first command, after `initialize` (see server
 
 log = logging.getLogger(__name__)
 
-COMPILE, TOGGLE_WATCH, RUNS, SELECT_RUN = (
-    "kernelscope.compile", "kernelscope.toggleWatch", "kernelscope.runs", "kernelscope.selectRun")
+COMPILE, TOGGLE_WATCH, RUNS, SELECT_RUN, BUILD_ASM = (
+    "kernelscope.compile", "kernelscope.toggleWatch", "kernelscope.runs", "kernelscope.selectRun",
+    "kernelscope.buildAsm")
 COMPILE_FAILED = -32001  # error code of a compile that failed in the user's code or the worker
 BUSY = -32002
 
@@ -48,6 +55,10 @@ def setup(server) -> None:
     @server.command(SELECT_RUN)
     def select_run_command(ls, *args):
         return select_run(server, args[0] if args else None)
+
+    @server.command(BUILD_ASM)
+    async def build_asm_command(ls, *args):
+        return await build_asm(server, _object_argument(args, BUILD_ASM))
 
 
 def _object_argument(args: tuple, command: str) -> dict:
@@ -88,7 +99,8 @@ async def run_compile(server, argument: dict) -> dict:
         loop.call_soon_threadsafe(server.show, message, types.MessageType.Warning)
 
     compile_ = functools.partial(server.compiler.compile, target, server.store_dir, server.options.python,
-                                 server.options.compile_timeout, on_phase, on_restart, server.options.memory_limit)
+                                 server.options.compile_timeout, on_phase, on_restart, server.options.memory_limit,
+                                 server.options.asm_after_compile)
     try:
         result = await loop.run_in_executor(None, compile_)
     except CompileFailed as failure:
@@ -146,6 +158,7 @@ async def toggle_watch(server, argument: dict) -> dict:
         target=target.spec, store=server.store_dir, workspace=server.root, device=target.device,
         train=target.train, dynamic=target.dynamic, build_timeout=server.options.compile_timeout,
         python=server.options.python or sys.executable, memory_limit_mb=server.options.memory_limit,
+        asm=server.options.asm_after_compile,
     )
     try:
         session = WatchSession(options, on_event=lambda event: server.call_soon(on_watch_event, server, event))
@@ -186,11 +199,99 @@ def list_runs(server) -> dict:
     if store is None:
         return {"runs": []}
     shown = server.provenance.shown_run_id()
+    runs = store.runs()
+    ranks = store.ranks_of_runs([run.id for run in runs])  # the runs of a distributed job's ranks
     return {"runs": [
         {"id": run.id, "target": run.target, "device": run.device, "mode": run.mode, "created": run.created,
-         "graphs": run.graph_count, "kernels": run.kernel_count, "selected": run.id == shown}
-        for run in store.runs()
+         "graphs": run.graph_count, "kernels": run.kernel_count, "selected": run.id == shown,
+         "rank": _rank(ranks.get(run.id))}
+        for run in runs
     ]}
+
+
+def _rank(rank) -> dict | None:
+    if rank is None:
+        return None
+    return {"rank": rank.rank, "worldSize": rank.world_size, "backend": rank.backend, "job": rank.job}
+
+
+async def build_asm(server, argument: dict) -> dict:
+    """Compile Triton kernels below Triton (PTX, SASS) in the engine worker: those of a line
+    (`uri` and 0-based `line`: a model line's kernels, a kernel file's kernel), of a file
+    (`uri`), or of run `runId` (else the shown run). Answers `{runId, asked, built, failed,
+    seconds}`; kernels built already are not built again (`asked` 0: nothing to do)."""
+    from kernelscope.lsp.compiler import CompileFailed
+
+    run_id, kernel_files = _asm_request(server, argument)
+    pending = server.provenance.run(run_id).asm_unbuilt(kernel_files) if kernel_files != [] else []
+    if not pending:
+        return {"runId": run_id, "asked": 0, "built": 0, "failed": [], "seconds": 0.0}
+    if server.compiler.busy:
+        raise JsonRpcServerError("a compile is already running: wait for it to finish", BUSY)
+    loop = asyncio.get_running_loop()
+    what = f"{len(pending)} kernel(s) of run {run_id}"
+    token = await _begin_progress(server, "kernelscope: compiling to PTX and SASS", what)
+    previous = server.state.get("state", "idle")
+    server.set_state("compiling", f"compiling {what} to PTX and SASS")
+
+    def on_phase(phase: str, detail: str) -> None:
+        loop.call_soon_threadsafe(_report_progress, server, token, f"{phase}: {detail}" if detail else phase)
+
+    def on_restart(message: str) -> None:
+        loop.call_soon_threadsafe(server.show, message, types.MessageType.Warning)
+
+    build = functools.partial(server.compiler.build_asm, server.store_dir, run_id, kernel_files,
+                              server.options.python, server.options.compile_timeout, on_phase, on_restart,
+                              server.options.memory_limit, server.options.device_target)
+    try:
+        summary = await loop.run_in_executor(None, build)
+    except CompileFailed as failure:
+        _end_progress(server, token, f"failed: {failure}")
+        server.set_state(previous if previous != "compiling" else "idle",
+                         f"compiling to PTX and SASS failed: {failure}")
+        raise JsonRpcServerError(f"kernelscope: compiling {what} to PTX and SASS failed: {failure}",
+                                 COMPILE_FAILED, data={"kind": failure.kind, "message": failure.message}) from None
+    failed = f", {len(summary['failed'])} failed" if summary["failed"] else ""
+    _end_progress(server, token, f"{summary['built']} kernel(s) built in {summary['seconds']:.1f}s{failed}")
+    server.runs_changed()  # lenses, hints and hovers show the facts now
+    server.set_state(previous if previous != "compiling" else "idle",
+                     f"run {run_id}: {summary['built']} kernel(s) compiled to PTX and SASS{failed}")
+    return {"runId": run_id, "asked": len(pending), **summary}
+
+
+def _asm_request(server, argument: dict) -> tuple[int, list[str] | None]:
+    """(run id, stored kernel files or None for the whole run) of a buildAsm argument."""
+    uri, line, run_id = argument.get("uri"), argument.get("line"), argument.get("runId")
+    if uri is not None and not isinstance(uri, str) or line is not None and (isinstance(line, bool) or
+                                                                             not isinstance(line, int) or line < 0):
+        raise JsonRpcInvalidParams("kernelscope.buildAsm takes {uri?, line? (0-based), runId?}")
+    if run_id is not None and (isinstance(run_id, bool) or not isinstance(run_id, int)):
+        raise JsonRpcInvalidParams(f"runId must be a run id, got {run_id!r}")
+    if uri is None:
+        run_id = run_id if run_id is not None else server.provenance.shown_run_id()
+        if run_id is None or server.provenance.run_summary(run_id) is None:
+            raise JsonRpcInvalidParams("no run to build: run kernelscope.compile first" if run_id is None
+                                       else f"there is no run {run_id} in {server.store_dir}")
+        return run_id, None
+    document = server.document(uri)
+    if document is None:
+        raise JsonRpcInvalidParams(f"no run of {server.store_dir} knows {uri}")
+    view = server.provenance.run(document.run_id)
+    if document.location.kind == "asm":
+        ref = view.asm_file(document.location)
+        return document.run_id, [ref.kernel_file] if ref is not None else []
+    if document.location.kind == "kernel":
+        return document.run_id, [document.location.path]
+    if document.is_source and line is not None:
+        from kernelscope.lsp.below import kernel_hits
+        from kernelscope.lsp.editor import recorded_line
+
+        recorded = recorded_line(document, types.Position(line=line, character=0))
+        if recorded is None:
+            return document.run_id, []
+        answer = view.source_line(document.location, recorded)
+        return document.run_id, [hit.kernel.file for hit in kernel_hits(answer)]
+    return document.run_id, None
 
 
 def select_run(server, run_id) -> dict:

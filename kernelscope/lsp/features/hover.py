@@ -18,7 +18,9 @@ def setup(server) -> None:
 
 
 def hover_text(server, uri: str, position: types.Position) -> str | None:
-    from kernelscope.lsp import render  # the store side: loaded after `initialize`
+    from kernelscope.lsp import below, render  # the store side: loaded after `initialize`
+    from kernelscope.store.results import ASM, KERNEL
+    from kernelscope.render.distributed import rank_label
 
     document = server.document(uri)
     if document is None:
@@ -26,32 +28,51 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         return f"**kernelscope**: {problem}" if problem else None
     view = server.provenance.run(document.run_id)
     run = view.summary()
+    rank = rank_label(view.rank())
+    links = link(server.provenance)
+    if document.location.kind == ASM:  # a PTX/SASS line: up through its kernel line(s)
+        line = checked_line(document, position)
+        answer = view.asm_line(document.location, line)
+        return below.stage_file_hover(answer, render.run_label(run, document.run_id, rank), links)
     if not document.is_source:
         line = checked_line(document, position)
         try:
             result = server.provenance.query(document, line, "up")
         except UserError:
             return None  # past the end of the generated file's recorded lines
-        if not result.origins and result.empty:
+        collectives = view.collectives_at(document.location, line) if view.has_collectives() else []
+        if not result.origins and result.empty and not collectives:
             return None
-        return render.generated_hover(result, run, link(server.provenance))
+        hover = render.generated_hover(result, run, links, rank)
+        if document.location.kind == KERNEL and result.origins:
+            below_text = below.kernel_line_text(view, document.location.path, line, links)
+            hover += f"\n\n{below_text}" if below_text else ""
+        if collectives:
+            hover += "\n\n" + render.collectives_text(collectives, links)
+        return hover
     current = checked_line(document, position)
     line = recorded_line(document, position)
     if line is None:
         if not document.stale:
             return None
-        return (f"**kernelscope** · {render.run_label(run, document.run_id)}\n\n⚠ **stale**: this line changed "
+        return (f"**kernelscope** · {render.run_label(run, document.run_id, rank)}\n\n⚠ **stale**: this line changed "
                 f"since run {document.run_id} was recorded, so it has no recorded provenance. "
                 "Compile again (kernelscope.compile) to see what it becomes.")
     answer = view.source_line(document.location, line)
-    if answer.empty:
+    collectives = view.file_collectives(document.location).get(line, [])
+    if answer.empty and not collectives:
         return None
     summary = view.line_summaries(document.location).get(line)
     stale = render.StaleNote(document.location.path, document.run_id, line, current) if document.stale else None
     text = document.lines[current - 1] if current <= len(document.lines) else ""
     overviews = view.file_overviews(document.location).get(line, [])
     open_one = f"kernelscope query {document.location.path}:{line} --module"
-    hover = render.source_hover(answer, text, summary, run, link(server.provenance), stale, overviews, open_one)
+    hover = render.source_hover(answer, text, summary, run, links, stale, overviews, open_one, rank)
+    below_text = below.source_line_text(view, answer, links)
+    if below_text:
+        hover += f"\n\n{below_text}"
+    if collectives:
+        hover += "\n\n" + render.collectives_text(collectives, links)
     device_time = device_time_suffix(view.file_line_times(document.location.path), line)
     if device_time:
         hover += f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} (profiled; shared = the kernels also serve other lines)"

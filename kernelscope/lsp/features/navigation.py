@@ -10,6 +10,8 @@ from lsprotocol import types
 from kernelscope.errors import StoreError, UserError
 from kernelscope.lsp.editor import checked_line, location, recorded_line
 
+ASM = "asm"  # kernelscope.store.results.ASM (the store side loads after `initialize`)
+
 if TYPE_CHECKING:  # the store side loads after `initialize` (see server.py)
     from kernelscope.store import QueryResult
 
@@ -24,11 +26,17 @@ def setup(server) -> None:
         return reference_locations(server, params.text_document.uri, params.position) or None
 
 
+def asm_chains(server, document, position: types.Position, direction: str) -> list:
+    """The chains (QueryResult) of the kernel line(s) a PTX or SASS line came from."""
+    return server.provenance.run(document.run_id).asm_line(document.location, checked_line(document, position),
+                                                           direction).chains
+
+
 def query_at(server, uri: str, position: types.Position, direction: str):
     """(document, QueryResult) for the line at `position`; (document, None) without an answer."""
     document = server.document(uri)
-    if document is None:
-        return None, None
+    if document is None or document.location.kind == ASM:  # stage files: asm_chains
+        return document, None
     line = recorded_line(document, position) if document.is_source else checked_line(document, position)
     if line is None:
         return document, None
@@ -51,8 +59,14 @@ def answer_at(server, uri: str, position: types.Position):
 
 
 def definitions(server, uri: str, position: types.Position) -> list[dict]:
+    """Down the chain: a model line to its kernels (or extern calls, or post-grad nodes); a
+    wrapper launch to its kernel, a wrapper line of a collective to the model line that
+    needed it; a kernel line to its PTX and SASS lines once built (the model lines before);
+    a PTX or SASS line to its kernel line(s)."""
     document, answer = answer_at(server, uri, position)
     provenance = server.provenance
+    if document is not None and document.location.kind == ASM:
+        return _unique(_asm_kernel_lines(server, document, position))
     if document is not None and document.is_source:
         if answer is None:
             return []
@@ -72,20 +86,55 @@ def definitions(server, uri: str, position: types.Position) -> list[dict]:
     if result is None:
         return []
     targets = []
+    view = provenance.run(document.run_id)
     if document.location.kind == "wrapper":
         for chain in result.graphs:
             for kernel in chain.kernels:
                 if kernel.reason == "launched here" and kernel.file:
                     targets.append(location(provenance, kernel.file, kernel_def_line(provenance, kernel.file)))
+        if not any(targets):
+            targets += collective_model_lines(server, view.collectives_at(document.location, result.line),
+                                              document.run_id)
+    elif document.location.kind == "kernel":
+        from kernelscope.lsp.below import SHOWN_STAGES, stage_ranges
+
+        below = view.asm_below(document.location.path, [result.line], SHOWN_STAGES)
+        targets += [{"uri": provenance.uri_for(path),
+                     "range": {"start": {"line": first - 1, "character": 0}, "end": {"line": last, "character": 0}}}
+                    for path, first, last in stage_ranges(below)]
     if not any(targets):
         targets += source_locations(server, result)
     return _unique(targets)
+
+
+def collective_model_lines(server, collectives, run_id: int) -> list[dict | None]:
+    """The model lines whose ops needed these collectives, where they are in the files now."""
+    found = []
+    for collective in collectives:
+        model = collective.model_line
+        if model is None:
+            continue
+        line_map = server.provenance.line_map(model.file, run_id, server.text_of(server.provenance.uri_for(model.file)))
+        found.append(location(server.provenance, model.file, model.line, line_map=line_map))
+    return found
+
+
+def _asm_kernel_lines(server, document, position: types.Position) -> list[dict | None]:
+    """The kernel line(s) a PTX or SASS line came from."""
+    ref = server.provenance.run(document.run_id).asm_file(document.location)
+    if ref is None:
+        return []
+    answer = server.provenance.run(document.run_id).asm_line(ref.path, checked_line(document, position))
+    return [location(server.provenance, ref.kernel_file, line) for line in answer.kernel_lines]
 
 
 def reference_locations(server, uri: str, position: types.Position) -> list[dict]:
     document, answer = answer_at(server, uri, position)
     if document is not None and document.is_source:
         return [] if answer is None else _unique(entry_locations(server, answer))
+    if document is not None and document.location.kind == ASM:  # up: through the kernel line(s)
+        chains = asm_chains(server, document, position, "up")
+        return _unique([loc for chain in chains for loc in source_locations(server, chain)])
     document, result = query_at(server, uri, position, "up")
     if result is None:
         return []

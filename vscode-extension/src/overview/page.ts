@@ -8,7 +8,7 @@
  * `overviewShellHtml` is the page the extension hands to the webview, with its
  * content security policy.
  */
-import type { ModuleGroup, RunOverview } from '../protocol';
+import type { KernelAsm, ModuleGroup, OverviewDistributed, RunOverview } from '../protocol';
 import { baseName } from '../uris';
 import { escapeHtml, passOf } from './html';
 
@@ -84,9 +84,10 @@ function table(headers: string[], rows: string[][], emptyText: string): string {
 /** The page body for one run. */
 export function overviewBodyHtml(overview: RunOverview): string {
   const run = overview.run;
+  const rank = run.rank ? `rank ${run.rank.rank} of ${run.rank.worldSize} · ` : '';
   const header =
     `<header><h1>Run ${escapeHtml(run.id)} <span class="target">${escapeHtml(run.target)}</span></h1>` +
-    `<p class="meta">${escapeHtml(run.device)} · ${escapeHtml(run.mode)} · torch ${escapeHtml(run.torch)} · ` +
+    `<p class="meta">${escapeHtml(rank)}${escapeHtml(run.device)} · ${escapeHtml(run.mode)} · torch ${escapeHtml(run.torch)} · ` +
     `triton ${escapeHtml(run.triton)} · ${escapeHtml(formatCreated(run.created))} · ${overview.graphs.length} graph(s), ` +
     `${overview.kernels.length} kernel(s), ${overview.graphBreaks.length} graph break(s)</p>` +
     `<p class="actions"><button data-action="refresh">Refresh</button> <button data-action="pickRun">Pick run…</button></p></header>`;
@@ -127,6 +128,7 @@ export function overviewBodyHtml(overview: RunOverview): string {
       : '<p class="empty">No module instances recorded.</p>',
   );
 
+  const withAsm = (overview.asm?.built ?? 0) + (overview.asm?.failed ?? 0) > 0;
   const kernelRows = overview.kernels.map((k) => [
     openLink(k.uri, 0, k.name, k.name),
     `<span class="kind kind-${escapeHtml(k.kind)}">${escapeHtml(k.kind)}</span>`,
@@ -134,12 +136,19 @@ export function overviewBodyHtml(overview: RunOverview): string {
     passOf(k.graph),
     k.lines === null || k.lines === undefined ? '' : String(k.lines),
     k.sourceLines.map((s) => openLink(s.uri, s.line, `${baseName(s.uri)}:${s.line + 1}`)).join(', '),
+    ...(withAsm ? asmCells(k.asm) : []),
   ]);
   const kernels = section(
     'Kernels',
     'kernels',
-    table(['kernel', 'kind', 'graph', 'fw/bw', 'lines', 'source lines'], kernelRows, 'No kernels.'),
+    belowHtml(overview) +
+      table(
+        ['kernel', 'kind', 'graph', 'fw/bw', 'lines', 'source lines', ...(withAsm ? ASM_HEADERS : [])],
+        kernelRows,
+        'No kernels.',
+      ),
   );
+  const distributed = overview.distributed ? distributedHtml(overview.distributed) : '';
 
   const breakRows = overview.graphBreaks.map((b) => [
     escapeHtml(b.reason),
@@ -149,7 +158,68 @@ export function overviewBodyHtml(overview: RunOverview): string {
   const recompileRows = overview.recompiles.map((r) => [escapeHtml(r.compileId), escapeHtml(r.reason)]);
   const recompiles = section('Recompiles', 'recompiles', table(['compile id', 'reason'], recompileRows, 'No recompiles.'));
 
-  return header + coverage + fusion + graphs + modules + kernels + breaks + recompiles;
+  return header + coverage + fusion + graphs + distributed + modules + kernels + breaks + recompiles;
+}
+
+const ASM_HEADERS = ['registers', 'spills', 'occupancy', 'SASS'];
+
+/** A kernel's facts below Triton as table cells: registers, spill bytes, occupancy, its SASS file. */
+export function asmCells(asm: KernelAsm | null | undefined): string[] {
+  if (!asm) {
+    return ['', '', '', ''];
+  }
+  if (asm.error) {
+    return [`<span class="empty" title="${escapeHtml(asm.error)}">not built</span>`, '', '', ''];
+  }
+  const occupancy = asm.occupancy === undefined ? '' : `${Math.round(asm.occupancy * 100)}% (${escapeHtml(asm.limitedBy ?? '')})`;
+  return [
+    String(asm.registers ?? ''),
+    asm.spillBytes ? `<span class="error">${asm.spillBytes} B</span>` : '0',
+    occupancy,
+    asm.sassUri ? openLink(asm.sassUri, 0, 'SASS', asm.config) : '',
+  ];
+}
+
+/** How many Triton kernels are compiled below Triton, and a button to build the rest. */
+export function belowHtml(overview: RunOverview): string {
+  const asm = overview.asm;
+  if (!asm || asm.buildable === 0) {
+    return '';
+  }
+  const failed = asm.failed ? `, ${asm.failed} could not be built` : '';
+  const pending = asm.buildable - asm.built - asm.failed;
+  const button = pending > 0 ? ` <button data-action="buildAsm">Build PTX/SASS for this run</button>` : '';
+  return `<p class="hint below">Below the kernel: ${asm.built} of ${asm.buildable} Triton kernel(s) compiled to PTX and SASS${escapeHtml(failed)}.${button}</p>`;
+}
+
+/** A distributed run: rank and job, which ranks compiled identical code, and per graph the
+ * compute/communication order with each collective (its model line and wrapper line). */
+export function distributedHtml(view: OverviewDistributed): string {
+  const parts: string[] = [];
+  if (view.rank) {
+    const ranks = view.ranks.map((r) => `${r.rank} (run ${r.runId})`).join(', ');
+    parts.push(`<p class="meta rank">${escapeHtml(view.rank.label)} · job ${escapeHtml(view.rank.job ?? '')} · ranks in this store: ${escapeHtml(ranks)}</p>`);
+  }
+  if (view.code.length) {
+    parts.push(`<ul class="code-groups">${view.code.map((line) => `<li>${escapeHtml(line)}</li>`).join('')}</ul>`);
+  }
+  for (const graph of view.graphs) {
+    const split = graph.split ? `, ${graph.split}` : '';
+    const collectives = graph.collectives
+      .map((c) => {
+        const model = c.modelUri && c.modelLine !== null ? ` · ${openLink(c.modelUri, c.modelLine, 'model line')}` : '';
+        const wrapper = graph.wrapperUri && c.wrapperLines.length ? ` · ${openLink(graph.wrapperUri, c.wrapperLines[0], 'wrapper line')}` : '';
+        return `<li class="collective">${escapeHtml(c.text)}${model}${wrapper}</li>`;
+      })
+      .join('');
+    const order = graph.collectives.length ? `<p class="order"><span class="label">order</span> ${escapeHtml(graph.order)}</p>` : '';
+    parts.push(
+      `<div class="comm-graph"><h3>${escapeHtml(graph.graph)}${escapeHtml(split)}</h3>${order}` +
+        (collectives ? `<ul class="collectives">${collectives}</ul>` : '') +
+        `</div>`,
+    );
+  }
+  return section('Distributed', 'distributed', parts.join(''));
 }
 
 /**

@@ -1,0 +1,180 @@
+"""Below the kernel in the language server: what a model line's kernels use (registers,
+spills), the PTX and SASS lines of a kernel line, and a stage file's line up the chain.
+
+Everything is read through the read model (RunView.asm_*); nothing is built here. A
+kernel without a build is answered with how to build it (the `kernelscope.buildAsm`
+command, or `compile --asm`): a hover never waits on a compile.
+"""
+from __future__ import annotations
+
+from kernelscope.asm import text as asm_text
+from kernelscope.lsp.render import Link, generated_hover
+from kernelscope.store import RunView
+from kernelscope.store.asm_store import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu
+from kernelscope.store.source_index import LineAnswer
+
+BUILDABLE = ("triton", "template")  # extern calls run library code: nothing below them
+STAGE_NAMES = {"ttir": "TTIR", "ttgir": "TTGIR", "ptx": "PTX", "sass": "SASS"}
+SHOWN_STAGES = ("ptx", "sass")  # what hovers, definitions and highlights go to
+MAX_KERNELS = 3  # kernels listed with their facts in a model line's hover
+MAX_RANGES = 100  # runs of consecutive lines per stage file in a definition answer
+
+
+def how_to_build(path: str, line: int) -> str:
+    return ("run the command *kernelscope: Build PTX/SASS* (`kernelscope.buildAsm`), "
+            f"or `kernelscope query {path}:{line} --asm`")
+
+
+def buildable(view: RunView) -> bool:
+    """Whether the run's kernels can be compiled below Triton at all (cpu-triton kernels run on the CPU)."""
+    return for_a_gpu(view.summary().device)
+
+
+def kernel_hits(answer: LineAnswer) -> list:
+    """The Triton kernels a model line reached (KernelHit), one per kernel."""
+    seen, hits = set(), []
+    for graph in answer.graphs:
+        for hit in graph.kernels:
+            if hit.kernel.kind in BUILDABLE and hit.kernel.file and hit.kernel.id not in seen:
+                seen.add(hit.kernel.id)
+                hits.append(hit)
+    return hits
+
+
+def source_line_text(view: RunView, answer: LineAnswer, link: Link) -> str:
+    """The hover's part about a model line's kernels below Triton: `3 kernels · max 96
+    registers · 0 spills`, each kernel's facts with a link to its first SASS line of the
+    line's ops; or what is not built yet and how to build it. "" when the line reached no
+    Triton kernel."""
+    hits = kernel_hits(answer)
+    if not hits or not buildable(view):
+        return ""
+    builds = view.asm_builds([hit.kernel.id for hit in hits])
+    built = [(hit, builds[hit.kernel.id]) for hit in hits if hit.kernel.id in builds and builds[hit.kernel.id].facts]
+    failed = [builds[hit.kernel.id] for hit in hits if hit.kernel.id in builds and not builds[hit.kernel.id].facts]
+    missing = len(hits) - len(built) - len(failed)
+    lines = []
+    if built:
+        head = asm_text.kernels_summary([info.facts for _, info in built])
+        lines.append(f"**below the kernel** ({built[0][1].facts.arch}): {head}")
+        for hit, info in built[:MAX_KERNELS]:
+            lines.append(f"- {_kernel_facts(view, hit, info, link)}")
+        if len(built) > MAX_KERNELS:
+            lines.append(f"- … {len(built) - MAX_KERNELS} more")
+    if failed:
+        lines.append(f"**below the kernel**: {len(failed)} kernel(s) could not be built: {failed[0].error}")
+    if missing:
+        what = "PTX/SASS" if not lines else f"{missing} more kernel(s)"
+        lines.append(f"**{what}**: not built yet — {how_to_build(answer.path, answer.line)}"
+                     if not lines else f"{what} not built yet — {how_to_build(answer.path, answer.line)}")
+    return "\n".join(lines)
+
+
+def _kernel_facts(view: RunView, hit, info: KernelAsmInfo, link: Link) -> str:
+    facts = info.facts
+    text = (f"`{info.name}` {facts.registers} registers · {asm_text.spills_text(facts)} · "
+            f"occupancy {facts.occupancy.share:.0%}")
+    below = view.asm_below(hit.kernel.file, sorted(set(hit.lines)), ("sass",))
+    sass = below.stage_lines("sass")
+    if sass and info.files.get("sass"):
+        first = asm_text.most_notable(sass)
+        text += f" · [SASS :{first.line} `{first.opcode}`]({link(info.files['sass'], first.line)})"
+        opcodes = asm_text.opcode_summary(sass, limit=3)
+        text += f" ({opcodes})"
+    return text
+
+
+def kernel_line_text(view: RunView, kernel_file: str, line: int, link: Link) -> str:
+    """The hover's part about one kernel line: its PTX and SASS lines and the kernel's facts,
+    or how to build them."""
+    if not buildable(view):
+        return ""
+    below = view.asm_below(kernel_file, [line], SHOWN_STAGES)
+    info = below.info
+    if info is None:
+        return f"**PTX/SASS**: not built yet — {how_to_build(kernel_file, line)}"
+    if info.facts is None:
+        return f"**PTX/SASS**: could not be built: {info.error}"
+    out = [f"**below the kernel**: {asm_text.facts_line(info.facts)}"]
+    for stage in SHOWN_STAGES:
+        stage_lines = below.stage_lines(stage)
+        path = info.files.get(stage)
+        if not stage_lines or not path:
+            out.append(f"- {STAGE_NAMES[stage]}: no line comes from this kernel line")
+            continue
+        first = asm_text.most_notable(stage_lines) if stage == "sass" else stage_lines[0]
+        numbers = asm_text.line_ranges([asm_line.line for asm_line in stage_lines], limit=4)
+        out.append(f"- [{STAGE_NAMES[stage]} :{numbers}]({link(path, first.line)}) "
+                   f"{asm_text.opcode_summary(stage_lines, limit=4)}")
+    return "\n".join(out)
+
+
+def stage_ranges(below: KernelBelow) -> list[tuple[str, int, int]]:
+    """(stage file, first line, last line) of each run of consecutive stage lines, PTX then
+    SASS, at most MAX_RANGES per file: where a kernel line's definition lands."""
+    found = []
+    if below.info is None:
+        return found
+    for stage in SHOWN_STAGES:
+        path = below.info.files.get(stage)
+        numbers = sorted({line.line for line in below.stage_lines(stage)})
+        if not path or not numbers:
+            continue
+        runs: list[list[int]] = []
+        for number in numbers:
+            if runs and number == runs[-1][1] + 1:
+                runs[-1][1] = number
+            else:
+                runs.append([number, number])
+        found += [(path, first, last) for first, last in runs[:MAX_RANGES]]
+    return found
+
+
+def stage_file_hover(answer: AsmLineAnswer, run_label: str, link: Link) -> str:
+    """A stage file's line: what it is, the kernel line(s) it came from, and their chains up
+    to the model (as a kernel line's hover words them)."""
+    ref = answer.file
+    stage = STAGE_NAMES.get(ref.stage, ref.stage)
+    name = ref.path.rsplit("/", 1)[-1]
+    lines = [f"**kernelscope** · {run_label} · {stage} of kernel `{ref.kernel_name}` · `{name}:{answer.line}`",
+             "", f"`{answer.text}`" if answer.text else "(an empty line)"]
+    if not answer.lines:
+        lines.append("\nno kernel line: a declaration, label or directive (instructions carry the kernel lines)")
+        return "\n".join(lines)
+    for asm_line, chain in zip(_first_per_kernel_line(answer), answer.chains):
+        via = f" · {asm_line.via}" if asm_line.via else ""
+        code = chain.text.strip()
+        lines.append("")
+        lines.append(f"from kernel line [{asm_line.kernel_line}]({link(ref.kernel_file, asm_line.kernel_line)})"
+                     + (f" `{code}`" if code else "") + via)
+        body = generated_hover(chain, None, link).split("\n", 1)
+        if len(body) > 1 and body[1].strip():
+            lines.append(body[1].strip("\n"))
+    return "\n".join(lines)
+
+
+def _first_per_kernel_line(answer: AsmLineAnswer) -> list:
+    seen = {}
+    for line in answer.lines:
+        seen.setdefault(line.kernel_line, line)
+    return [seen[key] for key in sorted(seen)]
+
+
+def stage_file_lens(view: RunView, location) -> str:
+    """`SASS of triton_per_fused_... · 40 registers · 0 spills · occupancy 75%`."""
+    ref = view.asm_file(location)
+    if ref is None:
+        return ""
+    builds = view.asm_builds([ref.kernel_id])
+    info = builds.get(ref.kernel_id)
+    facts = f" · {asm_text.facts_line(info.facts)}" if info is not None and info.facts else ""
+    return f"{STAGE_NAMES.get(ref.stage, ref.stage)} of {ref.kernel_name}{facts}"
+
+
+def kernel_facts_suffix(view: RunView, kernel_id: int) -> str:
+    """` · 40 registers · 0 spills` for a kernel's lens when it is built ("" otherwise)."""
+    info = view.asm_builds([kernel_id]).get(kernel_id)
+    if info is None or info.facts is None:
+        return ""
+    return f" · {info.facts.registers} registers · {asm_text.spills_text(info.facts)}"
+
