@@ -80,12 +80,19 @@ run = record_factory({spec!r}, RecordOptions(device={device!r}, train={train!r},
 for patch in patches:
     patch.stop()
 
-def gpu_cubin(autotuner):
-    launcher = autotuner.launchers[0]
+def same_config(a, b):
+    return (a.kwargs, a.num_warps, a.num_stages) == (b.kwargs, b.num_warps, b.num_stages)
+
+def gpu_cubin(autotuner, launcher):
+    # The cubin the launcher runs: its own binary, else the compile result of its config
+    # (torch 2.11 keeps every candidate's compile result after timing; the first is not the launched one).
     binary = getattr(launcher, "bin", None)
     if binary is not None and getattr(binary, "asm", None) and "cubin" in binary.asm:
         return binary.asm["cubin"]
     for result in getattr(autotuner, "compile_results", None) or []:
+        config = getattr(result, "config", None)
+        if config is None or not same_config(config, launcher.config):
+            continue
         kernel = getattr(result, "kernel", None)
         if getattr(kernel, "asm", None) and "cubin" in kernel.asm:
             return kernel.asm["cubin"]
@@ -96,16 +103,21 @@ def gpu_cubin(autotuner):
             return Path(path).read_bytes()
     return None
 
+skipped = {{}}
 if {device!r} == "cuda":
     for autotuner in autotuners:
+        name = autotuner.fn.__name__
         launchers = getattr(autotuner, "launchers", None) or []
         if len(launchers) != 1:
+            skipped[name] = f"{{len(launchers)}} launchers (never launched or not timed)"
             continue
         launcher = launchers[0]
-        cubin = gpu_cubin(autotuner)
+        cubin = gpu_cubin(autotuner, launcher)
+        if cubin is None:
+            skipped[name] = "no cubin found for the launched config"
         sass = linemaps.sass_instructions(tools.disassemble(cubin)) if cubin else None
         config = launcher.config
-        gpu_built.append(dict(name=autotuner.fn.__name__, src=autotuner.fn.src,
+        gpu_built.append(dict(name=name, src=getattr(autotuner.fn, "src", None) or "",
                               config=dict(kwargs={{k: (v if isinstance(v, (bool, str)) else int(v))
                                                   for k, v in sorted(config.kwargs.items())}},
                                           num_warps=config.num_warps, num_stages=config.num_stages),
@@ -129,6 +141,10 @@ with tempfile.TemporaryDirectory() as directory, Store(Path(directory) / ".kerne
             gpu = [g for g in gpu_built if g["name"] == info.name and g["src"].strip() in source]
             if gpu:
                 row["gpu"] = {{k: v for k, v in gpu[0].items() if k != "src"}}
+            elif {device!r} == "cuda":
+                row["gpu_missing"] = skipped.get(info.name) or (
+                    "source differs" if any(g["name"] == info.name for g in gpu_built) else
+                    f"no autotuner of that name ({{len(autotuners)}} made)")
         kernels.append(row)
 print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.triton_version,
       asm=summary.to_dict(), kernels=kernels)))
@@ -150,6 +166,14 @@ def record(case: str, device: str) -> dict:
     return {"error": (done.stderr or done.stdout)[-2000:]}
 
 
+def _sass_diff(gpu: list, rebuilt: list, context: int = 24) -> list[str]:
+    """The first differing SASS lines (GPU first), for the report."""
+    import difflib
+
+    return list(difflib.unified_diff([str(i) for i in gpu], [str(i) for i in rebuilt], "gpu", "rebuild", n=1,
+                                     lineterm=""))[:context]
+
+
 def _same_resources(a: dict, n_regs, n_spills, shared) -> bool:
     return (a["registers"], a["local_bytes"] // 4, a["shared"]) == (n_regs, n_spills, shared)
 
@@ -165,10 +189,13 @@ def compare(real: dict, virtual: dict) -> dict:
         row = {"graph": kernel["graph"], "name": kernel["name"]}
         gpu = kernel.get("gpu")
         if kernel.get("error") or gpu is None or gpu.get("sass") is None:
-            row["rebuild"] = "no GPU build captured" if not kernel.get("error") else f"not built: {kernel['error']}"
+            row["rebuild"] = (f"no GPU build captured ({kernel.get('gpu_missing', '?')})" if not kernel.get("error")
+                              else f"not built: {kernel['error']}")
         else:
             row["rebuild_same_config"] = kernel["config"] == gpu["config"]  # the launch was kept and built
             row["rebuild_sass"] = kernel["sass"] == gpu["sass"]
+            if not row["rebuild_sass"]:
+                row["rebuild_sass_diff"] = _sass_diff(gpu["sass"], kernel["sass"])
             row["rebuild_resources"] = _same_resources(kernel, gpu["n_regs"], gpu["n_spills"], gpu["shared"])
             row["gpu"] = {"config": gpu["config"], "n_regs": gpu["n_regs"], "n_spills": gpu["n_spills"],
                           "shared": gpu["shared"]}

@@ -150,6 +150,44 @@ def test_resource_usage_and_instruction_classes():
     assert facts.ptxas_spills(log, "other") is None and facts.ptxas_spills("", "k") is None
 
 
+def test_shared_memory_counts_the_reserved_kilobyte_once(tmp_path):
+    """A reduction compiled for sm_90 (no GPU): cuobjdump's SHARED is the block's reserved 1 KB,
+    which the occupancy adds; the kernel's shared memory is Triton's own (what an H100's
+    launcher reports), not 1 KB more."""
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kernelscope.asm import tools
+    from kernelscope.asm.assemble import CompiledStages, assemble
+
+    source = tmp_path / "reduction.py"
+    source.write_text(textwrap.dedent("""\
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def row_sum(x_ptr, y_ptr, R: tl.constexpr):
+            r = tl.arange(0, R)
+            x = tl.load(x_ptr + tl.program_id(0) * R + r)
+            tl.store(y_ptr + tl.program_id(0), tl.sum(x, 0))
+    """))
+    namespace = {"triton": triton, "tl": tl, "__file__": str(source)}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)
+    binary = triton.compile(ASTSource(namespace["row_sum"], signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
+                                                                       "R": "constexpr"}, constexprs={"R": 1024}),
+                            target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+    assert "SHARED:1024" in tools.resource_usage_text(binary.asm["cubin"])  # the reserved kilobyte
+    compiled = CompiledStages(name=binary.metadata.name, arch=90, ttir=binary.asm["ttir"], ttgir=binary.asm["ttgir"],
+                              ptx=binary.asm["ptx"], cubin=binary.asm["cubin"], num_warps=8, num_stages=3,
+                              shared_bytes=binary.metadata.shared)
+    config = LaunchConfig.of({}, 8, 3)
+    built = assemble(compiled, str(source), config, [config], "the kernel's only config")
+    assert 0 < built.facts.shared_bytes == binary.metadata.shared < 1024
+    assert built.facts.occupancy == facts.SM90.occupancy(built.facts.registers, binary.metadata.shared, 8)
+
+
 # -- the read model of builds (a hand-made build of the synthetic MLP run; no compile) ---------------
 
 

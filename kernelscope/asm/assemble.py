@@ -37,8 +37,15 @@ def assemble(compiled: CompiledStages, kernel_path: str, config: LaunchConfig,
     instructions = linemaps.sass_instructions(sass)
     opcodes = facts.opcode_counts(instructions)
     registers = usage.get("REG", 0)
-    shared = compiled.shared_bytes + usage.get("SHARED", 0)
     limits = facts.limits_for(compiled.arch)
+    # cuobjdump's SHARED of a Triton kernel (whose shared memory is all dynamic, `global_smem[]`)
+    # is the block's reserved system shared memory (1 KB on sm_90) whenever the kernel uses any:
+    # it is counted once, by the occupancy, not again here (an H100's launcher reports
+    # metadata.shared alone, bench/asm_gpu_check.py).
+    static = usage.get("SHARED", 0)
+    if static >= limits.shared_reserved:
+        static -= limits.shared_reserved
+    shared = compiled.shared_bytes + static
     local_bytes = usage.get("STACK", 0) + usage.get("LOCAL", 0)
     spills = facts.ptxas_spills(compiled.ptxas_log, compiled.name)
     asm_facts = AsmFacts(
