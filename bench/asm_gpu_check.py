@@ -156,6 +156,10 @@ def record(case: str, device: str) -> dict:
     spec = f"{REPO / 'bench' / 'models' / file}.py:{factory}"
     code = _CHILD.format(repo=str(REPO), spec=spec, device=device, train=train)
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", HF_HUB_OFFLINE="1")
+    if device == "cuda":
+        # Triton's own launcher keeps each kernel's CompiledKernel (its cubin) on the launcher; the
+        # static launcher (the default) drops it once the temporary caches go. Same kernels either way.
+        env["TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"] = "0"
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=420)
     except subprocess.TimeoutExpired:
