@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,16 +55,21 @@ print("BENCH_JSON" + json.dumps({{"import": imported - started, "compile": done 
 """
 
 
-def _run_child(argv: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, stdout) of one fresh process."""
+def _run_child(argv: list[str]) -> tuple[float, float, str, float]:
+    """(wall seconds, peak RSS in MB, stdout, CPU seconds) of one fresh process. CPU time
+    (user + system, the child and its own children) hardly moves when other jobs load the
+    machine; wall time does."""
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", PYTHONPATH=str(REPO))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = process.communicate()
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:4])} failed:\n{stderr[-2000:]}")
-    return wall, _peak_mb(stderr), stdout
+    return wall, _peak_mb(stderr), stdout, cpu
 
 
 def _peak_mb(stderr: str) -> float:
@@ -98,19 +104,20 @@ def measure_plain(spec: str, train: bool, device: str) -> dict:
     """A plain torch.compile of `spec` (PATH.py:FACTORY, relative to the repository)."""
     spec = str(REPO / spec)
     code = _PLAIN_CHILD.format(repo=str(REPO), spec=spec, device=device, train=train)
-    wall, peak, stdout = _run_child(_with_peak(["-c", code]))
+    wall, peak, stdout, cpu = _run_child(_with_peak(["-c", code]))
     inner = json.loads(next(line for line in stdout.splitlines() if line.startswith("BENCH_JSON"))[10:])
-    return {"wall": wall, "compile": inner["compile"], "peak_mb": peak}
+    return {"wall": wall, "cpu": cpu, "compile": inner["compile"], "peak_mb": peak}
 
 
 def measure_recorded(spec: str, train: bool, device: str, store: Path) -> dict:
     """`kernelscope compile SPEC --json`; also returns its summary (coverage, graphs)."""
     argv = ["-m", "kernelscope", "compile", spec, "--store", str(store),
             "--target", device, "--json"] + (["--train"] if train else [])
-    wall, peak, stdout = _run_child(_with_peak(argv))
+    wall, peak, stdout, cpu = _run_child(_with_peak(argv))
     summary = json.loads(stdout)
     timings = summary["timings"]
-    return {"wall": wall, "compile": timings["total"] - timings["import"], "peak_mb": peak, "summary": summary}
+    return {"wall": wall, "cpu": cpu, "compile": timings["total"] - timings["import"], "peak_mb": peak,
+            "summary": summary}
 
 
 def main() -> int:
