@@ -326,7 +326,7 @@ def test_compile_profile_without_a_gpu_fails_in_one_line_and_records_nothing(tmp
     import torch
 
     if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU: --profile runs there (see README, GPU profiling)")
+        pytest.skip("this machine has a GPU: --profile runs there (see docs/profiling.md)")
     store = tmp_path / "store"
     result = _cli(["compile", "examples/mlp.py:make", "--profile", "--store", str(store)])
     assert result.returncode == 2

@@ -157,7 +157,7 @@ def _parse_dump(text: str, name: str) -> dict:
 
 def _checked_view(data: dict, name: str) -> RunView:
     """The views of a dump read from a file. The JSON Schema is checked only when the
-    dump cannot be read: a full check costs seconds on a large dump (see the README)."""
+    dump cannot be read: a full check costs seconds on a large dump (see docs/ci.md)."""
     try:
         return run_view(data, name)
     except (KeyError, TypeError, AttributeError, ValueError) as error:

@@ -1,6 +1,6 @@
 /**
  * The kernelscope language server's custom messages, as typed data (see the
- * contract in the README's "VS Code extension" section). Plain types only: no
+ * requests in docs/lsp.md, "What it does"). Plain types only: no
  * `vscode` import, so the modules that use them can be unit-tested in node.
  */
 
