@@ -24,8 +24,8 @@ from kernelscope.record import Decision
 
 GUESS_CHOICE_RULE = ("nothing timed: every choice taken as equally fast, so Inductor keeps its first ({first}), "
                      "as its deterministic mode picks the first ATen choice")
-GUESS_FUSION_RULE = ("not timed: taken as 0 ms, so the fusion is made, as Inductor makes it when it does not "
-                     "benchmark fusions (benchmark_epilogue_fusion off)")
+GUESS_FUSION_RULE = ("not timed: taken as 0 ms, which leaves the kernels unfused where Inductor weighs the fusion "
+                     "by these times")
 
 
 def _selector(log: DecisionLog):
@@ -163,12 +163,13 @@ def recording(log: DecisionLog):
 
             def lookup(cache, *args, **kwargs):
                 timings = original_lookup(cache, *args, **kwargs)
-                choices, op, inputs, benchmark, hint = _lookup_args(args, kwargs)
-                if timings and choices:
-                    ids = inductor_keys.choice_ids(choices)
-                    by_id = {cid: float(timings[choice]) for choice, cid in zip(choices, ids) if choice in timings}
-                    log.add(_autotune_decision(inductor_keys.autotune_key(op, inputs, hint, _precision()), op, inputs,
-                                               ids, by_id, "timed", "timed on the GPU: the fastest choice"))
+                with log.guard("max-autotune"):
+                    choices, op, inputs, benchmark, hint = _lookup_args(args, kwargs)
+                    if timings and choices:
+                        ids = inductor_keys.choice_ids(choices)
+                        by_id = {cid: float(timings[choice]) for choice, cid in zip(choices, ids) if choice in timings}
+                        log.add(_autotune_decision(inductor_keys.autotune_key(op, inputs, hint, _precision()), op,
+                                                   inputs, ids, by_id, "timed", "timed on the GPU: the fastest choice"))
                 return timings
 
             stack.enter_context(mock.patch.object(selector, "lookup", lookup))
@@ -177,11 +178,12 @@ def recording(log: DecisionLog):
 
             def benchmark_codegened_module(backend, *args, **kwargs):
                 result = original_benchmark(backend, *args, **kwargs)
-                module, node_names = _benchmark_args(args, kwargs)
-                source = _module_source(module)
-                if source is not None and isinstance(result, tuple) and result:
-                    log.add(_fusion_decision(module_key(source), float(result[0]), "timed", "timed on the GPU",
-                                             context.summary(node_names)))
+                with log.guard("fusion benchmark"):
+                    module, node_names = _benchmark_args(args, kwargs)
+                    source = _module_source(module)
+                    if source is not None and isinstance(result, tuple) and result:
+                        log.add(_fusion_decision(module_key(source), float(result[0]), "timed", "timed on the GPU",
+                                                 context.summary(node_names)))
                 return result
 
             stack.enter_context(mock.patch.object(scheduling, "benchmark_codegened_module", benchmark_codegened_module))

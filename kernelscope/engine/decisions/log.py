@@ -1,6 +1,7 @@
 """The timing decisions one recording makes (or replays, or guesses), in order."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 from kernelscope.decisions.model import DecisionSet
@@ -42,6 +43,15 @@ class DecisionLog:
             if kept.kind == "autotune":
                 kept.choice = fastest(kept.timings) or kept.choice
         return kept
+
+    @contextlib.contextmanager
+    def guard(self, what: str):
+        """Recording a decision must never break the compile that made it: a failure is kept
+        as a problem (the run's warnings say which decisions were not recorded)."""
+        try:
+            yield
+        except Exception as error:  # noqa: BLE001 - said in the run's warnings
+            self.problems.append(f"{what} decisions: one could not be recorded ({type(error).__name__}: {error})")
 
     def replay_record(self) -> DecisionReplay | None:
         """Where the replayed decisions came from, and those no compile asked for."""

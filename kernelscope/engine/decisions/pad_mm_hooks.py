@@ -44,7 +44,7 @@ class _Keys:
 
     def __call__(self, match, mat1, mat2, op, input=None, is_base_time_key=False, *args, **kwargs):
         key = self.original(match, mat1, mat2, op, input, is_base_time_key, *args, **kwargs)
-        if not is_base_time_key:
+        if not is_base_time_key and isinstance(key, str):
             self.made.setdefault(key, (match, mat1, mat2, op, input))
         return key
 
@@ -91,11 +91,17 @@ def recording(log: DecisionLog):
     def get_cached_should_pad(key):
         value = original_get(key)
         if value is not None:
-            log.add(_pad_decision(key, bool(value), "timed", "timed on this GPU before (pad_mm's cache)",
-                                  keys.summary(key)))
+            with log.guard("pad_mm"):
+                log.add(_pad_decision(key, bool(value), "timed", "timed on this GPU before (pad_mm's cache)",
+                                      keys.summary(key)))
         return value
 
     def set_cached_should_pad(key, value):
+        with log.guard("pad_mm"):
+            _log_set(key, value)
+        return original_set(key, value)
+
+    def _log_set(key, value):
         if key in timed:
             times = timed.pop(key)
             log.add(_pad_decision(key, bool(value), "timed",
@@ -108,12 +114,12 @@ def recording(log: DecisionLog):
                                   keys.summary(key)))
         else:
             log.add(_pad_decision(key, bool(value), "timed", "timed on the GPU", keys.summary(key)))
-        return original_set(key, value)
 
     def is_mm_compute_bound(M, K, N, dtype, *args, **kwargs):
         bound = original_bound(M, K, N, dtype, *args, **kwargs)
-        log.add(_bound_decision(inductor_keys.compute_bound_key(M, K, N, dtype), bool(bound), "heuristic",
-                                "Inductor's estimate from this GPU's clocks and memory bandwidth"))
+        with log.guard("pad_mm"):
+            log.add(_bound_decision(inductor_keys.compute_bound_key(M, K, N, dtype), bool(bound), "heuristic",
+                                    "Inductor's estimate from this GPU's clocks and memory bandwidth"))
         return bound
 
     with contextlib.ExitStack() as stack:
@@ -125,7 +131,9 @@ def recording(log: DecisionLog):
             original_faster = module.is_padded_faster
 
             def is_padded_faster(key, ori_time, pad_time, *args, **kwargs):
-                timed[key] = {"unpadded": float(ori_time), "padded": float(pad_time), "multiplier": _multiplier()}
+                with log.guard("pad_mm"):
+                    timed[key] = {"unpadded": float(ori_time), "padded": float(pad_time),
+                                  "multiplier": _multiplier()}
                 return original_faster(key, ori_time, pad_time, *args, **kwargs)
 
             stack.enter_context(mock.patch.object(module, "is_padded_faster", is_padded_faster))
