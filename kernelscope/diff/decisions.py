@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-KIND_LABELS = {"pad_mm": "pad_mm", "mm_compute_bound": "compute bound", "autotune": "max-autotune",
-               "fusion_benchmark": "fusion benchmark", "triton_config": "launch config"}
+from kernelscope.render.decisions import KIND_LABELS
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections import Counter
 from kernelscope.record import Decision, DecisionReplay
 
 ORIGIN_ORDER = ("timed", "heuristic", "replayed", "guessed")
-KIND_LABELS = {"pad_mm": "pad_mm", "mm_compute_bound": "compute bound", "autotune": "max-autotune",
+KIND_LABELS = {"pad_mm": "pad_mm", "mm_compute_bound": "pad_mm compute-bound test", "autotune": "max-autotune",
                "fusion_benchmark": "fusion benchmark", "triton_config": "launch config"}
 LISTED_GUESSES = 5
 

@@ -66,7 +66,7 @@ def _pad_decision(key: str, padded: bool, origin: str, rule: str, summary: str, 
 
 def _bound_decision(key: str, bound: bool, origin: str, rule: str) -> Decision:
     return Decision(kind="mm_compute_bound", key=key, choice="compute bound" if bound else "not compute bound",
-                    origin=origin, rule=rule, summary=f"pad_mm: is {key} compute bound",
+                    origin=origin, rule=rule, summary=key,
                     where=inductor_keys.compile_id())
 
 
