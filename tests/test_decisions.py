@@ -392,3 +392,13 @@ def test_launch_configs_become_decisions_and_replay_onto_the_same_kernel(workspa
     assert launched["config"]["kwargs"] == {"XBLOCK": 256} and launched["replayed_from"] == "run 1"
     assert all(k.launch is None for k in virtual.graphs[1].kernels)  # another kernel: its code differs
     assert replay.decisions[0].rule == "replayed from run 1 (timed on the GPU: the fastest of 2 configs)"
+
+
+def test_the_language_server_option_and_the_watch_request_carry_decisions():
+    from kernelscope.lsp.options import OptionsError, ServerOptions
+
+    options = ServerOptions.from_dict({"decisions": "gpu.json"})
+    assert options.decisions == "gpu.json" and "decisions" in options.given
+    assert ServerOptions.from_dict({"decisions": None}).decisions is None
+    with pytest.raises(OptionsError, match="option 'decisions' must be a string or null"):
+        ServerOptions.from_dict({"decisions": 3})

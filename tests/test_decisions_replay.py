@@ -181,3 +181,25 @@ def test_a_replayed_launch_config_is_the_one_built_below_the_kernel(recordings, 
         dumped = next(k for g in store.run(run_id).dump()["run"]["graphs"] for k in g["kernels"]
                       if k["name"] == kernel.name)
         assert dumped["launch"]["replayed_from"] == str(path)
+
+
+def test_the_engine_worker_replays_the_workspace_default(tmp_path):
+    """The language server's and watch's compiles go through the engine worker: without a
+    `decisions` option it replays the store's decisions.json; `none` replays nothing."""
+    from kernelscope.watch.worker_client import WorkerClient
+
+    store = tmp_path / ".kernelscope"
+    store.mkdir()
+    write_file(DecisionSet("gpu", {"gpu": H100}, [
+        Decision("pad_mm", "a matmul the MLP does not have", "pad", "timed", "timed on the GPU")]),
+        store / "decisions.json")
+    client = WorkerClient(cwd=tmp_path, preload_device="virtual-cuda")
+    params = {"target": MLP, "store": str(store), "workspace": str(tmp_path), "options": {"device": "virtual-cuda"}}
+    client.start()
+    try:
+        default = client.request("record", params)["decisions"]
+        assert default["replayed_from"] == str(store / "decisions.json") and default["unused"] == 1
+        none = client.request("record", {**params, "options": {"device": "virtual-cuda", "decisions": "none"}})
+        assert none["decisions"] is None or none["decisions"]["replayed_from"] is None
+    finally:
+        client.stop()
