@@ -20,7 +20,7 @@ from kernelscope.diff.compare import compare_runs
 from kernelscope.diff.model import run_view
 from kernelscope.diff.report import render
 from kernelscope.record import Decision, DecisionReplay
-from kernelscope.store import Store, validate_dump
+from kernelscope.store import validate_dump
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "capability": [9, 0], "sm_count": 132}
 PAD_KEY = "((torch.Size([4, 16]), (16, 1), torch.float32), 'mm')"

@@ -9,10 +9,9 @@ one Inductor runs untimed. virtual-cuda's code must change exactly as a GPU's wo
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, ZOO
+from conftest import EXAMPLES, ZOO
 
 from kernelscope.decisions.keys import triton_config_key
 from kernelscope.decisions.model import DecisionSet, write_file
@@ -78,7 +77,7 @@ def test_the_cli_replays_lists_shows_and_diffs_decisions(pad_head, run_cli, tmp_
     common = ["compile", SMALL_CNN_TRAIN, "--train", "--dynamic", "--store", str(store)]
     done = run_cli([*common, "--decisions", str(path)])
     assert done.returncode == 0, done.stderr
-    assert f"timing decisions: 1 replayed · " in done.stdout and f"(replayed from {path})" in done.stdout
+    assert "timing decisions: 1 replayed · " in done.stdout and f"(replayed from {path})" in done.stdout
     assert "decision(s) guessed:" in done.stdout and "(rule: " in done.stdout
     assert "1 recorded decision(s) no compile asked for (1 pad_mm)" in done.stdout
     done = run_cli([*common, "--decisions", "none", "--json"])
