@@ -80,7 +80,9 @@ class Kernel:
     inductor_nodes: list[str] | None = None  # Inductor's own kernel->node mapping
     wrapper_lines: list[int] = field(default_factory=list)  # launch/call sites
     # --target cuda: the config its autotuner launched and what the GPU reported for it
-    # ({"config", "candidates", "registers", "spills", "shared_bytes"}; engine/asm_launches.py)
+    # ({"config", "candidates", "registers", "spills", "shared_bytes", "replayed_from"};
+    # engine/asm_launches.py); virtual-cuda: the same, replayed from a GPU's recorded
+    # decisions (`replayed_from` names them; docs/decisions.md)
     launch: dict | None = None
 
 
@@ -187,6 +189,40 @@ class RankInfo:
 
 
 @dataclass
+class Decision:
+    """A choice Inductor makes by timing on the GPU (or by a measurement of it), and how
+    this run made it (docs/decisions.md).
+
+    Kinds, each keyed by Inductor's own cache key: `pad_mm` (pad a matmul or not;
+    pad_mm's `should_pad_bench_key`), `mm_compute_bound` (pad_mm's test whether the
+    matmul is compute bound, from the GPU's clocks and bandwidth), `autotune` (the
+    timings of max-autotune's GEMM/convolution choices; select_algorithm's op, inputs
+    key and matmul precision), `fusion_benchmark` (a fused kernel timed to decide a
+    fusion; the benchmarked module's code) and `triton_config` (the launch config a
+    Triton kernel's autotuner kept; the kernel's name and code)."""
+
+    kind: str
+    key: str
+    choice: str  # what was decided: "pad", "no pad", a choice, a config label, a time
+    origin: str  # "timed" (on the GPU) | "heuristic" (Inductor decided without timing) | "replayed" | "guessed"
+    rule: str  # how, in words: "timed on the GPU", "replayed from run 3", the rule of a guess
+    summary: str = ""  # what was decided on: op, shapes, dtypes
+    where: str = ""  # the compile id it was made in (`0/0`), or the graph key of a kernel
+    kernel: str = ""  # triton_config: the kernel's name
+    timings: dict[str, float | None] = field(default_factory=dict)  # ms per option (None: failed)
+    detail: dict = field(default_factory=dict)  # per kind: a config, the candidates, ...
+
+
+@dataclass
+class DecisionReplay:
+    """virtual-cuda with `--decisions`: where the replayed decisions came from."""
+
+    source: str  # "run 3 of .kernelscope", "gpu.json", ...
+    recorded_on: dict  # their GPU, torch and triton versions, target and device
+    unused: list[Decision] = field(default_factory=list)  # recorded, but no compile of this run asked for them
+
+
+@dataclass
 class RunRecord:
     target: str  # "examples/mlp.py:make" or "script.py"
     device: str  # cuda | virtual-cuda | cpu-triton
@@ -206,6 +242,12 @@ class RunRecord:
     execute_max_error: float | None = None
     config: dict = field(default_factory=dict)
     rank: RankInfo | None = None  # a rank of a distributed job
+    # The GPU the code was generated for ({"name", "capability", "sm_count"}; virtual-cuda:
+    # the emulated one), the choices Inductor made by timing on it, and, for virtual-cuda,
+    # where replayed decisions came from (docs/decisions.md).
+    gpu: dict | None = None
+    decisions: list[Decision] = field(default_factory=list)
+    replay: DecisionReplay | None = None
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

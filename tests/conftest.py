@@ -38,15 +38,26 @@ class RecordingCache:
         return self.get_spec(f"{ZOO / model}.py:{factory}", "virtual-cuda", train, dynamic)
 
     def get_spec(self, spec: str, device: str = "virtual-cuda", train: bool = False, dynamic: bool = False,
-                 world_size: int | None = None):
-        """`world_size`: record rank 0 of a job of that many ranks on torch's fake process group."""
-        key = (spec, device, train, dynamic, world_size)
+                 world_size: int | None = None, decisions: str | None = None, max_autotune: bool = False):
+        """`world_size`: record rank 0 of a job of that many ranks on torch's fake process group;
+        `decisions`: a decisions file to replay (docs/decisions.md); `max_autotune`: as
+        torch.compile(mode="max-autotune-no-cudagraphs") sets Inductor up."""
+        key = (spec, device, train, dynamic, world_size, decisions, max_autotune)
         if key not in self._runs:
+            import contextlib
+
+            from kernelscope.decisions import load_file
             from kernelscope.engine.recorder import RecordOptions, record_factory
 
             options = RecordOptions(device=device, train=train, dynamic=dynamic, workspace=REPO,
-                                    world_size=world_size)
-            self._runs[key] = record_factory(spec, options)
+                                    world_size=world_size, decisions=load_file(Path(decisions)) if decisions else None)
+            patched = contextlib.nullcontext()
+            if max_autotune:
+                import torch._inductor.config as inductor_config
+
+                patched = inductor_config.patch(max_autotune=True, coordinate_descent_tuning=True)
+            with patched:
+                self._runs[key] = record_factory(spec, options)
         return self._runs[key]
 
     def get_distributed(self, factory: str, world_size: int, train: bool = False):

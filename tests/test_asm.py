@@ -366,8 +366,8 @@ def test_attach_gives_each_kernel_its_own_autotuners_launch():
         Kernel("triton_poi_fused_0", "triton", "header\ndef triton_poi_fused_0(a):\n    x = a + 1\n", [])])
     backward = GraphRecord(0, 0, 0, "backward", kernels=[
         Kernel("triton_poi_fused_0", "triton", "header\ndef triton_poi_fused_0(b):\n    y = b * 2\n", [])])
-    seen = [(autotuner("def triton_poi_fused_0(b):\n    y = b * 2\n", 128), [{"kwargs": {"XBLOCK": 128}}]),
-            (autotuner("def triton_poi_fused_0(a):\n    x = a + 1\n", 256), [{"kwargs": {"XBLOCK": 256}}])]
+    seen = [(autotuner("def triton_poi_fused_0(b):\n    y = b * 2\n", 128), [{"kwargs": {"XBLOCK": 128}}], {}),
+            (autotuner("def triton_poi_fused_0(a):\n    x = a + 1\n", 256), [{"kwargs": {"XBLOCK": 256}}], {})]
     asm_launches.attach([forward, backward], seen)
     assert forward.kernels[0].launch["config"] == {"kwargs": {"XBLOCK": 256}, "num_warps": 4, "num_stages": 1}
     assert backward.kernels[0].launch["registers"] == 148

@@ -13,6 +13,7 @@ import pytest
 from conftest import EXAMPLES
 from synthetic_runs import LIBRARY_FILE, make_mlp_run, mlp_store, workspace  # noqa: F401  (fixtures)
 
+from kernelscope.decisions.model import decision_to_dict
 from kernelscope.record import RunRecord
 from kernelscope.store import InvalidDumpError, Store, dump_json, load_schema, schema_problems, validate_dump
 from kernelscope.store.dump import DUMP_FIELD_CHANGES, SCHEMA_VERSION, DumpOptions, dump_run, portable_text
@@ -96,6 +97,11 @@ def expected_run(record: RunRecord) -> dict:
         "warnings": record.warnings, "execute_max_error": record.execute_max_error, "config": record.config,
         "rank": None if record.rank is None else {"rank": record.rank.rank, "world_size": record.rank.world_size,
                                                   "backend": record.rank.backend, "local_rank": record.rank.local_rank},
+        "gpu": record.gpu,
+        "decisions": [decision_to_dict(d) for d in record.decisions],
+        "replay": None if record.replay is None else {
+            "source": record.replay.source, "recorded_on": record.replay.recorded_on,
+            "unused": [decision_to_dict(d) for d in record.replay.unused]},
     }
 
 
@@ -248,13 +254,14 @@ def reversed_lists(record: RunRecord) -> RunRecord:
 def test_schema_is_draft_2020_12_with_id_and_closed_objects():
     schema = load_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == "urn:kernelscope:schema:dump-v4"
-    assert schema["properties"]["schema_version"] == {"const": "4.0", "description": schema["properties"]["schema_version"]["description"]}
+    assert schema["$id"] == "urn:kernelscope:schema:dump-v5"
+    assert schema["properties"]["schema_version"] == {"const": "5.0", "description": schema["properties"]["schema_version"]["description"]}
     assert load_schema("1.0")["$id"] == "urn:kernelscope:schema:dump-v1"  # still read: old dumps validate
     assert load_schema("2.0")["$id"] == "urn:kernelscope:schema:dump-v2"
     assert load_schema("3.0")["$id"] == "urn:kernelscope:schema:dump-v3"
+    assert load_schema("4.0")["$id"] == "urn:kernelscope:schema:dump-v4"
     # free-form dicts from torch and the user; a config's constants and the instruction classes by name
-    open_by_design = {"timings", "config", "inductor_mapping", "kwargs", "mix"}
+    open_by_design = {"timings", "config", "inductor_mapping", "kwargs", "mix", "detail", "recorded_on"}
 
     def check(node, path):
         if isinstance(node, dict):
@@ -300,7 +307,7 @@ def _broken(data, edit):
     (lambda d: d["run"]["graphs"][0]["kernels"][0].pop("name"), "$.run.graphs[0].kernels[0]", "'name' is a required property"),
     (lambda d: d["run"]["graphs"][1].update(kind="sideways"), "$.run.graphs[1].kind", "'sideways' is not one of"),
     (lambda d: d["run"].update(surprise=1), "$.run", "Additional properties are not allowed ('surprise' was unexpected)"),
-    (lambda d: d.update(schema_version="5.0"), "$.schema_version", "'4.0' was expected"),
+    (lambda d: d.update(schema_version="6.0"), "$.schema_version", "'5.0' was expected"),
     (lambda d: d["run"].update(created=1.0), "$.run", "Additional properties are not allowed ('created' was unexpected)"),
     (lambda d: d["run"]["graphs"][1]["wrapper_file"].update(portable_sha256="abc"), "$.run.graphs[1].wrapper_file", "is not valid under any of the given schemas"),
     (lambda d: d["run"]["graphs"][1]["wrapper_lines"][0].update(line=0), "$.run.graphs[1].wrapper_lines[0].line", "0 is less than the minimum of 1"),

@@ -282,22 +282,46 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
     assert (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes() == before
 
 
-def test_version_2_store_gains_the_version_3_tables(mlp_store, workspace):
-    """Version 3 only adds tables (below the kernel, filled on first ask; distributed jobs):
-    a version-2 store opens with its runs as they were and the new tables empty."""
+def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
+    """Versions 3 and 4 only add tables (below the kernel, filled on first ask; distributed
+    jobs; timing decisions): a version-2 store opens with its runs as they were and the new
+    tables empty."""
     conn = mlp_store.conn
     for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm",
-                  "collectives", "graph_code", "graph_splits", "run_ranks"):
+                  "collectives", "graph_code", "graph_splits", "run_ranks", "decisions", "run_decision_info"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
     mlp_store.close()
     with Store(workspace / ".kernelscope") as store:
-        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("3",)]
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [(str(STORE_SCHEMA_VERSION),)]
         assert rows(store, "SELECT id, target FROM runs") == runs_before
         assert rows(store, "SELECT COUNT(*) FROM kernel_asm") == [(0,)]
         assert store.asm.pending(1)  # its Triton kernels can be built below the kernel
         assert rows(store, "SELECT COUNT(*) FROM run_ranks") == [(0,)]
+        assert store.run(1).decisions().decisions == []
+
+
+def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkeypatch):
+    """A version-3 store (before timing decisions) opens with its runs as they were: writable,
+    it gains the decisions tables; read-only (opened immutable, as a read-only mount is), its
+    runs read as having made no decision."""
+    from kernelscope.store import db
+
+    conn = mlp_store.conn
+    for table in ("decisions", "run_decision_info"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("UPDATE meta SET value = '3' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    root = workspace / ".kernelscope"
+    with monkeypatch.context() as patched:
+        patched.setattr(db, "writable_store", lambda root: False)
+        with Store(root, create=False) as store:
+            assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("3",)]
+            assert store.run(1).decisions().decisions == [] and store.run(1).dump()["run"]["decisions"] == []
+    with Store(root) as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("4",)]
+        assert rows(store, "SELECT COUNT(*) FROM decisions") == [(0,)]
 
 
 def test_json_columns_round_trip(mlp_store):

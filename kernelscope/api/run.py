@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kernelscope.render.fusion import Fusion
     from kernelscope.store import RunView
     from kernelscope.store.asm_store import KernelAsmInfo
+    from kernelscope.store.decisions_store import RunDecisions
     from kernelscope.store.distributed import DistributedRun
     from kernelscope.store.profiles import RunProfile
     from kernelscope.store.results import (
@@ -109,6 +110,13 @@ class Run:
         return {info.key: info for info in self.store.backend.asm.run_infos(self.id).values()}
 
     @property
+    def decisions(self) -> RunDecisions:
+        """The choices the run's compiles made by timing on the GPU (pad_mm, max-autotune,
+        fusion benchmarks, launch configs): timed on a GPU, or, under virtual-cuda, replayed
+        from a GPU's recording or guessed (each with its rule; docs/decisions.md)."""
+        return self.view.decisions()
+
+    @property
     def distributed(self) -> DistributedRun:
         """The rank and job of a distributed run, DDP's splits and each graph's collectives."""
         return self.view.distributed()
@@ -163,13 +171,22 @@ class Run:
 
         if has_content(distributed):
             data["distributed"] = asdict(distributed)
+        decisions = self.decisions
+        if decisions.decisions or decisions.replay is not None or decisions.gpu:
+            from kernelscope.decisions.model import decision_to_dict
+
+            data["decisions"] = {"gpu": decisions.gpu, "counts": decisions.counts(),
+                                 "decisions": [decision_to_dict(d) for d in decisions.decisions],
+                                 "replay": None if decisions.replay is None else {
+                                     "source": decisions.replay.source, "recorded_on": decisions.replay.recorded_on,
+                                     "unused": [decision_to_dict(d) for d in decisions.replay.unused]}}
         return data
 
     def report(self) -> str:
         """The text `kernelscope show RUN` prints."""
         from kernelscope.render.report import run_report
 
-        return run_report(self.details, self.asm, self.distributed, self.profile)
+        return run_report(self.details, self.asm, self.distributed, self.profile, self.decisions)
 
     # -- the fusion picture ----------------------------------------------------------
 

@@ -22,6 +22,7 @@ def add_parser(subparsers) -> None:
         "  kernelscope compile examples/function.py:make --target cpu-triton --execute\n"
         "  kernelscope compile model.py:make --json > run.json\n"
         "  kernelscope compile examples/mlp.py:make --target cuda --profile --steps 20   # on a GPU\n"
+        "  kernelscope compile model.py:make --decisions gpu-run.json   # a GPU's pad_mm/autotune choices\n"
         "  kernelscope compile examples/distributed/llama_tp.py:make --world-size 8   # rank 0 of 8, faked",
     )
     parser.add_argument("target", metavar="PATH.py:FACTORY")
@@ -45,11 +46,12 @@ def run(args) -> int:
     from kernelscope.engine.recorder import RecordOptions, record_factory
 
     distributed_args.store_for_rank(args)  # under torchrun: STORE/rank-<R>
+    decisions = recording_output.resolve_decisions(args)
 
     def record(on_phase):
         options = RecordOptions(
             device=args.target_device, train=args.train, dynamic=args.dynamic,
-            execute=args.execute, workspace=Path.cwd(), on_phase=on_phase,
+            execute=args.execute, workspace=Path.cwd(), on_phase=on_phase, decisions=decisions,
             **distributed_args.record_options(args),
         )
         return record_factory(args.target, options)

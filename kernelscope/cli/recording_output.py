@@ -13,6 +13,7 @@ from kernelscope.api.run import Run
 from kernelscope.cli.common import add_store_argument, format_share, graph_break_details
 from kernelscope.cli.progress import phase_display
 from kernelscope.errors import UserError
+from kernelscope.render import decisions as decisions_view
 from kernelscope.render import distributed as distributed_view
 from kernelscope.store import Store as StoreBackend
 from kernelscope.store import dump_json
@@ -28,7 +29,7 @@ COVERAGE_ORDER = [
 
 
 def add_target_arguments(parser) -> None:
-    """--target and --execute, shared by compile, run and watch."""
+    """--target, --execute and --decisions, shared by compile, run and watch."""
     parser.add_argument(
         "--target", dest="target_device", default="auto",
         choices=["auto", "cuda", "virtual-cuda", "cpu-triton"],
@@ -37,6 +38,18 @@ def add_target_arguments(parser) -> None:
     parser.add_argument("--execute", action="store_true",
                         help="cpu-triton: run the kernels in Triton's interpreter and report the "
                              "max error against eager")
+    parser.add_argument("--decisions", metavar="RUN|DUMP|FILE",
+                        help="virtual-cuda: replay a GPU's timing decisions (pad_mm, max-autotune, launch configs) "
+                             "recorded by a --target cuda run: a run of the store (3, latest), its dump, or a "
+                             "decisions file; `none` replays nothing. Default: [tool.kernelscope] decisions in "
+                             "pyproject.toml, else the store's decisions.json (docs/decisions.md)")
+
+
+def resolve_decisions(args):
+    """The DecisionSet `--decisions` (or the workspace's default) names, or None."""
+    from kernelscope.decisions import resolve
+
+    return resolve(getattr(args, "decisions", None), Path(args.store), Path.cwd())
 
 
 def run_overview(run) -> dict:
@@ -108,6 +121,9 @@ def record_and_store(args, record, after_store=None) -> int:
         "execute_max_error": run.execute_max_error,
         "warnings": run.warnings,
     }
+    if run.decisions or run.replay is not None:
+        summary["decisions"] = {**decisions_view.summary_data(run.decisions, run.replay),
+                                "lines": decisions_view.summary_lines(run.decisions, run.replay, run_id)}
     if profile is not None:
         summary["profile"] = profile
     if asm is not None:
@@ -176,6 +192,8 @@ def render_summary(summary: dict) -> str:
     out.append(f"  time: {phases} · peak memory {summary['peak_memory_mb']:.0f} MB")
     for warning in summary["warnings"]:
         out.append(f"  warning: {warning}")
+    if summary.get("decisions"):
+        out.extend(f"  {line}" for line in summary["decisions"]["lines"])
     if summary.get("asm"):
         asm = summary["asm"]
         failed = f", {len(asm['failed'])} failed: {'; '.join(asm['failed'][:3])}" if asm["failed"] else ""

@@ -35,11 +35,12 @@ def run(args) -> int:
     distributed = distributed_args.record_options(args)
     root = Path(args.store)
     launched = distributed_args.store_for_rank(args)  # under torchrun: STORE/rank-<R>
+    decisions = recording_output.resolve_decisions(args)
 
     def record(on_phase):
         options = RecordOptions(
             device=args.target_device, execute=args.execute, workspace=Path.cwd(),
-            on_phase=on_phase, **distributed,
+            on_phase=on_phase, decisions=decisions, **distributed,
         )
         return record_script(Path(args.script), script_args, options)
 

@@ -41,6 +41,7 @@ def add_parser(subparsers) -> None:
         epilog="examples:\n"
         "  kernelscope watch examples/mlp.py:make\n"
         "  kernelscope watch examples/mlp.py:make --train --keep 5\n"
+        "  kernelscope watch model.py:make --decisions latest   # replay the store's latest GPU run's decisions\n"
         "  kernelscope watch model.py:make --json | jq -c 'select(.event == \"build_finished\")'",
     )
     parser.add_argument("target", metavar="PATH.py:FACTORY")
@@ -81,6 +82,7 @@ def run(args) -> int:
         target=args.target, store=Path(args.store), workspace=Path.cwd(), device=args.target_device,
         train=args.train, dynamic=args.dynamic, execute=args.execute, keep=args.keep,
         quiet_seconds=args.quiet_period, build_timeout=args.build_timeout, memory_limit_mb=args.memory_limit,
+        decisions=args.decisions,
     )
     session = WatchSession(options, JsonPrinter() if args.json else LinePrinter())
     previous_sigterm = signal.signal(signal.SIGTERM, _interrupt)
@@ -141,9 +143,10 @@ class LinePrinter:
         if isinstance(event, BuildFinished):
             phases = " · ".join(f"{phase} {event.timings.get(phase, 0.0):.2f}s" for phase in PHASE_ORDER)
             pruned = f" · pruned {len(event.pruned)} old run(s)" if event.pruned else ""
+            decisions = "".join(f"\n    {line}" for line in event.decisions)
             return (f"build {event.build}: run {event.run_id} of {event.target} · {event.graphs} graph(s), "
                     f"{event.kernels} Triton kernel(s) · {phases} · total {event.timings.get('total', 0.0):.2f}s"
-                    f"{pruned}")
+                    f"{pruned}{decisions}")
         if isinstance(event, BuildFailed):
             where = _display(event.file) if event.file else ""
             if where and event.line:

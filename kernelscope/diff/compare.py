@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 
 from kernelscope.diff.align import LineAlignment
+from kernelscope.diff.decisions import DecisionDiff, compare_decisions
 from kernelscope.diff.device_time import DeviceTimeDiff, compare_device_time
 from kernelscope.diff.match import KernelPair, match_kernels
 from kernelscope.diff.model import BreakView, KernelView, RunView, SourceKey
@@ -130,12 +131,14 @@ class RunDiff:
     coverage: list[CoverageChange] = field(default_factory=list)
     device_time: DeviceTimeDiff | None = None  # when either side has a profile
     resources: ResourceDiff | None = None  # registers and spills of paired kernels (below the kernel)
+    decisions: DecisionDiff | None = None  # timing decisions made differently (schema 5.0)
 
     @property
     def is_empty(self) -> bool:
         return not (any(count.delta for count in self.totals.values()) or self.graphs or self.kernels
                     or self.source_lines or self.graph_breaks or self.recompiles or self.fallbacks or self.coverage
-                    or (self.resources is not None and self.resources.changes))
+                    or (self.resources is not None and self.resources.changes)
+                    or (self.decisions is not None and self.decisions.changed))
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -165,6 +168,7 @@ def compare_runs(before: RunView, after: RunView) -> RunDiff:
         coverage=_coverage_changes(before.coverage, after.coverage),
         device_time=compare_device_time(before.profile, after.profile, pairs),
         resources=compare_resources(pairs),
+        decisions=compare_decisions(before.decisions, after.decisions),
     )
 
 

@@ -1,6 +1,6 @@
 """One side of a diff: a dump (file or a run of the store) read into plain views.
 
-A side is whatever `kernelscope dump` writes: a JSON file (schema 1.0 to 4.0),
+A side is whatever `kernelscope dump` writes: a JSON file (schema 1.0 to 5.0),
 `-` for stdin, or a run of the store named `3`, `latest` or `latest~N` (N runs
 before the latest). Only the facts a diff compares are kept.
 """
@@ -13,11 +13,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelscope.diff.decisions import DecisionView, decision_views
 from kernelscope.errors import StoreError, UserError
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 
 RUN_REFERENCE = re.compile(r"^(?:(\d+)|latest(?:~(\d+))?)$")
-READABLE_SCHEMAS = ("1.0", "2.0", "3.0", "4.0")
+READABLE_SCHEMAS = ("1.0", "2.0", "3.0", "4.0", "5.0")
 
 # Extern calls into these namespaces are ATen ops Inductor had no lowering for and ran
 # eagerly (a FallbackKernel: `torch.ops.aten.median.default(...)` in the wrapper).
@@ -102,6 +103,7 @@ class RunView:
     source_code: dict[SourceKey, str] = field(default_factory=dict)  # code of every recorded user line
     ops_by_source: dict[tuple[str, SourceKey], Counter] = field(default_factory=dict)  # (phase, line) -> targets
     profile: dict | None = None  # the dump's device times per step (`kernelscope profile`), if any
+    decisions: list[DecisionView] = field(default_factory=list)  # timing decisions (schema 5.0)
 
 
 def load_side(spec: str, store_dir: str | Path) -> RunView:
@@ -171,7 +173,7 @@ def _checked_view(data: dict, name: str) -> RunView:
 
 
 def run_view(data: dict, label: str) -> RunView:
-    """The views of a dump (schema 1.0 to 4.0)."""
+    """The views of a dump (schema 1.0 to 5.0)."""
     run = data["run"]
     graphs: list[GraphView] = []
     kernels: list[KernelView] = []
@@ -223,6 +225,7 @@ def run_view(data: dict, label: str) -> RunView:
         source_code=source_code,
         ops_by_source=ops_by_source,
         profile=data.get("profile"),
+        decisions=decision_views(run),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from kernelscope.diff.compare import TOTALS, RunDiff
+from kernelscope.diff.decisions import render_lines as render_decisions
 from kernelscope.diff.device_time import render_lines as render_device_time
 from kernelscope.diff.resources import render_lines as render_resources
 from kernelscope.diff.gates import GateResult
@@ -135,6 +136,7 @@ def _text(diff: RunDiff, gates: list[GateResult]) -> str:
             out += [f"  {cov.key}: {_share(cov.before)} -> {_share(cov.after)}" for cov in diff.coverage]
     out += render_device_time(diff.device_time)
     out += render_resources(diff.resources)
+    out += render_decisions(diff.decisions)
     if gates:
         out.append("gates:")
         out += [f"  {line}" for line in _gate_lines(gates)]
@@ -195,6 +197,9 @@ def _markdown(diff: RunDiff, gates: list[GateResult]) -> str:
     resource_lines = render_resources(diff.resources)
     if resource_lines:
         out += ["#### Registers and spills", "", "```", *resource_lines, "```", ""]
+    decision_lines = render_decisions(diff.decisions)
+    if decision_lines:
+        out += ["#### Timing decisions", "", "```", *decision_lines, "```", ""]
     if gates:
         out += ["#### Gates", ""]
         for result in gates:

@@ -11,7 +11,9 @@ the GPU (devices/virtual_cuda.py); the Triton wheel's ptxas makes the cubin.
 
 Which config is built:
 - a run on a GPU (`--target cuda`) recorded the config the kernel's autotuner
-  launched (asm_launches.py): that one;
+  launched (asm_launches.py): that one; a virtual-cuda run that replayed a GPU's
+  decisions (docs/decisions.md) holds the config the GPU launched for the same kernel:
+  that one;
 - a kernel with one config: the GPU runs it without timing anything;
 - several: the GPU times them at the first launch and keeps the fastest, which
   cannot be known without a GPU. Shown is the config Inductor itself runs when it
@@ -50,7 +52,7 @@ class KernelToBuild:
     name: str  # the kernel function
     path: str  # the stored kernel file (absolute): the file its locations name
     source: str
-    launch: dict | None = None  # --target cuda: what the autotuner launched (asm_launches.launch_record)
+    launch: dict | None = None  # what the autotuner launched on a GPU (asm_launches.launch_record), or replayed
 
 
 def build_kernel(kernel: KernelToBuild) -> KernelAsm:
@@ -158,6 +160,9 @@ def _choose(autotuner, untimed: list | None, launch: dict | None):
             config = triton.Config(dict(wanted.kwargs), num_warps=wanted.num_warps, num_stages=wanted.num_stages)
         tried = len(launch.get("candidates") or []) or count
         how = "the only config" if tried == 1 else f"the fastest of {tried} configs the GPU timed"
+        if launch.get("replayed_from"):
+            return config, candidates, (f"replayed from {launch['replayed_from']}: the config the GPU launched for "
+                                        f"this kernel ({how})")
         return config, candidates, f"launched on the GPU: {how}"
     if count == 1:
         return candidates[0], candidates, "the kernel's only config: the GPU runs it without timing"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from kernelscope.decisions.model import DecisionSet
 from kernelscope.errors import CompileError, TargetError, UserError
 from kernelscope.engine import rank_info
 from kernelscope.record import GraphSplit, Recompile, RunRecord
@@ -40,6 +41,9 @@ class RecordOptions:
     rank: int = 0
     job: str | None = None
     on_phase: Callable[[str, str], None] = lambda phase, detail: None
+    # virtual-cuda: a GPU's recorded timing decisions to replay (kernelscope.decisions;
+    # docs/decisions.md); those it does not hold are guessed, and the run says which.
+    decisions: DecisionSet | None = None
 
 
 def _version_tuple(version: str) -> tuple[int, int]:
@@ -112,6 +116,7 @@ class Recording:
         self._stack = contextlib.ExitStack()
         self.device_warnings: list[str] = []
         self.autotuners: list | None = None  # --target cuda: Inductor's autotuners, read after the run
+        self.decisions = _decision_log(device, options)
 
     def __enter__(self):
         import torch
@@ -137,11 +142,13 @@ class Recording:
                 }
             )
         )
-        self.device_warnings = stack.enter_context(device_target(self.device, self.options.execute))
+        self.device_warnings = stack.enter_context(device_target(self.device, self.options.execute, self.decisions))
         if self.device == "cuda":
             from kernelscope.engine import asm_launches
+            from kernelscope.engine.decisions import session
 
             self.autotuners = stack.enter_context(asm_launches.autotuners_seen())
+            stack.enter_context(session.recording(self.decisions))
         stack.enter_context(self.trace)
         stack.enter_context(self.distributed)  # first: its wrappers keep torch's signatures
         stack.enter_context(self.probes)
@@ -152,13 +159,30 @@ class Recording:
         self._stack.close()
 
 
+def _decision_log(device: str, options: RecordOptions):
+    """The log of the recording's timing decisions; virtual-cuda replays `options.decisions`."""
+    from kernelscope.engine.decisions.log import DecisionLog
+
+    chosen = options.decisions
+    if chosen is not None and chosen.explicit and device != "virtual-cuda":
+        why = ("on a GPU, Inductor times them itself" if device == "cuda"
+               else "cpu-triton makes no GPU timing decisions")
+        raise UserError(f"--decisions {chosen.source} replays a GPU's timing decisions under virtual-cuda; "
+                        f"this run's target is {device} ({why}): drop --decisions, or use --target virtual-cuda")
+    return DecisionLog(chosen if device == "virtual-cuda" else None)
+
+
 @contextlib.contextmanager
-def device_target(device: str, execute: bool = False):
+def device_target(device: str, execute: bool = False, decisions=None):
     """Make torch.compile generate code for `device` while inside (see devices/); yields
-    the warnings a run should carry about the target.
+    the warnings a run should carry about the target. virtual-cuda answers the questions
+    a GPU answers by timing from `decisions` (a DecisionLog; a fresh one when None: each
+    answer guessed by Inductor's own rule).
 
     Used by recordings and by the benchmark's plain-compile baseline alike.
     """
+    from kernelscope.engine.decisions import session
+    from kernelscope.engine.decisions.log import DecisionLog
     from kernelscope.engine.devices import codegen_only, cpu_triton, cuda_attention, meta_models, virtual_cuda
 
     warnings_for_run: list[str] = []
@@ -171,6 +195,9 @@ def device_target(device: str, execute: bool = False):
                 warnings_for_run.append(f"{problem}: Python indexing inside decompositions may fail")
             stack.enter_context(meta_models.captured_as_cpu())
             stack.enter_context(cuda_attention.attention_as_on_cuda())
+            log = decisions if decisions is not None else DecisionLog()
+            session.check_gpu(log, session.gpu_of(device))
+            stack.enter_context(session.replaying(log))
             stack.enter_context(_compile_fx_replaced(virtual_cuda.make_compile_fx))
         elif device == "cpu-triton":
             stack.enter_context(cpu_triton.cpu_triton_backend(execute))
@@ -453,11 +480,17 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         per_compile = forward_by_seq_nr.setdefault(capture.compile_id, {})
         graphs.append(links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed))
 
+    from kernelscope.engine.decisions import session
+
+    decisions = recording.decisions
     if recording.autotuners is not None:  # the configs the GPU launched (below the kernel)
         from kernelscope.engine import asm_launches
 
-        asm_launches.attach(graphs, recording.autotuners)
+        session.launch_decisions(graphs, asm_launches.attach(graphs, recording.autotuners), decisions)
         recording.autotuners = None
+    elif device == "virtual-cuda":
+        session.replay_launches(graphs, decisions)
+    gpu = session.gpu_of(device)
     warnings = list(probes.disabled and [
         f"line-level provenance unavailable on torch {torch.__version__}: kernel-level only "
         f"({'; '.join(probes.disabled)})"
@@ -466,6 +499,8 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     warnings += recording.fixes.warnings(torch.__version__)
     warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
     warnings += _distributed_warnings(recording.distributed, graphs)
+    warnings += list(dict.fromkeys(decisions.problems))
+    warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))
     return RunRecord(
         target=target,
         device=device,
@@ -483,6 +518,9 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         warnings=warnings,
         config={"execute": options.execute},
         rank=recording.distributed.rank or rank_info.current(options.job),
+        gpu=gpu,
+        decisions=list(decisions.decisions),
+        replay=decisions.replay_record(),
     )
 
 

@@ -13,15 +13,18 @@ C) goes to stderr and cannot corrupt the protocol. One request at a time.
 
 Methods
 - `initialize {}` -> `{protocol, pid, python, torch, import_seconds, preload_error}`
-- `record {target, store, workspace?, keep?, options?: {device, train, dynamic, execute, asm}}`
-  -> `{run_id, target, device, mode, graphs, kernels, warnings, files, pruned, timings, asm}`
+- `record {target, store, workspace?, keep?, options?: {device, train, dynamic, execute, asm, decisions}}`
+  -> `{run_id, target, device, mode, graphs, kernels, warnings, files, pruned, timings, asm, decisions}`
   where `files` are the real paths of the workspace files the target imported
   (read after the factory ran; the target file first), `pruned` the run ids
   retention removed, and `timings` seconds per phase:
   `import` (torch if not yet imported, the user's modules, the factory),
   `capture`, `lower`, `codegen`, `store`, `total` (and `asm`). With `options.asm` the run's
   Triton kernels are compiled below Triton once the run is stored (as `asm` below does):
-  `asm` is that build's summary, else null.
+  `asm` is that build's summary, else null. `options.decisions` is what `--decisions`
+  takes (a run id of the store, a dump or decisions file, `none`); absent or null: the
+  workspace's default (kernelscope.decisions.sources). The result's `decisions` is the
+  run's timing decisions counted, the guessed ones listed (null when it made none).
 - `asm {store, run_id, kernel_files?}` -> `{built, failed, seconds, kernel_seconds}`: compile
   the run's Triton kernels (those of `kernel_files`, stored kernel paths, when given) below
   Triton — TTIR, TTGIR, PTX, SASS, facts — and store each that has no build yet
@@ -212,7 +215,7 @@ class Worker:
         linecache.clearcache()  # stack traces of the new graph must show the edited source
         started = time.perf_counter()
         try:
-            run = self._record(target, params.get("options") or {}, workspace)
+            run = self._record(target, params.get("options") or {}, workspace, Path(store))
         except BaseException as error:  # noqa: BLE001 - reported with the user's file:line
             if isinstance(error, KeyboardInterrupt):
                 raise
@@ -243,6 +246,7 @@ class Worker:
             "pruned": pruned,
             "timings": timings,
             "asm": asm,
+            "decisions": _decisions_summary(run, run_id),
         }
 
     def asm(self, params: dict) -> dict:
@@ -270,12 +274,17 @@ class Worker:
         imports.install()
         self._imports = imports
 
-    def _record(self, target: str, options: dict, workspace: Path):
+    def _record(self, target: str, options: dict, workspace: Path, store: Path):
+        from kernelscope.decisions import resolve
         from kernelscope.engine.recorder import RecordOptions, record_factory
 
-        unknown = set(options) - {"device", "train", "dynamic", "execute", "asm"}
+        unknown = set(options) - {"device", "train", "dynamic", "execute", "asm", "decisions"}
         if unknown:
             raise RequestFailed(INVALID_PARAMS, f"unknown record options: {', '.join(sorted(unknown))}")
+        spec = options.get("decisions")
+        if spec is not None and not isinstance(spec, str):
+            raise RequestFailed(INVALID_PARAMS, f"'decisions' must be a run id, a file or 'none', got {spec!r}")
+        store = store if store.is_absolute() else workspace / store
         record_options = RecordOptions(
             device=options.get("device", "auto"),
             train=bool(options.get("train", False)),
@@ -283,6 +292,7 @@ class Worker:
             execute=bool(options.get("execute", False)),
             workspace=workspace,
             on_phase=lambda phase, detail: self.channel.notify("phase", {"phase": phase, "detail": detail}),
+            decisions=resolve(spec, store, workspace),
         )
         try:
             return record_factory(target, record_options)
@@ -314,6 +324,16 @@ class Worker:
         where = f"{data['file']}:{data['line']}: " if data["file"] and data["line"] else \
             f"{data['file']}: " if data["file"] else ""
         return RequestFailed(code, where + data["message"], data)
+
+
+def _decisions_summary(run, run_id: int) -> dict | None:
+    """The run's timing decisions as a front end shows them (counts, the guessed ones)."""
+    if not run.decisions and run.replay is None:
+        return None
+    from kernelscope.render import decisions as decisions_view
+
+    return {**decisions_view.summary_data(run.decisions, run.replay),
+            "lines": decisions_view.summary_lines(run.decisions, run.replay, run_id)}
 
 
 def _forget_dynamo_imports() -> None:

@@ -45,6 +45,7 @@ class CompileResult:
     kernels: int
     seconds: float
     asm: dict | None = None  # the build below Triton's summary, when asked for
+    decisions: dict | None = None  # the run's timing decisions: counts, the guessed ones (docs/decisions.md)
 
 
 class Compiler:
@@ -63,15 +64,17 @@ class Compiler:
     def compile(self, target: CompileTarget, store: Path, python: str | None, timeout: float,
                 on_phase: Callable[[str, str], None] | None = None,
                 on_restart: Callable[[str], None] | None = None,
-                memory_limit_mb: int | None = None, asm: bool = False) -> CompileResult:
+                memory_limit_mb: int | None = None, asm: bool = False,
+                decisions: str | None = None) -> CompileResult:
         """Record `target` into `store`; with `asm`, the run's Triton kernels are compiled below
-        Triton (PTX, SASS) in the same request, once the run is stored."""
+        Triton (PTX, SASS) in the same request, once the run is stored. `decisions`: the GPU
+        decisions to replay (None: the workspace's default, which the worker finds)."""
         options = {"device": target.device, "train": target.train, "dynamic": target.dynamic,
-                   **({"asm": True} if asm else {})}
+                   **({"asm": True} if asm else {}), **({"decisions": decisions} if decisions else {})}
         params = {"target": target.spec, "store": str(store), "workspace": str(self.workspace), "options": options}
         result = self._request("record", params, python, target.device, timeout, on_phase, on_restart, memory_limit_mb)
         return CompileResult(result["run_id"], result["graphs"], result["kernels"],
-                             result["timings"].get("total", 0.0), result.get("asm"))
+                             result["timings"].get("total", 0.0), result.get("asm"), result.get("decisions"))
 
     def build_asm(self, store: Path, run_id: int, kernel_files: list[str] | None, python: str | None,
                   timeout: float, on_phase: Callable[[str, str], None] | None = None,

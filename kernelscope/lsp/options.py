@@ -24,6 +24,7 @@ _KEYS = {
     "memory_limit": "memoryLimit",
     "path_map": "pathMap",
     "asm_after_compile": "asmAfterCompile",
+    "decisions": "decisions",
 }
 
 
@@ -44,6 +45,9 @@ class ServerOptions:
     memory_limit: int | None = None  # MB: the engine worker's address-space cap; None: no cap
     path_map: tuple[str, ...] = ()  # RECORDED=LOCAL pairs (a store recorded elsewhere; see store.places)
     asm_after_compile: bool = False  # compile each new run's Triton kernels to PTX/SASS right after it is stored
+    # virtual-cuda: a GPU's timing decisions to replay (a run id, a dump or decisions file, "none");
+    # None: the workspace's default ([tool.kernelscope] decisions, else the store's decisions.json)
+    decisions: str | None = None
     given: frozenset[str] = field(default_factory=frozenset)  # fields the client set
 
     @classmethod
@@ -66,7 +70,7 @@ class ServerOptions:
 
 
 def _checked(key: str, value):
-    if key in ("target", "python"):
+    if key in ("target", "python", "decisions"):
         if value is not None and not isinstance(value, str):
             raise OptionsError(f"option '{key}' must be a string or null, got {value!r}")
         return value or None

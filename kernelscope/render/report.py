@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kernelscope.render import distributed as distributed_text
 from kernelscope.render.text import format_share, format_table, format_time, graph_break_details
+from kernelscope.store.decisions_store import RunDecisions
 from kernelscope.store.distributed import DistributedRun, RankRef
 from kernelscope.store.profiles import RunProfile
 from kernelscope.store.results import RunDetails, RunSummary
@@ -22,11 +23,16 @@ NO_RUNS = "no runs yet — record one with `kernelscope compile FILE.py:FACTORY`
 
 
 def run_report(details: RunDetails, asm: dict | None = None, distributed: DistributedRun | None = None,
-               profile: RunProfile | None = None) -> str:
+               profile: RunProfile | None = None, decisions: RunDecisions | None = None) -> str:
     """What `kernelscope show` prints: the run, its graphs, kernels (and their resources below
     Triton when built), graph breaks, recompiles, coverage, warnings and timings; then the
-    distributed section and the profile when the run has them."""
+    timing decisions, the distributed section and the profile when the run has them."""
     parts = [_details_text(details, asm)]
+    if decisions is not None and (decisions.decisions or decisions.replay is not None or decisions.gpu):
+        from kernelscope.render.decisions import section_lines
+
+        parts.append("\n" + "\n".join(["timing decisions (docs/decisions.md)",
+                                         *section_lines(decisions.gpu, decisions.decisions, decisions.replay)]))
     if distributed is not None and distributed_text.has_content(distributed):
         parts.append("\n" + "\n".join(distributed_text.render_run(distributed)))
     if profile is not None:

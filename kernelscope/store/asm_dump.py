@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kernelscope.asm.model import STAGES
 from kernelscope.errors import StoreError
-from kernelscope.store import paths
+from kernelscope.store import decisions_store, paths
 
 _PACKAGE_PREFIX = re.compile(r"[^\s\"'()\[\]]*?/(?:site|dist)-packages/")
 
@@ -29,14 +29,18 @@ def portable_stage_text(text: str, root: Path, run_id: int, portable) -> str:
     return portable(_PACKAGE_PREFIX.sub("<site-packages>/", text))
 
 
-def launches(conn: sqlite3.Connection, graph_id: int) -> dict[int, dict]:
-    """kernel id -> its `launch` (--target cuda runs only)."""
+def launches(conn: sqlite3.Connection, graph_id: int, portable=lambda text: text) -> dict[int, dict]:
+    """kernel id -> its `launch` (--target cuda runs, and virtual-cuda runs that replayed one:
+    `replayed_from` names the decisions)."""
     rows = conn.execute(
         """SELECT l.* FROM kernel_launches l JOIN kernels k ON k.id = l.kernel_id WHERE k.graph_id = ?""",
-        (graph_id,))
+        (graph_id,)).fetchall()
+    replayed = decisions_store.replayed_launches(conn, [row["kernel_id"] for row in rows])
     return {row["kernel_id"]: {"config": json.loads(row["config_json"]),
                                "candidates": json.loads(row["candidates_json"]), "registers": row["registers"],
-                               "spills": row["spills"], "shared_bytes": row["shared_bytes"]} for row in rows}
+                               "spills": row["spills"], "shared_bytes": row["shared_bytes"],
+                               "replayed_from": portable(replayed[row["kernel_id"]]) if row["kernel_id"] in replayed
+                               else None} for row in rows}
 
 
 def builds(conn: sqlite3.Connection, root: Path, run_id: int, graph_id: int, portable,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelscope.asm.model import STAGES, AsmFacts, AsmLine, KernelAsm, LaunchConfig, Occupancy
-from kernelscope.store import paths
+from kernelscope.store import decisions_store, paths
 from kernelscope.store.sql import select_in
 
 BUILDABLE_KINDS = ("triton", "template")  # extern calls run library code: nothing to build
@@ -45,7 +45,9 @@ class PendingKernel:
     name: str
     graph_key: str
     file: str  # the stored kernel file (`runs/3/graphs/.../kernels/<name>.py`)
-    launch: dict | None  # --target cuda: {"config", "candidates", "registers", "spills", "shared_bytes"}
+    # --target cuda (or replayed from a GPU's decisions: `replayed_from`):
+    # {"config", "candidates", "registers", "spills", "shared_bytes", "replayed_from"}
+    launch: dict | None
 
 
 @dataclass
@@ -99,8 +101,10 @@ class AsmStore:
                    AND k.kind IN ('triton', 'template')"""
         rows = self.conn.execute(sql + " ORDER BY g.id, k.position", (run_id,)).fetchall()
         wanted = None if kernel_ids is None else set(kernel_ids)
-        return [PendingKernel(row[0], run_id, row[1], row[3], row[2], _launch(row))
-                for row in rows if wanted is None or row[0] in wanted]
+        rows = [row for row in rows if wanted is None or row[0] in wanted]
+        replayed = decisions_store.replayed_launches(self.conn, [row[0] for row in rows if row[4] is not None])
+        return [PendingKernel(row[0], run_id, row[1], row[3], row[2], _launch(row, replayed.get(row[0])))
+                for row in rows]
 
     def kernel_ids_of_files(self, kernel_files: list[str]) -> dict[str, int]:
         """Stored kernel file path -> kernel id."""
@@ -257,11 +261,11 @@ class AsmStore:
         return KernelBelow(name, kernel_file, sorted(set(kernel_lines)), info, lines)
 
 
-def _launch(row) -> dict | None:
+def _launch(row, replayed_from: str | None) -> dict | None:
     if row[4] is None:
         return None
     return {"config": json.loads(row[4]), "candidates": json.loads(row[5]), "registers": row[6],
-            "spills": row[7], "shared_bytes": row[8]}
+            "spills": row[7], "shared_bytes": row[8], "replayed_from": replayed_from}
 
 
 def _facts(row: sqlite3.Row) -> AsmFacts:

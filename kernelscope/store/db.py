@@ -17,7 +17,7 @@ from pathlib import Path
 from kernelscope.errors import StoreError
 
 DB_FILE_NAME = "kernelscope.sqlite"
-STORE_SCHEMA_VERSION = 3  # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES)
+STORE_SCHEMA_VERSION = 4  # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES
 
 TABLES = """
 CREATE TABLE meta (
@@ -337,9 +337,53 @@ CREATE INDEX collectives_by_node   ON collectives (node_id);
 CREATE INDEX collectives_by_run    ON collectives (run_id);
 """
 
-ADDED_AFTER_VERSION = "2"  # a store of this version gains the ASM and DISTRIBUTED tables when opened
-
 # -- end of distributed jobs ----------------------------------------------------------
+
+# -- timing decisions (docs/decisions.md) -------------------------------------------
+# The choices Inductor made by timing on the GPU (pad_mm, max-autotune, fusion benchmarks,
+# launch configs), as a `--target cuda` run made them or virtual-cuda replayed or guessed them.
+DECISIONS_TABLES = """
+-- The GPU a run's code was generated for, and where a virtual-cuda run's replayed decisions came from.
+CREATE TABLE run_decision_info (
+    run_id        INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    gpu_json      TEXT,           -- {name, capability, sm_count} (virtual-cuda: the emulated GPU)
+    source        TEXT,           -- the --decisions it replayed (NULL: none)
+    recorded_json TEXT,           -- their GPU, torch and triton versions, target and device
+    unused_json   TEXT NOT NULL   -- recorded decisions no compile of this run asked for
+);
+
+-- record.Decision: one row per decision, in the order they were made.
+CREATE TABLE decisions (
+    id           INTEGER PRIMARY KEY,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    position     INTEGER NOT NULL,
+    kind         TEXT NOT NULL,   -- pad_mm, mm_compute_bound, autotune, fusion_benchmark, triton_config
+    key          TEXT NOT NULL,   -- Inductor's own key for it
+    choice       TEXT NOT NULL,
+    origin       TEXT NOT NULL CHECK (origin IN ('timed', 'heuristic', 'replayed', 'guessed')),
+    rule         TEXT NOT NULL,
+    summary      TEXT NOT NULL,
+    location     TEXT NOT NULL,   -- record.Decision.where
+    kernel_name  TEXT NOT NULL,
+    kernel_id    INTEGER REFERENCES kernels(id) ON DELETE CASCADE,  -- triton_config: its kernel
+    timings_json TEXT NOT NULL,
+    detail_json  TEXT NOT NULL
+);
+"""
+
+DECISIONS_INDEXES = """
+CREATE INDEX decisions_by_run    ON decisions (run_id, position);
+CREATE INDEX decisions_by_kernel ON decisions (kernel_id);
+"""
+
+# A store of an older version gains the tables added since, when opened: version 2 the
+# below-the-kernel, distributed and decisions tables, version 3 the decisions tables.
+ADDED_SINCE_VERSION = {
+    "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES,
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES,
+}
+
+# -- end of timing decisions ----------------------------------------------------------
 
 # Lookups both ways by (file, line), plus one index per foreign key so that
 # deleting a run (ON DELETE CASCADE) does not scan the child tables. The
@@ -539,7 +583,7 @@ def _create_or_check_schema(conn: sqlite3.Connection, db_path: Path, writable: b
     writer); only creating a new store or adding a column takes it."""
     tables = _tables(conn)
     if tables:
-        _check_version(conn, db_path, tables)
+        _check_version(conn, db_path, tables, writable)
         if not writable or not _missing_columns(conn):
             return
     elif not writable:
@@ -549,15 +593,15 @@ def _create_or_check_schema(conn: sqlite3.Connection, db_path: Path, writable: b
         tables = _tables(conn)  # another process may have created it meanwhile
         if not tables:
             # executescript() would COMMIT first, so statements run one by one here.
-            for statement in _statements(TABLES + ASM_TABLES + DISTRIBUTED_TABLES + INDEXES + ASM_INDEXES
-                                         + DISTRIBUTED_INDEXES):
+            for statement in _statements(TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + INDEXES
+                                         + ASM_INDEXES + DISTRIBUTED_INDEXES + DECISIONS_INDEXES):
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('store_schema_version', ?)",
                 (str(STORE_SCHEMA_VERSION),),
             )
         else:
-            _check_version(conn, db_path, tables)
+            _check_version(conn, db_path, tables, writable)
             for table, column, kind in _missing_columns(conn):
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         conn.execute("COMMIT")
@@ -583,7 +627,13 @@ def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
     return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
 
 
-def _check_version(conn: sqlite3.Connection, db_path: Path, tables: set[str]) -> None:
+def has_table(conn: sqlite3.Connection, table: str) -> bool:
+    """Whether the store has `table` (a read-only store of an older version may lack the
+    tables added since: their readers answer as for a run that recorded none)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is not None
+
+
+def _check_version(conn: sqlite3.Connection, db_path: Path, tables: set[str], writable: bool = True) -> None:
     row = None
     if "meta" in tables:
         row = conn.execute("SELECT value FROM meta WHERE key = 'store_schema_version'").fetchone()
@@ -593,10 +643,13 @@ def _check_version(conn: sqlite3.Connection, db_path: Path, tables: set[str]) ->
             "move it away or pass --store DIR"
         )
     version = row[0]
-    if version == ADDED_AFTER_VERSION:
-        # Version 3 only adds tables (below the kernel: filled on first ask; distributed jobs:
-        # none for a run recorded without a process group): the runs stay as they are.
-        for statement in _statements(ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES):
+    if version in ADDED_SINCE_VERSION and not writable and version != "2":
+        return  # read as it is: the tables added since are read as empty (has_table)
+    if version in ADDED_SINCE_VERSION:
+        # Versions 3 and 4 only add tables (below the kernel: filled on first ask; distributed
+        # jobs: none for a run recorded without a process group; decisions: none for a run
+        # recorded before them): the runs stay as they are.
+        for statement in _statements(ADDED_SINCE_VERSION[version]):
             conn.execute(statement)
         conn.execute("UPDATE meta SET value = ? WHERE key = 'store_schema_version'", (str(STORE_SCHEMA_VERSION),))
         return

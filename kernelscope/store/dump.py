@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v4.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v5.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -17,7 +17,10 @@ through it):
   in an installed package start with `<site-packages>/`; with
   `DumpOptions.absolute_paths` every path is absolute on this machine instead;
 - the run gains `coverage`, a graph its `key` and `compile_id`;
-- a rank's `job` (a torchrun run id, a process) is left out.
+- a rank's `job` (a torchrun run id, a process) is left out;
+- a decision's timings are milliseconds or null (a failed benchmark), and the run's
+  decisions are sorted by kind and key (a GPU's timings differ between its runs, as its
+  decisions may: see docs/decisions.md).
 Every list is sorted and every object's keys too, so dumps diff cleanly.
 """
 from __future__ import annotations
@@ -33,13 +36,14 @@ from pathlib import Path, PurePosixPath
 
 from kernelscope import __version__
 from kernelscope.errors import StoreError, UserError
-from kernelscope.store import asm_dump, paths
+from kernelscope.store import asm_dump, decisions_store, paths
 from kernelscope.store.catalog import resolve_run_id
 from kernelscope.store.profiles import dump_profile
 
-SCHEMA_VERSION = "4.0"
+SCHEMA_VERSION = "5.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
-                    "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json")}
+                    "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
+                    "5.0": ("schema", "dump-v5.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -69,6 +73,9 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     "RankInfo": {"$def": "rank_info", "renamed": {}, "dropped": {"job"}, "added": set()},
     "GraphSplit": {"$def": "graph_split", "renamed": {}, "dropped": set(), "added": set()},
     "Collective": {"$def": "collective", "renamed": {}, "dropped": set(), "added": set()},
+    # timing decisions
+    "Decision": {"$def": "decision", "renamed": {}, "dropped": set(), "added": set()},
+    "DecisionReplay": {"$def": "decision_replay", "renamed": {}, "dropped": set(), "added": set()},
 }
 
 # `# kernel path: /tmp/tmpab12/tmpcd34/ti/cti66....py`: Inductor's cache dir is a fresh
@@ -122,6 +129,7 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         "graph_breaks": sorted(graph_breaks, key=_break_order),
         "recompiles": sorted(recompiles, key=lambda rec: (rec["compile_id"], rec["reason"])),
         "rank": _rank(conn, run_id),
+        **decisions_store.dump_decisions(conn, run_id, context.portable),
     }
     if options.include_volatile:
         dumped["volatile"] = {
@@ -270,7 +278,7 @@ class _DumpContext:
         kernel_calls: dict[int, list[int]] = {}
         for row in conn.execute("SELECT kernel_id, wrapper_line FROM kernel_calls WHERE graph_id = ?", (graph_id,)):
             kernel_calls.setdefault(row["kernel_id"], []).append(row["wrapper_line"])
-        launches = asm_dump.launches(conn, graph_id)
+        launches = asm_dump.launches(conn, graph_id, self.portable)
         builds = asm_dump.builds(conn, self.root, self.run_id, graph_id, self.portable, self.options.absolute_paths)
         kernels = []
         for row in conn.execute("SELECT * FROM kernels WHERE graph_id = ?", (graph_id,)):

@@ -23,6 +23,7 @@ from kernelscope.store import (
     asm_store,
     catalog,
     db,
+    decisions_store,
     distributed,
     dump,
     module_tree,
@@ -308,6 +309,14 @@ class RunView:
         location = self._source(path)
         return cached(("collectives", db_key(self._conn), self.id, location.path),
                       lambda: distributed.file_collectives(self._conn, self.id, location.path))
+
+    # -- timing decisions (kernelscope.store.decisions_store) ---------------------------
+
+    def decisions(self) -> decisions_store.RunDecisions:
+        """The choices the run's compiles made by timing on the GPU (or replayed from another
+        run's, or guessed): pad_mm, max-autotune, fusion benchmarks, launch configs (cached)."""
+        return cached(("decisions", db_key(self._conn), self.id),
+                      lambda: decisions_store.read_run_decisions(self._conn, self.id))
 
     # -- export ------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from kernelscope.errors import StoreError
 from kernelscope.record import FxNode, GraphRecord, LineOrigin, RunRecord, SourceLocation
-from kernelscope.store import db, overviews, paths, places
+from kernelscope.store import db, decisions_store, overviews, paths, places
 from kernelscope.store.coverage import compute_coverage
 
 
@@ -107,6 +107,7 @@ class _RunWriter:
         self.source_files: set[str] = set()
         self.stack_ids: dict[tuple, int] = {}  # interned call stacks of this run
         self.source_keys: dict[str, str] = {}  # recorded path -> stored key
+        self.kernel_ids: dict[tuple[str, str], int] = {}  # (graph key, kernel name) -> kernels.id
 
     def write(self) -> None:
         graph_ids = [self._insert_graph(graph) for graph in self.record.graphs]
@@ -118,6 +119,7 @@ class _RunWriter:
                 self._insert_lines(graph.wrapper_lines, wrapper, ids, kernel_id=None)
         self._insert_graph_breaks_and_recompiles()
         self._insert_distributed(graph_ids)
+        decisions_store.write_run_decisions(self.conn, self.run_id, self.record, self.kernel_ids)
         self.conn.executemany(
             "INSERT INTO files (run_id, path, kind) VALUES (?, ?, 'source')",
             [(self.run_id, path) for path in sorted(self.source_files)],
@@ -236,6 +238,7 @@ class _RunWriter:
                  None if kernel.inductor_nodes is None else _json(kernel.inductor_nodes)),
             )
             kernel_id = cursor.lastrowid
+            self.kernel_ids.setdefault((graph.key, kernel.name), kernel_id)
             if file is not None:
                 self._write_file(file, "kernel", kernel.source, ids.graph_id, kernel_id)
             self.conn.executemany(

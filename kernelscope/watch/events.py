@@ -83,6 +83,7 @@ class BuildFinished(WatchEvent):
     seconds: float  # build start to finish as the session saw it (includes the protocol)
     pruned: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)  # the run's timing decisions, as the run summary says them
 
 
 @dataclass(frozen=True)

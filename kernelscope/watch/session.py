@@ -60,6 +60,7 @@ class WatchOptions:
     python: str = sys.executable  # the interpreter the worker runs in
     memory_limit_mb: int | None = None  # the worker's address-space cap (RLIMIT_AS); None: no cap
     asm: bool = False  # compile each run's Triton kernels below Triton (PTX, SASS) after it is stored
+    decisions: str | None = None  # --decisions: a GPU's timing decisions to replay (None: the workspace default)
 
 
 def resolve_target(spec: str, workspace: Path) -> tuple[Path, str]:
@@ -198,6 +199,7 @@ class WatchSession:
         self._emit(BuildFinished(
             build, result["run_id"], result["target"], result["graphs"], result["kernels"],
             result["timings"], round(time.perf_counter() - started, 4), result["pruned"], result["warnings"],
+            (result.get("decisions") or {}).get("lines", []),
         ))
 
     def _record(self, build: int) -> dict:
@@ -217,7 +219,8 @@ class WatchSession:
             "keep": options.keep,
             "options": {"device": options.device, "train": options.train,
                         "dynamic": options.dynamic, "execute": options.execute,
-                        **({"asm": True} if options.asm else {})},
+                        **({"asm": True} if options.asm else {}),
+                        **({"decisions": options.decisions} if options.decisions is not None else {})},
         }
 
     def _start_worker(self) -> None:

@@ -99,19 +99,9 @@ def pretend_cuda_present():
         stack.enter_context(
             mock.patch.object(worker, "get_device_properties", staticmethod(lambda d=None: props))
         )
-        # pad_mm times padded against unpadded matmuls on the GPU when its heuristics
-        # leave the choice open; nothing can be timed here: answer "don't pad" there.
-        pad_mm = _module_or_none("torch._inductor.fx_passes.pad_mm")
-        if pad_mm is not None and hasattr(pad_mm, "get_cached_should_pad"):
-            stack.enter_context(mock.patch.object(pad_mm, "get_cached_should_pad", lambda key: False))
-        # max-autotune times each GEMM/convolution choice (ATen, Triton templates) on the
-        # GPU; nothing can be timed here: every choice is reported as equally fast, so
-        # Inductor keeps its first (the GPU check reports these choices as expected to differ).
-        select_algorithm = _module_or_none("torch._inductor.select_algorithm")
-        selector = getattr(select_algorithm, "AlgorithmSelectorCache", None)
-        if selector is not None and hasattr(selector, "benchmark"):
-            stack.enter_context(mock.patch.object(
-                selector, "benchmark", lambda self, choices, *args, **kwargs: {choice: 0.0 for choice in choices}))
+        # What a GPU decides by timing (pad_mm, max-autotune, fusion benchmarks) is replayed
+        # from a recording or guessed by Inductor's own rules: engine/decisions/, entered by
+        # the recording (recorder.device_target) around the whole compile.
         # Generated modules would switch Triton to its real CUDA driver (needs libcuda).
         stack.enter_context(
             mock.patch.object(triton_helpers, "set_driver_to_gpu", lambda: None)
@@ -295,11 +285,3 @@ def make_compile_fx(original_compile_fx):
 
     return compile_fx
 
-
-def _module_or_none(name: str):
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None

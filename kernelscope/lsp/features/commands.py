@@ -100,7 +100,7 @@ async def run_compile(server, argument: dict) -> dict:
 
     compile_ = functools.partial(server.compiler.compile, target, server.store_dir, server.options.python,
                                  server.options.compile_timeout, on_phase, on_restart, server.options.memory_limit,
-                                 server.options.asm_after_compile)
+                                 server.options.asm_after_compile, server.options.decisions)
     try:
         result = await loop.run_in_executor(None, compile_)
     except CompileFailed as failure:
@@ -114,7 +114,9 @@ async def run_compile(server, argument: dict) -> dict:
     server.runs_changed()
     server.set_state("idle", f"run {result.run_id}: {result.graphs} graphs, {result.kernels} kernels",
                      server.provenance.shown_run_id(), target.spec)
-    return {"runId": result.run_id}
+    if result.decisions:
+        server.log("\n".join([f"run {result.run_id}:", *result.decisions.get("lines", [])]), types.MessageType.Info)
+    return {"runId": result.run_id, "decisions": result.decisions}
 
 
 def record_failure(server, failure: CompileFailed, target_spec: str) -> None:
@@ -158,7 +160,7 @@ async def toggle_watch(server, argument: dict) -> dict:
         target=target.spec, store=server.store_dir, workspace=server.root, device=target.device,
         train=target.train, dynamic=target.dynamic, build_timeout=server.options.compile_timeout,
         python=server.options.python or sys.executable, memory_limit_mb=server.options.memory_limit,
-        asm=server.options.asm_after_compile,
+        asm=server.options.asm_after_compile, decisions=server.options.decisions,
     )
     try:
         session = WatchSession(options, on_event=lambda event: server.call_soon(on_watch_event, server, event))
