@@ -1,12 +1,14 @@
 """The model suite as one compact Markdown table (a row per model), for the README.
 
     python bench/suite_table.py bench/results/suite_virtual_cuda_torch2.13.json \
-        [--gpu bench/results/suite_compare_h100_torch2.11.json]
+        [--gpu COMPARE.json [COMPARE.json ...]]
 
 Per model and mode: whether it recorded, the lowest of its coverage columns (kernel
 lines, wrapper lines, agreement with Inductor's mapping, forward and backward nodes traced
 to a source line: `bench/suite.py`'s floors), its Triton kernels and its time; with
-`--gpu`, the verdict of `bench/suite.py --compare` on the GPU for that row. The full
+`--gpu`, the verdict of `bench/suite.py --compare` on the GPU for that row (with several
+files, a row of a later file replaces the same row of an earlier one: a rerun of some
+models over a whole run). The full
 tables (every column) are in docs/model-suite.md.
 """
 from __future__ import annotations
@@ -42,14 +44,14 @@ def cell(row: dict | None, verdict: str | None) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suite", type=Path, help="bench/suite.py --json output (one target)")
-    parser.add_argument("--gpu", type=Path, help="bench/suite.py --compare --json output")
+    parser.add_argument("--gpu", type=Path, nargs="*", help="bench/suite.py --compare --json output(s)")
     args = parser.parse_args()
     rows = json.loads(args.suite.read_text())["rows"]
     by_key = {(row["model"], row["mode"]): row for row in rows}
     verdicts = None
     if args.gpu:
         verdicts = {(row["model"], row["mode"]): row.get("verdict") or f"error ({row.get('error_in')})"
-                    for row in json.loads(args.gpu.read_text())["rows"]}
+                    for path in args.gpu for row in json.loads(path.read_text())["rows"]}
     models = list(dict.fromkeys((row["model"], row["family"]) for row in rows))
     per_mode = ["recorded", "coverage", "kernels", "time"] + (["H100"] if verdicts is not None else [])
     titles = ["model", "family"] + [f"{mode} {title}" if index == 0 else title
