@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import contextlib
 
-from kernelscope.engine.devices import device_audit
+from kernelscope.engine.devices import device_audit, lifted_constants
 
 
 def _is_cuda_fake(tensor) -> bool:
@@ -118,7 +118,10 @@ def cuda_fake_tensors():
         decomposing.append(any(isinstance(arg, FakeTensor) and _is_cuda_fake(arg)
                                for arg in _tensors(_flat(args, kwargs))))
         try:
-            return original_proxy_call(proxy_mode, func, pre_dispatch, args, kwargs)
+            result = original_proxy_call(proxy_mode, func, pre_dispatch, args, kwargs)
+            if lifted_constants.is_lift_on_cuda(func, args):
+                lifted_constants.constant_as_cuda(proxy_mode.tracer, args[0])
+            return result
         finally:
             decomposing.pop()
 
@@ -128,6 +131,9 @@ def cuda_fake_tensors():
         # build). A device query itself is answered for whoever asked.
         if func is device_op:
             return original_fake_dispatch(self, func, types, args, kwargs or {})
+        lifted = lifted_constants.lifted_fake(self, func, args)
+        if lifted is not None:
+            return lifted
         decomposing.append(False)
         try:
             return original_fake_dispatch(self, func, types, args, _on_cuda_kwargs(args, kwargs or {}))
@@ -160,6 +166,8 @@ def cuda_fake_tensors():
     if original_init_gpu_context is not None:
         fake_tensor_module.init_gpu_context = lambda device: None
     _install_python_to()
+    new_tensor = lifted_constants.new_tensor_on_the_python_device()
+    new_tensor.__enter__()
     kept_ops = _keep_ops_a_gpu_keeps()
     composites = _mark_composites_on_cuda()
     proxy_tensor.proxy_call = proxy_call
@@ -178,6 +186,7 @@ def cuda_fake_tensors():
             fake_tensor_module.init_gpu_context = original_init_gpu_context
         del FunctionalTensor.device, FunctionalTensor.is_cuda, FunctionalTensor.get_device
         _remove_python_to()
+        new_tensor.__exit__(None, None, None)
         kept_ops._destroy()
         _unmark_composites(composites)
         proxy_tensor.proxy_call = original_proxy_call
