@@ -26,14 +26,26 @@ def test_the_record_covers_every_backend_the_rule_can_return():
     assert {case["backend"] for case in RECORD["cases"]} == set(BACKEND_NAMES.values())
 
 
-def test_backend_rule_matches_every_recorded_choice():
-    from kernelscope.engine.devices.cuda_attention import cuda_backend
+def _recorded_torch(record) -> tuple[int, int]:
+    major, minor = record["torch"].split(".")[:2]
+    return int(major), int(minor)
 
-    wrong = [
-        case for case in RECORD["cases"]
-        if BACKEND_NAMES[cuda_backend(case["dtype"], case["head_dim"], case["head_dim"], case["gqa"])]
-        != case["backend"]
-    ]
+
+def test_backend_rule_matches_every_recorded_choice():
+    import torch
+
+    from kernelscope.engine.devices import sdpa_choice
+
+    wrong = []
+    for case in RECORD["cases"]:
+        query, key, value, kwargs = sdpa_choices.make_case(
+            torch, case["dtype"], case["mask"], case["head_dim"], case["requires_grad"], case["dropout"],
+            case["gqa"], case["layout"], case["seq"], device="cpu")
+        call = sdpa_choice.SdpaCall.of(query, key, value, kwargs["attn_mask"], kwargs["dropout_p"],
+                                       kwargs["is_causal"], kwargs["enable_gqa"], grad_enabled=case["requires_grad"])
+        chosen = sdpa_choice.choose(call, sdpa_choice.H100, sdpa_choice.Settings(), _recorded_torch(RECORD))
+        if BACKEND_NAMES[chosen] != case["backend"]:
+            wrong.append((case, chosen))
     assert len(RECORD["cases"]) == 2400 and wrong == []
 
 
