@@ -233,6 +233,7 @@ def _to_python(self, *args, **kwargs):
 
     dtype = layout = device = pin_memory = None
     rest = list(args)
+    other = None
     if rest and isinstance(rest[0], torch.Tensor):  # to.other
         other = rest.pop(0)
         dtype, layout, device = other.dtype, other.layout, other.device
@@ -254,6 +255,12 @@ def _to_python(self, *args, **kwargs):
         device = torch.device(device)
         if device.index is None and device.type == "cuda":
             device = torch.device("cuda", 0)
+        if device.type == "cpu" and self.device.type == "cuda" and other is None:
+            # C++ options of a fake cuda tensor say cpu (`grad.to(self_options)` in `_to_copy`'s
+            # backward, where a GPU's options say cuda and nothing is copied); the graph's own
+            # `.to("cpu")` was retargeted to cuda already. The GPU's device, as `_on_cuda_kwargs`.
+            device_audit.note_cpp_answer_corrected()
+            device = self.device
     preserve = memory_format is None or memory_format == torch.preserve_format
     if ((dtype is None or dtype == self.dtype) and (layout is None or layout == self.layout)
             and (device is None or device == self.device) and not copy
