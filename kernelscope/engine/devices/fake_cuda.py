@@ -33,10 +33,14 @@ reads it too. Where that C++ code runs decides what it is told:
 - an op that CUDA implements and the CPU decomposes (`_fused_rms_norm`) gets a CPU
   kernel while compiling, so the CPU-keyed dispatch keeps it as CUDA's does
   (`_keep_ops_a_gpu_keeps`).
+- a tensor made from data inside the graph (`torch.tensor(0.5, device=x.device)`) is
+  lifted as a cuda constant, as a GPU lifts it, not moved there by a traced copy
+  (`lifted_constants`).
 Other choices made in C++ by device stay the CPU's where nothing above reaches them: the
 one known to change kernels, `scaled_dot_product_attention`'s backend, is decided as on
-an sm_90 GPU by `cuda_attention`; others are what the GPU check (bench/gpu_check.py) is
-for. `device_audit` records which kind of query answered what.
+an sm_90 GPU by `sdpa_choice` (ATen's checks, ported) through `cuda_attention`; others
+are what the GPU check (bench/gpu_check.py) is for. `device_audit` records which kind of
+query answered what.
 """
 from __future__ import annotations
 
