@@ -16,6 +16,8 @@ line links, and real computation torch does while compiling runs on the CPU.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import REPO, assert_full_links
@@ -57,7 +59,8 @@ def record(spec: str, train: bool):
 @pytest.mark.slow
 @pytest.mark.parametrize("train", [False, True], ids=["inference", "train"])
 @pytest.mark.parametrize("factory", ["make_factories", "make_new_and_to", "make_cache_like",
-                                     "make_sinusoidal_positions", "make_overlapping_windows"])
+                                     "make_sinusoidal_positions", "make_overlapping_windows",
+                                     "make_fourier_mixing"])
 def test_tensors_made_in_forward_never_reach_the_cuda_runtime(factory, train, cuda_runtime_raises):
     run = record(f"{MODELS}:{factory}", train)
     assert cuda_runtime_raises == []
@@ -94,6 +97,44 @@ def test_a_decoder_with_the_library_defaults_records(cuda_runtime_raises):
     cache_utils = transformers.cache_utils.__file__
     assert any(node.source and node.source.file == cache_utils and "tensor" in node.target
                for graph in run.graphs for node in graph.pre_grad_nodes), "DynamicCache's tensor is not recorded"
+
+
+def _kernel_names(graph) -> list[str]:
+    return re.findall(r"\b(triton_(?:poi|per|red)_\w+?) = async_compile", graph.wrapper_text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("train", [False, True], ids=["inference", "train"])
+def test_a_tensor_made_from_data_is_lifted_as_a_cuda_constant(train, cuda_runtime_raises):
+    """On a GPU, `torch.tensor(data, device=x.device)` lifts a cuda constant: the graph has no
+    copy to the device (the H100's kernels say `lift_fresh` where virtual-cuda's said
+    `_to_copy`: GPT-Neo, GPT-J, XGLM, TrOCR, MegatronBERT, ConvBERT, Longformer)."""
+    run = record(f"{MODELS}:make_factories", train)
+    names = [name for graph in run.graphs for name in _kernel_names(graph)]
+    for graph in run.graphs:
+        assert not re.search(r'_tensor_constant\d+: "[^"]*cpu"', graph.post_grad_text), graph.post_grad_text
+        assert "device_put" not in graph.post_grad_text and "_to_copy.default" not in graph.post_grad_text
+    assert any("lift_fresh" in name for name in names), names
+    assert not any("lift_fresh" in name and "_to_copy" in name for name in names), names
+
+
+@pytest.mark.slow
+def test_new_tensor_makes_a_cuda_constant(cuda_runtime_raises):
+    """`x.new_tensor(data)` makes its tensor on x's device: a cuda constant (torch 2.11 keeps
+    the call in Dynamo's graph, where C++ read the CPU-backed fake's device)."""
+    run = record(f"{MODELS}:make_new_and_to", False)
+    (graph,) = run.graphs
+    made = graph.post_grad_text.split("code: made = x.new_tensor", 1)[1].split("# File:", 1)[0]
+    assert re.search(r'_tensor_constant\d+: "f32\[16\]\[1\]cuda:0"', made), made
+
+
+@pytest.mark.slow
+def test_the_gradient_of_a_dtype_change_is_not_copied(cuda_runtime_raises):
+    """The backward of `_to_copy` converts the gradient with `grad.to(self.options())`: the
+    options of a GPU tensor say cuda, so nothing is copied (FNet's backward on the H100)."""
+    run = record(f"{MODELS}:make_fourier_mixing", True)
+    backward = [graph for graph in run.graphs if graph.kind == "backward"]
+    assert backward and not any("_to_copy" in name for graph in backward for name in _kernel_names(graph))
 
 
 def test_real_computation_while_compiling_runs_on_the_cpu():

@@ -106,6 +106,19 @@ class OverlappingWindows(nn.Module):
         return padded.as_strided((x.shape[0], 4, 6, x.shape[2]), (s[0], 2 * s[1], s[1], s[2])) * 2
 
 
+class FourierMixing(nn.Module):
+    """FNet's token mixing, `torch.fft.fftn(x, dim=(1, 2)).real`: the real input is made complex
+    with a `_to_copy`, whose backward (a C++ formula) converts the gradient back with
+    `grad.to(self.options())`. A GPU's options say cuda and float32: nothing is copied."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.proj(torch.fft.fftn(self.proj(x), dim=(1, 2)).real)
+
+
 def make_factories():
     torch.manual_seed(0)
     return Factories(), (torch.randn(2, 4, 16),)
@@ -124,6 +137,11 @@ def make_cache_like():
 def make_sinusoidal_positions():
     torch.manual_seed(0)
     return SinusoidalPositions(), (torch.randint(0, 30, (2, 8)),)
+
+
+def make_fourier_mixing():
+    torch.manual_seed(0)
+    return FourierMixing(), (torch.randn(2, 8, 16),)
 
 
 def make_overlapping_windows():

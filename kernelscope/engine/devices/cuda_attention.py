@@ -6,17 +6,19 @@ virtual-cuda traces CPU tensors, so the CPU build would choose CPU flash attenti
 (`_scaled_dot_product_flash_attention_for_cpu`), an op no GPU compile contains.
 While a virtual-cuda recording runs, this module
 
-1. decides the backend as an sm_90 GPU does (`cuda_backend`, a rule taken from the
-   choices an H100 made with torch 2.11, recorded by bench/sdpa_choices.py and
-   checked by tests/test_sdpa_choice.py);
-2. decomposes the op the way ATen's CUDA composite does for that backend (boolean
-   masks to additive float masks; the efficient kernel's mask alignment and
-   broadcast), so the captured graph holds `_scaled_dot_product_efficient_attention`
-   or `_scaled_dot_product_cudnn_attention` as on the GPU;
-3. gives those CUDA-only ops and their backward ops CPU stand-ins computed with
-   plain attention, so the graph can still run eagerly on the CPU (virtual-cuda
-   never runs the CUDA code). The stand-ins' values follow the math, except that
-   attention dropout is not applied.
+1. decides the backend as an H100 does: `sdpa_choice.choose`, ATen's
+   `select_sdp_backend` ported check by check (tests/test_sdpa_choice.py holds it to
+   the choices an H100 made, bench/results/sdpa_choices_*.json);
+2. decomposes the op the way ATen's composite (attention.cpp) does for that backend:
+   boolean masks to additive float masks (cuDNN's own way for cuDNN), the efficient
+   kernel's mask alignment and broadcast, flash attention's head-size padding, so the
+   captured graph holds `_scaled_dot_product_cudnn_attention`,
+   `_scaled_dot_product_flash_attention`, `_scaled_dot_product_efficient_attention` or
+   the math ops, as on the GPU;
+3. gives the CUDA-only ops and their backward ops CPU stand-ins computed with plain
+   attention, so the graph can still run eagerly on the CPU (virtual-cuda never runs
+   the CUDA code). The stand-ins' values follow the math, except that attention
+   dropout is not applied.
 
 Everything is registered on entry and removed on exit (torch.library).
 """
@@ -26,28 +28,10 @@ import contextlib
 import math
 import warnings
 
-EFFICIENT = "efficient"
-CUDNN = "cudnn"
-MATH = "math"
+from kernelscope.engine.devices import sdpa_choice
+from kernelscope.engine.devices.sdpa_choice import CUDNN, EFFICIENT, FLASH, MATH
+
 _MEM_EFFICIENT_ALIGNMENT = 8
-
-
-def cuda_backend(dtype_name: str, head_dim: int, head_dim_v: int, enable_gqa: bool) -> str:
-    """The backend sm_90 picks (H100, torch 2.11, cuDNN 9.19 — bench/results/sdpa_choices_*.json).
-
-    Seen there over masks (none, causal, float, bool, broadcast), head sizes 32-256,
-    with and without grad and dropout, both layouts: half precision always gets cuDNN;
-    fp32 gets the memory-efficient kernel unless grouped-query attention is asked of
-    SDPA itself (then math). Head sizes outside what was measured (not a multiple
-    of 8, or over 256) are taken to fall back to math.
-    """
-    if head_dim != head_dim_v or head_dim % 8 or head_dim > 256:
-        return MATH
-    if dtype_name in ("float16", "bfloat16"):
-        return CUDNN
-    if dtype_name == "float32" and not enable_gqa:
-        return EFFICIENT
-    return MATH
 
 
 @contextlib.contextmanager
@@ -75,25 +59,54 @@ def _sdpa_as_on_cuda(query, key, value, attn_mask=None, dropout_p=0.0, is_causal
     import torch
 
     aten = torch.ops.aten
-    backend = cuda_backend(str(query.dtype).removeprefix("torch."), query.size(-1), value.size(-1), enable_gqa)
-    if query.dim() != 4 or backend == MATH:
+    backend = sdpa_choice.choose(sdpa_choice.SdpaCall.of(query, key, value, attn_mask, dropout_p, is_causal,
+                                                         enable_gqa))
+    attn_mask = _boolean_mask_to_additive(attn_mask, query.dtype, backend)
+    if backend == MATH:
         return aten._scaled_dot_product_attention_math(
             query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa)[0]
-    attn_mask = _boolean_mask_to_additive(attn_mask, query.dtype, backend)
     compute_log_sumexp = torch.is_grad_enabled() and (
         query.requires_grad or key.requires_grad or value.requires_grad)
     if backend == CUDNN:
         return aten._scaled_dot_product_cudnn_attention(
             query, key, value, attn_mask, compute_log_sumexp, dropout_p, is_causal, False, scale=scale)[0]
+    if backend == FLASH:
+        return _flash(query, key, value, dropout_p, is_causal, scale)
     if attn_mask is not None:
         attn_mask = _preprocess_efficient_mask(attn_mask, query, key)
     return aten._scaled_dot_product_efficient_attention(
         query, key, value, attn_mask, compute_log_sumexp, dropout_p, is_causal, scale=scale)[0]
 
 
+def _flash(query, key, value, dropout_p, is_causal, scale):
+    """ATen's flash case: q, k and v padded to a head size that is a multiple of 8, the
+    scale taken from the unpadded size, the output sliced back (pad_last_dim,
+    post_process_flash_output)."""
+    import torch
+
+    aten = torch.ops.aten
+    size = query.size(-1)
+    if scale is None:
+        scale = 1.0 / math.sqrt(size) if isinstance(size, int) else 1.0 / torch.sym_sqrt(size)
+    padded = [_pad_last_dim(tensor, 8) for tensor in (query, key, value)]
+    output = aten._scaled_dot_product_flash_attention(*padded, dropout_p, is_causal, False, scale=scale)[0]
+    if output.size(-1) != size:
+        output = aten.slice.Tensor(output, -1, 0, size)
+    return output
+
+
+def _pad_last_dim(tensor, alignment):
+    import torch
+
+    last = tensor.size(-1)
+    if last % alignment == 0:
+        return tensor
+    return torch.nn.functional.pad(tensor, [0, alignment - last % alignment])
+
+
 # What a masked-out position becomes: -inf, except that the cuDNN path uses float16's
 # lowest value (seen on an H100: -65504 rounded to bfloat16, -65536, in the kernel).
-_MASKED_OUT = {EFFICIENT: -math.inf, CUDNN: -65504.0}
+_MASKED_OUT = {EFFICIENT: -math.inf, FLASH: -math.inf, MATH: -math.inf, CUDNN: -65504.0}
 
 
 def _boolean_mask_to_additive(attn_mask, dtype, backend):
@@ -138,10 +151,26 @@ def _known_int(size):
 # -- CPU stand-ins for the CUDA-only ops -------------------------------------------------
 
 
+def _grouped(query, tensor):
+    """`tensor` (keys or values) with each of its heads repeated for the query heads it
+    serves (grouped-query attention, which cuDNN and flash attention take as is)."""
+    groups = query.size(-3) // tensor.size(-3)
+    return tensor if groups == 1 else tensor.repeat_interleave(groups, dim=-3)
+
+
+def _ungrouped(grad, like):
+    """The gradient of `_grouped(query, like)` summed back onto `like`'s heads."""
+    heads = like.size(-3)
+    if grad.size(-3) == heads:
+        return grad
+    return grad.unflatten(-3, (heads, grad.size(-3) // heads)).sum(-3)
+
+
 def _probabilities(query, key, bias, is_causal, scale):
     """softmax(scale * q k^T + bias, causal-masked) in fp32, with each row's log-sum-exp."""
     import torch
 
+    key = _grouped(query, key)
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     scores = (query.float() @ key.float().transpose(-2, -1)) * scale
     if bias is not None:
@@ -156,7 +185,7 @@ def _probabilities(query, key, bias, is_causal, scale):
 def _attention(query, key, value, bias, is_causal, scale):
     """Plain attention; returns the output and the log-sum-exp of each query row."""
     probabilities, log_sum_exp, _ = _probabilities(query, key, bias, is_causal, scale)
-    return (probabilities @ value.float()).to(query.dtype), log_sum_exp
+    return (probabilities @ _grouped(query, value).float()).to(query.dtype), log_sum_exp
 
 
 def _gradients(grad_out, query, key, value, bias, is_causal, scale, want_bias):
@@ -164,11 +193,11 @@ def _gradients(grad_out, query, key, value, bias, is_causal, scale, want_bias):
     so autograd cannot be asked for them here."""
     probabilities, _, scale = _probabilities(query, key, bias, is_causal, scale)
     grad_out = grad_out.float()
-    grad_value = probabilities.transpose(-2, -1) @ grad_out
-    grad_probabilities = grad_out @ value.float().transpose(-2, -1)
+    grad_value = _ungrouped(probabilities.transpose(-2, -1) @ grad_out, value)
+    grad_probabilities = grad_out @ _grouped(query, value).float().transpose(-2, -1)
     grad_scores = probabilities * (grad_probabilities - (grad_probabilities * probabilities).sum(-1, keepdim=True))
-    grad_query = (grad_scores @ key.float()) * scale
-    grad_key = (grad_scores.transpose(-2, -1) @ query.float()) * scale
+    grad_query = (grad_scores @ _grouped(query, key).float()) * scale
+    grad_key = _ungrouped((grad_scores.transpose(-2, -1) @ query.float()) * scale, key)
     grads = [grad_query.to(query.dtype), grad_key.to(key.dtype), grad_value.to(value.dtype)]
     if want_bias:
         grads.append(grad_scores.sum_to_size(bias.shape).to(bias.dtype))
@@ -229,7 +258,26 @@ def _cudnn_backward(grad_out, query, key, value, out, logsumexp, philox_seed, ph
     return tuple(_in_layout(grad, _order_of(like)) for grad, like in zip(grads, (query, key, value)))
 
 
+def _flash_forward(query, key, value, dropout_p=0.0, is_causal=False, return_debug_mask=False, *, scale=None):
+    import torch
+
+    output, log_sum_exp = _attention(query, key, value, None, is_causal, scale)
+    output = _in_layout(output, _order_of(query))  # the meta function: empty_like(query)
+    rng_state = torch.zeros(2, dtype=torch.uint64)
+    unused = torch.zeros((), dtype=torch.uint64)
+    debug_mask = torch.empty(0, dtype=query.dtype)
+    return (output, log_sum_exp, None, None, query.size(2), key.size(2), rng_state, unused, debug_mask)
+
+
+def _flash_backward(grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
+                    is_causal, philox_seed, philox_offset, *, scale=None):
+    grads = _gradients(grad_out, query, key, value, None, is_causal, scale, want_bias=False)
+    return tuple(_in_layout(grad, _order_of(like)) for grad, like in zip(grads, (query, key, value)))
+
+
 _CPU_STAND_INS = {
+    "_scaled_dot_product_flash_attention": _flash_forward,
+    "_scaled_dot_product_flash_attention_backward": _flash_backward,
     "_scaled_dot_product_efficient_attention": _efficient_forward,
     "_scaled_dot_product_efficient_attention_backward": _efficient_backward,
     "_scaled_dot_product_cudnn_attention": _cudnn_forward,

@@ -33,16 +33,20 @@ reads it too. Where that C++ code runs decides what it is told:
 - an op that CUDA implements and the CPU decomposes (`_fused_rms_norm`) gets a CPU
   kernel while compiling, so the CPU-keyed dispatch keeps it as CUDA's does
   (`_keep_ops_a_gpu_keeps`).
+- a tensor made from data inside the graph (`torch.tensor(0.5, device=x.device)`) is
+  lifted as a cuda constant, as a GPU lifts it, not moved there by a traced copy
+  (`lifted_constants`).
 Other choices made in C++ by device stay the CPU's where nothing above reaches them: the
 one known to change kernels, `scaled_dot_product_attention`'s backend, is decided as on
-an sm_90 GPU by `cuda_attention`; others are what the GPU check (bench/gpu_check.py) is
-for. `device_audit` records which kind of query answered what.
+an sm_90 GPU by `sdpa_choice` (ATen's checks, ported) through `cuda_attention`; others
+are what the GPU check (bench/gpu_check.py) is for. `device_audit` records which kind of
+query answered what.
 """
 from __future__ import annotations
 
 import contextlib
 
-from kernelscope.engine.devices import device_audit
+from kernelscope.engine.devices import device_audit, lifted_constants
 
 
 def _is_cuda_fake(tensor) -> bool:
@@ -118,7 +122,10 @@ def cuda_fake_tensors():
         decomposing.append(any(isinstance(arg, FakeTensor) and _is_cuda_fake(arg)
                                for arg in _tensors(_flat(args, kwargs))))
         try:
-            return original_proxy_call(proxy_mode, func, pre_dispatch, args, kwargs)
+            result = original_proxy_call(proxy_mode, func, pre_dispatch, args, kwargs)
+            if lifted_constants.is_lift_on_cuda(func, args):
+                lifted_constants.constant_as_cuda(proxy_mode.tracer, args[0])
+            return result
         finally:
             decomposing.pop()
 
@@ -128,6 +135,9 @@ def cuda_fake_tensors():
         # build). A device query itself is answered for whoever asked.
         if func is device_op:
             return original_fake_dispatch(self, func, types, args, kwargs or {})
+        lifted = lifted_constants.lifted_fake(self, func, args)
+        if lifted is not None:
+            return lifted
         decomposing.append(False)
         try:
             return original_fake_dispatch(self, func, types, args, _on_cuda_kwargs(args, kwargs or {}))
@@ -160,6 +170,8 @@ def cuda_fake_tensors():
     if original_init_gpu_context is not None:
         fake_tensor_module.init_gpu_context = lambda device: None
     _install_python_to()
+    new_tensor = lifted_constants.new_tensor_on_the_python_device()
+    new_tensor.__enter__()
     kept_ops = _keep_ops_a_gpu_keeps()
     composites = _mark_composites_on_cuda()
     proxy_tensor.proxy_call = proxy_call
@@ -178,6 +190,7 @@ def cuda_fake_tensors():
             fake_tensor_module.init_gpu_context = original_init_gpu_context
         del FunctionalTensor.device, FunctionalTensor.is_cuda, FunctionalTensor.get_device
         _remove_python_to()
+        new_tensor.__exit__(None, None, None)
         kept_ops._destroy()
         _unmark_composites(composites)
         proxy_tensor.proxy_call = original_proxy_call
@@ -224,6 +237,7 @@ def _to_python(self, *args, **kwargs):
 
     dtype = layout = device = pin_memory = None
     rest = list(args)
+    other = None
     if rest and isinstance(rest[0], torch.Tensor):  # to.other
         other = rest.pop(0)
         dtype, layout, device = other.dtype, other.layout, other.device
@@ -245,6 +259,12 @@ def _to_python(self, *args, **kwargs):
         device = torch.device(device)
         if device.index is None and device.type == "cuda":
             device = torch.device("cuda", 0)
+        if device.type == "cpu" and self.device.type == "cuda" and other is None:
+            # C++ options of a fake cuda tensor say cpu (`grad.to(self_options)` in `_to_copy`'s
+            # backward, where a GPU's options say cuda and nothing is copied); the graph's own
+            # `.to("cpu")` was retargeted to cuda already. The GPU's device, as `_on_cuda_kwargs`.
+            device_audit.note_cpp_answer_corrected()
+            device = self.device
     preserve = memory_format is None or memory_format == torch.preserve_format
     if ((dtype is None or dtype == self.dtype) and (layout is None or layout == self.layout)
             and (device is None or device == self.device) and not copy

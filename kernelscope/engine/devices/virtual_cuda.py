@@ -17,7 +17,8 @@ import contextlib
 import types
 from unittest import mock
 
-from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, meta_models, real_compute, triton_driver
+from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, lifted_constants, meta_models, real_compute
+from kernelscope.engine.devices import triton_driver
 from kernelscope.engine.devices import fake_distributed
 
 ARCH = 90
@@ -275,7 +276,7 @@ def make_compile_fx(original_compile_fx):
                     functorch_config.patch(force_non_lazy_backward_lowering=True), \
                     mock.patch.object(PyCodeCache, "load_by_key_path",
                                       staticmethod(codegen_only.codegen_only_loader(PyCodeCache.load_by_key_path))):
-                cuda_gm = _graph_on_cuda(model_)
+                cuda_gm = lifted_constants.creators_on_cuda(_graph_on_cuda(model_))
                 fake_inputs = _fake_cuda_inputs(cuda_gm, example_inputs_, fake_mode)
                 _rederive_example_values(cuda_gm, fake_inputs, fake_mode)
                 original_compile_fx(cuda_gm, fake_inputs, **kwargs)
