@@ -263,8 +263,9 @@ try {
     results.sass = {
       kernel: name,
       sassTab: await page.evaluate((i) => document.querySelectorAll('.editor-group-container')[i]?.querySelector('.tab.active .label-name')?.textContent?.trim(), sassGroup),
-      sassLines: await waitForDecoratedLines(linked, sassGroup),
-      kernelOrigin: await waitForDecoratedLines(origin, kernelGroup),
+      // generous waits: under CI load the server's linked ranges can take a while
+      sassLines: await waitForDecoratedLines(linked, sassGroup, undefined, 45000),
+      kernelOrigin: await waitForDecoratedLines(origin, kernelGroup, undefined, 45000),
     };
     results.sass.mufuShown = (await page.locator('.editor-group-container').nth(sassGroup).locator('.view-lines .view-line', { hasText: 'MUFU.EX2' }).count()) > 0;
     await shot('06-sass-beside');
