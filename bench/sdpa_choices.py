@@ -72,10 +72,17 @@ def make_case(torch, dtype, mask, head_dim, grad, dropout, gqa, layout, seq, dev
 # -- calls as metadata ---------------------------------------------------------------------
 
 
+def _concrete(size) -> int:
+    """A size as an int: a symbolic one (a graph Dynamo compiled with dynamic shapes) by its
+    example value, without adding a guard."""
+    node = getattr(size, "node", None)
+    return int(node.hint) if node is not None and getattr(node, "hint", None) is not None else int(size)
+
+
 def tensor_meta(tensor) -> dict:
-    return dict(shape=[int(s) for s in tensor.shape], stride=[int(s) for s in tensor.stride()],
+    return dict(shape=[_concrete(s) for s in tensor.shape], stride=[_concrete(s) for s in tensor.stride()],
                 dtype=str(tensor.dtype).removeprefix("torch."), requires_grad=bool(tensor.requires_grad),
-                storage_offset=int(tensor.storage_offset()), element_size=tensor.element_size())
+                storage_offset=_concrete(tensor.storage_offset()), element_size=tensor.element_size())
 
 
 def call_meta(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False,
