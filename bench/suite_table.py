@@ -1,6 +1,6 @@
 """The model suite as one compact Markdown table (a row per model), for the README.
 
-    python bench/suite_table.py bench/results/suite_virtual_cuda_torch2.13.json \
+    python bench/suite_table.py bench/results/suite_virtual_cuda_torch2.13.json [RERUN.json ...] \
         [--gpu COMPARE.json [COMPARE.json ...]]
 
 Per model and mode: whether it recorded, the lowest of its coverage columns (kernel
@@ -43,11 +43,12 @@ def cell(row: dict | None, verdict: str | None) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("suite", type=Path, help="bench/suite.py --json output (one target)")
+    parser.add_argument("suite", type=Path, nargs="+",
+                        help="bench/suite.py --json output(s) of one target; a later file's row replaces an earlier one's")
     parser.add_argument("--gpu", type=Path, nargs="*", help="bench/suite.py --compare --json output(s)")
     args = parser.parse_args()
-    rows = json.loads(args.suite.read_text())["rows"]
-    by_key = {(row["model"], row["mode"]): row for row in rows}
+    by_key = {(row["model"], row["mode"]): row for path in args.suite for row in json.loads(path.read_text())["rows"]}
+    rows = list(by_key.values())
     verdicts = None
     if args.gpu:
         verdicts = {(row["model"], row["mode"]): row.get("verdict") or f"error ({row.get('error_in')})"
