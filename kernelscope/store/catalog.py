@@ -153,6 +153,11 @@ def run_details(conn: sqlite3.Connection, run_id: int) -> RunDetails:
 def delete_run(conn: sqlite3.Connection, root: Path, run_id: int) -> None:
     """Remove a run's rows (one transaction; the foreign keys cascade) and then its files."""
     resolve_run_id(conn, run_id)
+    drop_run(conn, root, run_id)
+
+
+def drop_run(conn: sqlite3.Connection, root: Path, run_id: int) -> None:
+    """delete_run without asking first whether the run exists (doctor drops damaged runs)."""
     db.begin_write(conn)
     try:
         conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))

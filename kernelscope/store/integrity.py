@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kernelscope.store import db, paths
+from kernelscope.store import catalog, db, paths
 
 INDEX_ONLY_MARKERS = ("missing from index", "wrong # of entries in index", "non-unique entry in index")
 
@@ -105,7 +105,7 @@ def repair(root: Path) -> Report:
                 done.append("rebuilt the database's indexes (REINDEX)")
             for run_id in first.damaged_runs():
                 why = next(p.message for p in first.problems if p.run_id == run_id and p.repair)
-                _drop_run(conn, root, run_id)
+                catalog.drop_run(conn, root, run_id)
                 done.append(f"dropped run {run_id} ({why})")
             done += _remove_leftovers(conn, root)
         finally:
@@ -228,18 +228,6 @@ def _unreadable(db_path: Path, error: sqlite3.DatabaseError) -> Problem:
 
 
 # -- repairs ---------------------------------------------------------------------------------
-
-
-def _drop_run(conn: sqlite3.Connection, root: Path, run_id: int) -> None:
-    db.begin_write(conn)
-    try:
-        conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    shutil.rmtree(root / paths.run_dir(run_id), ignore_errors=True)
 
 
 def _remove_leftovers(conn: sqlite3.Connection, root: Path) -> list[str]:

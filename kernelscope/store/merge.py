@@ -15,12 +15,11 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
-from kernelscope.store import db, paths
+from kernelscope.store import db, paths, writer
 
 
 @dataclass
@@ -113,30 +112,15 @@ def _copy_run(source: sqlite3.Connection, conn: sqlite3.Connection, root: Path, 
     if not files_from.is_dir():
         raise StoreError(f"{files_from}: run {run_id}'s generated files are missing: that store is damaged "
                          "(its other runs can still be merged one store at a time)")
-    runs_root = root / paths.RUNS_DIR
-    runs_root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=runs_root))
-    final_dir: Path | None = None
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+
+    def fill(staging: Path) -> int:
         ids: dict[str, dict[int, int]] = {}
         for table in tables:
             _copy_rows(source, conn, table, run_id, ids, source_root)
-        new_id = ids["runs"][run_id]
         shutil.copytree(files_from, staging, dirs_exist_ok=True)
-        final_dir = runs_root / str(new_id)
-        if final_dir.exists():
-            shutil.rmtree(final_dir)  # left by a write that crashed before its COMMIT
-        os.replace(staging, final_dir)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        if final_dir is not None and final_dir.exists() and not staging.exists():
-            shutil.rmtree(final_dir, ignore_errors=True)
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return new_id
+        return ids["runs"][run_id]
+
+    return writer.write_staged(conn, root, fill)
 
 
 def _copy_rows(source: sqlite3.Connection, conn: sqlite3.Connection, table: _Table, run_id: int,

@@ -20,6 +20,7 @@ import re
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,31 +32,44 @@ from kernelscope.store.coverage import compute_coverage
 
 def write_run(conn: sqlite3.Connection, root: Path, record: RunRecord) -> int:
     """Store `record`; return the new run id."""
+
+    def fill(staging: Path) -> int:
+        run_id = _insert_run(conn, record, root)
+        _RunWriter(conn, run_id, record, staging).write()
+        overviews.write_run(conn, run_id)  # every source line's answer, counted (query's default)
+        return run_id
+
+    with db.write_errors(root):
+        return write_staged(conn, root, fill)
+
+
+def write_staged(conn: sqlite3.Connection, root: Path, fill: Callable[[Path], int]) -> int:
+    """Write one run as every run is written: under the store's write lock, `fill(staging)`
+    inserts its rows and its files into a fresh staging folder and returns the run's id;
+    the folder then becomes `runs/<id>` and the transaction commits. On any failure the
+    rows roll back and neither folder is left."""
     runs_root = root / paths.RUNS_DIR
+    runs_root.mkdir(parents=True, exist_ok=True)
     final_dir: Path | None = None
     staging: Path | None = None
-    with db.write_errors(root):
-        runs_root.mkdir(parents=True, exist_ok=True)
-        db.begin_write(conn)
-        try:
-            # Staged under the write lock: while a writer holds it, any other staging dir is a leftover.
-            staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=runs_root))
-            run_id = _insert_run(conn, record, root)
-            _RunWriter(conn, run_id, record, staging).write()
-            overviews.write_run(conn, run_id)  # every source line's answer, counted (query's default)
-            final_dir = runs_root / str(run_id)
-            if final_dir.exists():
-                shutil.rmtree(final_dir)  # left by a write that crashed before its COMMIT
-            os.replace(staging, final_dir)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if final_dir is not None and final_dir.exists() and staging is not None and not staging.exists():
-                shutil.rmtree(final_dir, ignore_errors=True)
-            if staging is not None:
-                shutil.rmtree(staging, ignore_errors=True)
-            raise
+    db.begin_write(conn)
+    try:
+        # Staged under the write lock: while a writer holds it, any other staging dir is a leftover.
+        staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=runs_root))
+        run_id = fill(staging)
+        final_dir = runs_root / str(run_id)
+        if final_dir.exists():
+            shutil.rmtree(final_dir)  # left by a write that crashed before its COMMIT
+        os.replace(staging, final_dir)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if final_dir is not None and final_dir.exists() and staging is not None and not staging.exists():
+            shutil.rmtree(final_dir, ignore_errors=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
     return run_id
 
 

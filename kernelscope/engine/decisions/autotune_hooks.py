@@ -28,34 +28,32 @@ GUESS_FUSION_RULE = ("not timed: taken as 0 ms, which leaves the kernels unfused
                      "by these times")
 
 
-def _selector(log: DecisionLog):
+def _inductor_class(log: DecisionLog, module: str, name: str, method: str, decisions: str):
+    """Inductor's `module.name` where this torch has it with `method`; else None, and the
+    log says which decisions are off and why."""
+    import importlib
+
     import torch
 
     try:
-        from torch._inductor.select_algorithm import AlgorithmSelectorCache
-    except ImportError as error:
-        log.problems.append(f"max-autotune decisions off on torch {torch.__version__}: {error}")
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as error:
+        log.problems.append(f"{decisions} decisions off on torch {torch.__version__}: {error}")
         return None
-    if not hasattr(AlgorithmSelectorCache, "lookup"):
-        log.problems.append(f"max-autotune decisions off on torch {torch.__version__}: "
-                            "select_algorithm has no cache lookup")
+    if not hasattr(found, method):
+        log.problems.append(f"{decisions} decisions off on torch {torch.__version__}: {name}.{method} is missing")
         return None
-    return AlgorithmSelectorCache
+    return found
+
+
+def _selector(log: DecisionLog):
+    return _inductor_class(log, "torch._inductor.select_algorithm", "AlgorithmSelectorCache", "lookup",
+                           "max-autotune")
 
 
 def _scheduling(log: DecisionLog):
-    import torch
-
-    try:
-        from torch._inductor.codegen.triton import TritonScheduling
-    except ImportError as error:
-        log.problems.append(f"fusion benchmark decisions off on torch {torch.__version__}: {error}")
-        return None
-    if not hasattr(TritonScheduling, "benchmark_codegened_module"):
-        log.problems.append(f"fusion benchmark decisions off on torch {torch.__version__}: "
-                            "TritonScheduling.benchmark_codegened_module is missing")
-        return None
-    return TritonScheduling
+    return _inductor_class(log, "torch._inductor.codegen.triton", "TritonScheduling", "benchmark_codegened_module",
+                           "fusion benchmark")
 
 
 def _lookup_args(args: tuple, kwargs: dict):
