@@ -22,7 +22,6 @@ compile goes on.
 """
 from __future__ import annotations
 
-import functools
 import re
 import threading
 import traceback
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.engine import rank_info
-from kernelscope.engine.probes import Probe
+from kernelscope.engine.probes import Probe, install_groups, uninstall
 from kernelscope.record import GraphSplit, RankInfo
 
 # Namespaces of the ops that communicate (functional collectives and their waits,
@@ -80,23 +79,12 @@ class DistributedProbes:
     # -- install ---------------------------------------------------------------
 
     def __enter__(self):
-        for group, probes in self._probe_groups().items():
-            problems = [problem for problem in (probe.check() for probe in probes) if problem]
-            if problems:
-                self.disabled.append(f"{group}: {'; '.join(problems)}")
-                continue
-            for probe in probes:
-                probe.original = getattr(probe.owner, probe.attribute)
-                # wraps(): the line-level probes, installed next, check the same signatures
-                replacement = functools.wraps(probe.original)(probe.make_replacement(probe.original))
-                setattr(probe.owner, probe.attribute, replacement)
-                self._installed.append(probe)
+        # keep_signature: the line-level probes, installed next, check the same signatures
+        install_groups(self._probe_groups(), self.disabled, self._installed, keep_signature=True)
         return self
 
     def __exit__(self, *exc):
-        for probe in reversed(self._installed):
-            setattr(probe.owner, probe.attribute, probe.original)
-        self._installed.clear()
+        uninstall(self._installed)
 
     def _probe_groups(self) -> dict[str, list[Probe]]:
         import torch._dynamo.backends.distributed as ddp_backend

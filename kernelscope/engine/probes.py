@@ -21,6 +21,7 @@ The probes and what they see:
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 import time
@@ -145,6 +146,32 @@ class Probe:
         return None
 
 
+def install_groups(groups: dict[str, list[Probe]], disabled: list[str], installed: list[Probe],
+                   keep_signature: bool = False) -> None:
+    """Install each group of probes whose checks all pass; a group with a failing check is
+    left out whole and said in `disabled`. With `keep_signature`, a replacement carries
+    the original's name and signature (`functools.wraps`), for probes installed on top."""
+    for group_name, probes in groups.items():
+        problems = [p for p in (probe.check() for probe in probes) if p]
+        if problems:
+            disabled.append(f"{group_name}: {'; '.join(problems)}")
+            continue
+        for probe in probes:
+            probe.original = getattr(probe.owner, probe.attribute)
+            replacement = probe.make_replacement(probe.original)
+            if keep_signature:
+                replacement = functools.wraps(probe.original)(replacement)
+            setattr(probe.owner, probe.attribute, replacement)
+            installed.append(probe)
+
+
+def uninstall(installed: list[Probe]) -> None:
+    """Put back what `install_groups` replaced, last first."""
+    for probe in reversed(installed):
+        setattr(probe.owner, probe.attribute, probe.original)
+    installed.clear()
+
+
 class Probes:
     """Install all probes for one recording; collect what they see."""
 
@@ -165,21 +192,10 @@ class Probes:
     # -- install / uninstall -------------------------------------------------
 
     def install(self) -> None:
-        groups = self._probe_groups()
-        for group_name, probes in groups.items():
-            problems = [p for p in (probe.check() for probe in probes) if p]
-            if problems:
-                self.disabled.append(f"{group_name}: {'; '.join(problems)}")
-                continue
-            for probe in probes:
-                probe.original = getattr(probe.owner, probe.attribute)
-                setattr(probe.owner, probe.attribute, probe.make_replacement(probe.original))
-                self._installed.append(probe)
+        install_groups(self._probe_groups(), self.disabled, self._installed)
 
     def uninstall(self) -> None:
-        for probe in reversed(self._installed):
-            setattr(probe.owner, probe.attribute, probe.original)
-        self._installed.clear()
+        uninstall(self._installed)
 
     def __enter__(self):
         self.install()

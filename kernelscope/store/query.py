@@ -53,11 +53,7 @@ def locate(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None = 
              FROM files f JOIN runs r ON r.id = f.run_id
              LEFT JOIN kernels k ON k.id = f.kernel_id
              WHERE f.path = ?"""
-    params: tuple = (key,)
-    if run_id is not None:
-        sql += " AND f.run_id = ?"
-        params += (run_id,)
-    row = conn.execute(sql + " ORDER BY f.run_id DESC LIMIT 1", params).fetchone()
+    row = _latest_file_row(conn, sql, key, run_id)
     if row is None:
         stage_file = _locate_stage_file(conn, root, key, run_id)
         if stage_file is not None:
@@ -78,15 +74,21 @@ def locate(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None = 
     )
 
 
-def _locate_stage_file(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None) -> Location | None:
-    """A kernel's stage file (`runs/3/asm/<graph>/<kernel>/<kernel>.sass`), built below Triton."""
-    sql = """SELECT f.run_id, f.line_count, k.name, k.graph_id FROM asm_files f JOIN kernels k ON k.id = f.kernel_id
-             WHERE f.path = ?"""
+def _latest_file_row(conn: sqlite3.Connection, sql: str, key: str, run_id: int | None):
+    """The row of `sql` (a query of files `f` by `f.path = ?`) for `key` in run `run_id`, or
+    in the latest run that has it."""
     params: tuple = (key,)
     if run_id is not None:
         sql += " AND f.run_id = ?"
         params += (run_id,)
-    row = conn.execute(sql + " ORDER BY f.run_id DESC LIMIT 1", params).fetchone()
+    return conn.execute(sql + " ORDER BY f.run_id DESC LIMIT 1", params).fetchone()
+
+
+def _locate_stage_file(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None) -> Location | None:
+    """A kernel's stage file (`runs/3/asm/<graph>/<kernel>/<kernel>.sass`), built below Triton."""
+    sql = """SELECT f.run_id, f.line_count, k.name, k.graph_id FROM asm_files f JOIN kernels k ON k.id = f.kernel_id
+             WHERE f.path = ?"""
+    row = _latest_file_row(conn, sql, key, run_id)
     if row is None:
         return None
     return Location(path=key, kind=ASM, run_id=row["run_id"], absolute_path=str(root / key),
