@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from pathlib import Path
+import sys
 
 import pytest
 from lsprotocol import types
@@ -16,28 +16,14 @@ from pygls.exceptions import JsonRpcException
 
 from lsp_support import REPO, _plain, line_of, start_session, uri
 
+sys.path.insert(0, str(REPO / "bench"))
+from faults.common import worker_pids  # noqa: E402 - the engine workers a process started
+
 DEVICE = "cpu-triton"  # every device target goes through the same worker; this one is the lightest
 FUNCTION = REPO / "examples" / "function.py"
 TARGET = "examples/function.py:make"
 
 pytestmark = pytest.mark.slow
-
-
-def worker_pids(server_pid: int) -> list[int]:
-    """The engine workers the server started (its children running kernelscope.engine.worker)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        if parent == server_pid and "kernelscope.engine.worker" in cmdline:
-            found.append(int(entry.name))
-    return found
 
 
 async def test_compile_command_reports_progress_and_refreshes(tmp_path):
