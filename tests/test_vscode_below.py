@@ -14,15 +14,13 @@ Set-up: scripts/setup-editors.sh (called by scripts/setup.sh)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 from conftest import EXAMPLES, gpt2_softmax_line
 
 from kernelscope.store import Store
-from test_vscode_e2e import CODE_SERVER, REPO, USER_SETTINGS, free_port, require_setup, stop_tree, vsix_path, wait_for_port
+from test_vscode_e2e import REPO, require_setup, run_in_code_server
 
 SCENARIO = REPO / "vscode-extension" / "e2e" / "run-below-e2e.mjs"
 ARTIFACTS = REPO / "test-artifacts" / "vscode-below"
@@ -66,37 +64,9 @@ def test_below_the_kernel_and_ranks_in_code_server(recordings, gloo_ranks, tmp_p
     (workspace / ".vscode" / "settings.json").write_text(json.dumps({"kernelscope.python": sys.executable}))
     known = build_store(workspace / ".kernelscope", recordings, gloo_ranks)
 
-    user_data, extensions = tmp_path / "user-data", tmp_path / "extensions"
-    (user_data / "User").mkdir(parents=True)
-    (user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
-    xdg = tmp_path / "xdg"
-    env = dict(os.environ, XDG_CONFIG_HOME=str(xdg / "config"), XDG_DATA_HOME=str(xdg / "data"),
-               XDG_CACHE_HOME=str(xdg / "cache"), XDG_STATE_HOME=str(xdg / "state"))
-    env.pop("VSCODE_IPC_HOOK_CLI", None)
-    common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
-    install = subprocess.run([str(CODE_SERVER), *common, "--install-extension", str(vsix_path())],
-                             env=env, capture_output=True, text=True, timeout=180)
-    assert install.returncode == 0, install.stdout + install.stderr
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    with open(ARTIFACTS / "code-server.log", "w") as server_log:
-        code_server = subprocess.Popen(
-            [str(CODE_SERVER), *common, "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
-             "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
-             "--disable-getting-started-override", str(workspace)],
-            env=env, stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            wait_for_port(port, code_server)
-            scenario = subprocess.run(
-                ["node", str(SCENARIO), "--url", f"http://127.0.0.1:{port}/?folder={workspace}",
-                 "--out", str(ARTIFACTS), "--exp-line", str(known["exp_line"]),
-                 "--mufu-line", str(known["mufu"][0])],
-                cwd=REPO, env=env, capture_output=True, text=True, timeout=420)
-        finally:
-            stopped = stop_tree(code_server)
-    (ARTIFACTS / "scenario.log").write_text(scenario.stdout + scenario.stderr)
-    results = json.loads((ARTIFACTS / "results.json").read_text())
+    results, scenario, stopped = run_in_code_server(
+        tmp_path, workspace, SCENARIO, ARTIFACTS,
+        ["--exp-line", str(known["exp_line"]), "--mufu-line", str(known["mufu"][0])], timeout=420)
     assert scenario.returncode == 0 and results["failure"] is None, (
         f"{results.get('failure')}\n--- scenario output ---\n{scenario.stdout[-3000:]}{scenario.stderr[-3000:]}")
     assert stopped["survivors"] == [], stopped

@@ -174,6 +174,44 @@ def keep_logs(user_data: Path) -> None:
             shutil.copy(log, ARTIFACTS / log.name)
 
 
+def run_in_code_server(tmp_path: Path, workspace: Path, scenario: Path, artifacts: Path, args: list[str],
+                       timeout: float) -> tuple[dict, subprocess.CompletedProcess, dict[str, list[int]]]:
+    """The built extension installed into a fresh code-server profile, `workspace` opened,
+    the Playwright `scenario` run against it with `args`: (its results.json, the scenario
+    process, stop_tree's report of code-server's process tree). The scenario's output is
+    kept in `artifacts`/scenario.log."""
+    user_data, extensions = tmp_path / "user-data", tmp_path / "extensions"
+    (user_data / "User").mkdir(parents=True)
+    (user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
+    xdg = tmp_path / "xdg"
+    env = dict(os.environ, XDG_CONFIG_HOME=str(xdg / "config"), XDG_DATA_HOME=str(xdg / "data"),
+               XDG_CACHE_HOME=str(xdg / "cache"), XDG_STATE_HOME=str(xdg / "state"))
+    env.pop("VSCODE_IPC_HOOK_CLI", None)
+    common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
+    install = subprocess.run([str(CODE_SERVER), *common, "--install-extension", str(vsix_path())],
+                             env=env, capture_output=True, text=True, timeout=180)
+    assert install.returncode == 0, install.stdout + install.stderr
+
+    artifacts.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    with open(artifacts / "code-server.log", "w") as server_log:
+        code_server = subprocess.Popen(
+            [str(CODE_SERVER), *common, "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
+             "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+             "--disable-getting-started-override", str(workspace)],
+            env=env, stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_for_port(port, code_server)
+            ran = subprocess.run(
+                ["node", str(scenario), "--url", f"http://127.0.0.1:{port}/?folder={workspace}",
+                 "--out", str(artifacts), *args],
+                cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+        finally:
+            stopped = stop_tree(code_server)
+    (artifacts / "scenario.log").write_text(ran.stdout + ran.stderr)
+    return json.loads((artifacts / "results.json").read_text()), ran, stopped
+
+
 def test_extension_in_code_server(tmp_path):
     require_setup()
     workspace = make_workspace(tmp_path)

@@ -10,10 +10,11 @@
 // results.json (with screenshots); the caller checks it against the store.
 //
 //   node run-below-e2e.mjs --url http://127.0.0.1:PORT/?folder=/ws --out DIR --exp-line 58 --mufu-line 583
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
+import { workbench } from './workbench.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -50,15 +51,7 @@ async function step(name, fn) {
   results.steps.push({ name, seconds: (Date.now() - t0) / 1000 });
 }
 
-async function runCommand(title) {
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`>${title}`);
-  await page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().waitFor({ state: 'visible', timeout: 15000 });
-  await page.keyboard.press('Enter');
-}
+const { runCommand, goToLine, cursorLine, themeColor, decoratedLines } = workbench(page, log);
 
 async function pickRun(runId) {
   await runCommand('kernelscope: Pick run');
@@ -72,28 +65,7 @@ async function pickRun(runId) {
   return texts;
 }
 
-async function goToLine(line) {
-  for (let attempt = 1; ; attempt++) {
-    await page.keyboard.press('Control+G');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(`:${line}`);
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: `${line}` }).first().waitFor({ timeout: 10000 }).catch(() => undefined);
-    await page.keyboard.press('Enter');
-    try {
-      await page.waitForFunction((l) => document.querySelector('[id="status.editor.selection"]')?.textContent?.includes(`Ln ${l},`), line, { timeout: 10000 });
-      return;
-    } catch (error) {
-      if (attempt >= 3) throw error;
-      await page.keyboard.press('Escape');
-    }
-  }
-}
 
-async function cursorLine() {
-  const match = /Ln (\d+)/.exec((await page.locator('[id="status.editor.selection"]').textContent()) ?? '');
-  return match ? Number(match[1]) : null;
-}
 
 const activeTab = async () => (await page.locator('.editor-group-container.active .tab.active .label-name').first().textContent())?.trim();
 
@@ -106,39 +78,8 @@ async function groupOf(pattern) {
   }, pattern.source);
 }
 
-const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-async function themeColor(colorId) {
-  const kind = await page.evaluate(() => {
-    const classes = document.querySelector('.monaco-workbench')?.classList;
-    return classes?.contains('vs-dark') ? 'dark' : 'light';
-  });
-  const hex = manifest.contributes.colors.find((c) => c.id === colorId).defaults[kind];
-  const [r, g, b, a = 255] = hex.slice(1).match(/../g).map((h) => parseInt(h, 16));
-  return { r, g, b, a: Math.round((a / 255) * 100) / 100 };
-}
 
 /** 1-based line numbers (among those rendered) whose whole-line decoration has background `color`, in group `groupIndex`. */
-async function decoratedLines(color, groupIndex) {
-  return page.evaluate(({ color, groupIndex }) => {
-    const group = document.querySelectorAll('.editor-group-container')[groupIndex];
-    if (!group) return [];
-    const numbers = new Map();
-    for (const n of Array.from(group.querySelectorAll('.margin-view-overlays .line-numbers'))) {
-      numbers.set(n.parentElement.style.top, Number(n.textContent.trim()));
-    }
-    const matches = (css) => {
-      const m = /rgba?\(([^)]+)\)/.exec(css);
-      if (!m) return false;
-      const [r, g, b, a = 1] = m[1].split(',').map(Number);
-      return r === color.r && g === color.g && b === color.b && Math.abs(a - color.a) < 0.02;
-    };
-    return Array.from(group.querySelectorAll('.view-overlays .cdr'))
-      .filter((el) => matches(getComputedStyle(el).backgroundColor))
-      .map((el) => numbers.get(el.parentElement.style.top))
-      .filter((n) => n !== undefined)
-      .sort((a, b) => a - b);
-  }, { color, groupIndex });
-}
 
 async function waitForDecoratedLines(color, groupIndex, wanted = (lines) => lines.length > 0, timeout = 20000) {
   const deadline = Date.now() + timeout;

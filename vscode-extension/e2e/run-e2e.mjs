@@ -10,6 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
+import { workbench } from './workbench.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -69,18 +70,8 @@ page.on('console', (msg) => {
 // server's $/progress may add another status-bar entry that also says kernelscope.
 const STATUS = '.statusbar-item[id$="kernelscope.status"]';
 const statusItem = () => page.locator(STATUS);
-const cursorStatus = () => page.locator('[id="status.editor.selection"]');
 
-async function runCommand(title) {
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`>${title}`);
-  const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
-  await row.waitFor({ state: 'visible', timeout: 15000 });
-  await page.keyboard.press('Enter');
-}
+const { runCommand, goToLine, cursorLine, themeColor, decoratedLines } = workbench(page, log);
 
 async function openFile(name) {
   await page.keyboard.press('Escape');
@@ -100,84 +91,19 @@ async function openFile(name) {
   await page.locator('.editor-group-container.active .tab.active', { hasText: name }).waitFor({ timeout: 15000 });
 }
 
-async function goToLine(line) {
-  // The quick input may take Enter before it has read the typed line (a loaded
-  // machine): check that the cursor moved and try again if not.
-  for (let attempt = 1; ; attempt++) {
-    await page.keyboard.press('Control+G');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(`:${line}`);
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: `${line}` }).first().waitFor({ timeout: 10000 }).catch(() => undefined);
-    await page.keyboard.press('Enter');
-    try {
-      await page.waitForFunction(
-        (l) => document.querySelector('[id="status.editor.selection"]')?.textContent?.includes(`Ln ${l},`),
-        line,
-        { timeout: 10000 },
-      );
-      return;
-    } catch (error) {
-      if (attempt >= 3) throw error;
-      log(`go to line ${line}: the cursor did not move, again (attempt ${attempt})`);
-      await page.keyboard.press('Escape');
-    }
-  }
-}
 
 async function activeTab() {
   return (await page.locator('.editor-group-container.active .tab.active .label-name').first().textContent())?.trim();
 }
 
-async function cursorLine() {
-  const text = (await cursorStatus().textContent()) ?? '';
-  const match = /Ln (\d+)/.exec(text);
-  return match ? Number(match[1]) : null;
-}
 
 /**
  * The extension's decoration colours for the current theme, from its package.json
  * (VS Code resolves a ThemeColor into the decoration's CSS rule, so decorated
  * lines are found by their computed background colour).
  */
-const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-async function themeColor(colorId) {
-  const kind = await page.evaluate(() => {
-    const classes = document.querySelector('.monaco-workbench')?.classList;
-    if (classes?.contains('hc-light')) return 'highContrastLight';
-    if (classes?.contains('hc-black')) return 'highContrast';
-    return classes?.contains('vs-dark') ? 'dark' : 'light';
-  });
-  const hex = manifest.contributes.colors.find((c) => c.id === colorId).defaults[kind];
-  const [r, g, b, a = 255] = hex.slice(1).match(/../g).map((h) => parseInt(h, 16));
-  return { r, g, b, a: Math.round((a / 255) * 100) / 100 };
-}
 
 /** 1-based line numbers whose whole-line decoration has background `color`, in editor group `groupIndex` (0-based). */
-async function decoratedLines(color, groupIndex) {
-  return page.evaluate(
-    ({ color, groupIndex }) => {
-      const group = document.querySelectorAll('.editor-group-container')[groupIndex];
-      if (!group) return [];
-      const numbers = new Map();
-      for (const n of Array.from(group.querySelectorAll('.margin-view-overlays .line-numbers'))) {
-        numbers.set(n.parentElement.style.top, Number(n.textContent.trim()));
-      }
-      const matches = (css) => {
-        const m = /rgba?\(([^)]+)\)/.exec(css);
-        if (!m) return false;
-        const [r, g, b, a = 1] = m[1].split(',').map(Number);
-        return r === color.r && g === color.g && b === color.b && Math.abs(a - color.a) < 0.02;
-      };
-      return Array.from(group.querySelectorAll('.view-overlays .cdr'))
-        .filter((el) => matches(getComputedStyle(el).backgroundColor))
-        .map((el) => numbers.get(el.parentElement.style.top))
-        .filter((n) => n !== undefined)
-        .sort((a, b) => a - b);
-    },
-    { color, groupIndex },
-  );
-}
 
 async function waitForDecoratedLines(color, groupIndex, timeout = 15000) {
   const deadline = Date.now() + timeout;

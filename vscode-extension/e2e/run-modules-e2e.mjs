@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
+import { workbench } from './workbench.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -34,15 +35,7 @@ page.on('console', (msg) => {
   if (msg.type() === 'error') results.console.push(msg.text().slice(0, 300));
 });
 
-async function runCommand(title) {
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`>${title}`);
-  await page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().waitFor({ state: 'visible', timeout: 15000 });
-  await page.keyboard.press('Enter');
-}
+const { runCommand } = workbench(page, log);
 
 const rowsOf = (frame) => frame.locator('#modules').evaluate((section) => ({
   top: Array.from(section.querySelectorAll(':scope > ul.modules > li > .title')).map((t) => t.textContent.trim()),
