@@ -14,7 +14,10 @@ every Triton kernel (`compile --asm`):
   with the Triton wheel's nvdisasm) and the registers, spills and shared memory the driver
   reported (`n_regs`, `n_spills` = local memory / 4, `shared`).
 - `--target virtual-cuda`: no GPU involved; each kernel built for sm_90 from the file
-  Inductor wrote, with the config Inductor runs when it does not time.
+  Inductor wrote. The virtual-cuda recording replays the timing decisions the cuda one made
+  (docs/decisions.md: pad_mm, autotune choices, each kernel's launched config), so it runs
+  after it and shows the config the GPU launched; with `--no-replay` both run at once and
+  virtual-cuda shows the config Inductor runs when it does not time.
 Three comparisons per kernel (paired by graph and kernel name, same kernel source):
 1. rebuild vs GPU: the cuda run's build (the launched config, compiled again through
    Inductor's own compile path) against the GPU's own cubin: SASS identical, and registers,
@@ -35,6 +38,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -63,6 +68,7 @@ from kernelscope.engine.recorder import RecordOptions, record_factory
 from kernelscope.engine.asm_build import KernelToBuild, build_kernel, build_run_asm
 from kernelscope.asm import linemaps, tools
 from kernelscope.store import Store
+from kernelscope.decisions.model import from_run, load_file, write_file
 
 gpu_built = []
 patches = []
@@ -76,9 +82,13 @@ if {device!r} == "cuda":
     patches.append(mock.patch.object(CachingAutotuner, "__init__", init))
 for patch in patches:
     patch.start()
-run = record_factory({spec!r}, RecordOptions(device={device!r}, train={train!r}, workspace=Path({repo!r})))
+decisions = load_file(Path({decisions_in!r})) if {decisions_in!r} else None
+run = record_factory({spec!r}, RecordOptions(device={device!r}, train={train!r}, workspace=Path({repo!r}),
+                                             decisions=decisions))
 for patch in patches:
     patch.stop()
+if {decisions_out!r}:
+    write_file(from_run(run, "asm_gpu_check"), Path({decisions_out!r}))
 
 def same_config(a, b):
     return (a.kwargs, a.num_warps, a.num_stages) == (b.kwargs, b.num_warps, b.num_stages)
@@ -161,10 +171,13 @@ print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.t
 """
 
 
-def record(case: str, device: str) -> dict:
+def record(case: str, device: str, decisions_in: Path | None = None, decisions_out: Path | None = None) -> dict:
+    """One recording and build below the kernel in a fresh process; `decisions_out`: write the
+    run's timing decisions there; `decisions_in`: replay that decisions file."""
     file, factory, train = CASES[case]
     spec = f"{REPO / 'bench' / 'models' / file}.py:{factory}"
-    code = _CHILD.format(repo=str(REPO), spec=spec, device=device, train=train)
+    code = _CHILD.format(repo=str(REPO), spec=spec, device=device, train=train,
+                         decisions_in=str(decisions_in or ""), decisions_out=str(decisions_out or ""))
     env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", HF_HUB_OFFLINE="1")
     if device == "cuda":
         # Triton's own launcher keeps each kernel's CompiledKernel (its cubin) on the launcher; the
@@ -233,6 +246,7 @@ def compare(real: dict, virtual: dict) -> dict:
             row["virtual_sass"] = other["sass"] == gpu["sass"]
             row["virtual_resources"] = _same_resources(other, gpu["n_regs"], gpu["n_spills"], gpu["shared"])
             row["virtual_config"] = other["config"]
+            row["virtual_chosen_by"] = other["chosen_by"]
             row["same_config"] = other["config"] == gpu["config"]
             # SASS that differs only where it embeds kernel-file line numbers (device asserts):
             # built from the file as Inductor compiled it (one line later), it is the GPU's.
@@ -308,35 +322,57 @@ def main() -> int:
     parser.add_argument("--cases", nargs="*", default=list(CASES), help=f"default: {', '.join(CASES)}")
     parser.add_argument("--jobs", type=int, default=4, help="recordings run in parallel")
     parser.add_argument("--out", type=Path, help="write every kernel's comparison as JSON (after each case)")
+    parser.add_argument("--no-replay", action="store_true",
+                        help="virtual-cuda without the GPU's decisions (launch configs as Inductor runs them untimed)")
     parser.add_argument("--self-check", action="store_true",
                         help="no GPU: a second virtual-cuda recording stands in for the GPU's")
     args = parser.parse_args()
     devices = {"gpu": "virtual-cuda" if args.self_check else "cuda", "virtual": "virtual-cuda"}
-    jobs = [(case, role) for case in args.cases for role in devices]
     results: dict[tuple[str, str], dict] = {}
-    report: dict[str, dict] = {}
+    report: dict[str, dict] = {"replayed": not args.no_replay}
     all_rows: list[dict] = []
+    decisions_dir = Path(tempfile.mkdtemp(prefix="asm-gpu-check-decisions-"))
     print(f"{'case':22} {'kernels':>7} {'rebuild SASS':>12} {'rebuild res':>11} {'virt SASS':>9} {'virt res':>8} "
           f"{'same cfg':>8} {'same-cfg SASS':>13}  not compared", flush=True)
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(record, case, devices[role]): (case, role) for case, role in jobs}
-        for future in as_completed(futures):
-            case, role = futures[future]
-            results[(case, role)] = future.result()
+
+    def chain(case: str) -> None:
+        """The GPU's recording, then virtual-cuda's replaying the decisions it made."""
+        decisions = decisions_dir / f"{case.replace(' ', '_')}.json"
+        real = record(case, devices["gpu"], decisions_out=decisions)
+        done(case, "gpu", real)
+        if "error" in real or not decisions.is_file():
+            done(case, "virtual", {"error": "no GPU recording to replay"})
+        else:
+            done(case, "virtual", record(case, devices["virtual"], decisions_in=decisions))
+
+    lock = threading.Lock()
+
+    def done(case: str, role: str, result: dict) -> None:
+        with lock:
+            results[(case, role)] = result
             if (case, "gpu") not in results or (case, "virtual") not in results:
-                continue
+                return
             real = results[(case, "gpu")]
             if args.self_check:
                 real = _self_check_as_gpu(real)
             row = compare(real, results[(case, "virtual")])
             if "error" not in row:
                 row["shares"] = shares(row["kernels"])
-                all_rows += row["kernels"]
+                all_rows.extend(row["kernels"])
             report[case] = row
             _print_row(case, row)
             report["all"] = shares(all_rows)
             if args.out:
                 args.out.write_text(json.dumps(report, indent=1) + "\n")
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        if args.no_replay:
+            jobs = [pool.submit(lambda c=case, r=role: done(c, r, record(c, devices[r])))
+                    for case in args.cases for role in devices]
+        else:
+            jobs = [pool.submit(chain, case) for case in args.cases]
+        for job in as_completed(jobs):
+            job.result()
     print("all: " + json.dumps(shares(all_rows)), flush=True)
     return 0
 

@@ -65,6 +65,7 @@ ENGINE = {
     "tensors_cache_like": ("tests/data/tensors_in_forward.py", "make_cache_like", "make_cache_like", {}),
     "sinusoidal_positions": ("tests/data/tensors_in_forward.py", "make_sinusoidal_positions",
                              "make_sinusoidal_positions", {}),
+    "fourier_mixing": ("tests/data/tensors_in_forward.py", "make_fourier_mixing", "make_fourier_mixing", {}),
     "overlapping_windows": ("tests/data/tensors_in_forward.py", "make_overlapping_windows",
                             "make_overlapping_windows", {}),
     "hf_llama_defaults": ("tests/data/hf_defaults.py", "make_llama", "make_llama", {}),

@@ -5,6 +5,7 @@
     python bench/suite.py --family decoder --mode train
     python bench/suite.py --only llama bert --target cuda          # on a GPU
     python bench/suite.py --compare --jobs 12 --json OUT.json      # on a GPU: cuda against virtual-cuda
+    python bench/suite.py --compare --replay --jobs 12 --json OUT.json   # ... replaying the GPU's decisions
 
 The models are the architectures PyTorch's own compile benchmarks track (benchmarks/dynamo/ in
 pytorch/pytorch), built from their libraries' configs with the defaults as shipped, shrunk only in
@@ -19,6 +20,9 @@ status is 1 when a row was not recorded or missed a floor (FLOORS), else 0.
 `--compare` (a GPU machine) records each row twice under the same torch, `--target cuda` and
 `--target virtual-cuda`, with bench/gpu_check.py's recorder, and gives gpu_check's verdict:
 identical, a difference that a timing decision of the GPU explains (named), or DIFFERENT.
+With `--replay`, each row's cuda recording also writes the timing decisions the GPU made
+(docs/decisions.md), and the virtual-cuda recording replays them (`--decisions`): the two run
+one after the other, and no timing difference is expected.
 """
 from __future__ import annotations
 
@@ -125,23 +129,42 @@ def record(model: SuiteModel, train: bool, target: str, timeout: int) -> dict:
                 timings=summary["timings"], peak_memory_mb=summary["peak_memory_mb"])
 
 
-def compare(model: SuiteModel, train: bool, real: dict, virtual: dict) -> dict:
-    """`--compare`: gpu_check's verdict on one row recorded for the GPU and on virtual-cuda."""
+def compare(model: SuiteModel, train: bool, real: dict, virtual: dict, replayed: bool = False) -> dict:
+    """`--compare`: gpu_check's verdict on one row recorded for the GPU and on virtual-cuda
+    (`replayed`: virtual-cuda replayed the GPU's timing decisions)."""
     import gpu_check
 
     row = {"model": model.name, "family": model.family, "library": model.library,
            "mode": "train" if train else "inference", "spec": model.shown_spec(train),
            "wall": round(real.pop("wall", 0) + virtual.pop("wall", 0), 1)}
-    return {**gpu_check.compare(real, virtual), **row}  # "mode": inference or train (not the compile mode)
+    verdict = gpu_check.compare(real, virtual, replayed=replayed)
+    if replayed and "error" not in verdict:
+        verdict["decisions"] = gpu_check.decisions_report(real, virtual)
+    return {**verdict, **row}  # "mode": inference or train (not the compile mode)
 
 
-def record_for_compare(model: SuiteModel, train: bool, device: str, timeout: int) -> dict:
-    """gpu_check's recording (every kernel's source and nodes) of one row on one device."""
+def record_for_compare(model: SuiteModel, train: bool, device: str, timeout: int,
+                       decisions_in: Path | None = None, decisions_out: Path | None = None) -> dict:
+    """gpu_check's recording (every kernel's source and nodes) of one row on one device;
+    `decisions_out`: write the run's timing decisions there; `decisions_in`: replay them."""
     import gpu_check
 
     started = time.perf_counter()
-    result = gpu_check.record_spec(model.spec(train), device, train, timeout=timeout)
+    result = gpu_check.record_spec(model.spec(train), device, train, timeout=timeout,
+                                   decisions_in=decisions_in, decisions_out=decisions_out)
     return dict(result, wall=round(time.perf_counter() - started, 1))
+
+
+def record_replayed_pair(model: SuiteModel, train: bool, timeout: int,
+                         real_target: str = "cuda") -> tuple[dict, dict]:
+    """`--compare --replay`: the row on the GPU (writing its timing decisions), then on
+    virtual-cuda replaying them. (`real_target`: what stands for the GPU; tests use virtual-cuda.)"""
+    with tempfile.TemporaryDirectory(prefix=f"suite-decisions-{model.name}-") as folder:
+        decisions = Path(folder) / "decisions.json"
+        real = record_for_compare(model, train, real_target, timeout, decisions_out=decisions)
+        if "error" in real or not decisions.is_file():
+            return real, {"error": f"no {real_target} recording to replay", "wall": 0}
+        return real, record_for_compare(model, train, "virtual-cuda", timeout, decisions_in=decisions)
 
 
 @functools.lru_cache(maxsize=1)
@@ -181,7 +204,15 @@ def selected(args) -> list[tuple[SuiteModel, bool]]:
         raise SystemExit(f"suite.py: no model named {', '.join(sorted(unknown))} "
                          f"(bench/suite/registry.py lists {len(MODELS)})")
     k, n = args.shard
-    return [(m, mode == "train") for m in models[k - 1::n] for mode in MODES if mode in args.mode]
+    rows = [(m, mode == "train") for m in models[k - 1::n] for mode in MODES if mode in args.mode]
+    if args.rows:  # MODEL:MODE pairs, in the registry's order
+        wanted = set(args.rows)
+        rows = [(m, train) for m, train in rows if (m.name, "train" if train else "inference") in wanted]
+        unknown = wanted - {(m.name, "train" if train else "inference") for m, train in rows}
+        if unknown:
+            raise SystemExit(f"suite.py: --rows {' '.join(f'{m}:{mode}' for m, mode in sorted(unknown))} "
+                             "not among the selected rows")
+    return rows
 
 
 # -- printing -------------------------------------------------------------------------------
@@ -265,8 +296,10 @@ def print_comparison(rows: list[dict], elapsed: float) -> None:
         if "error" in row:
             print(start + f"error ({row['error_in']}): {row['error'].strip().splitlines()[-1][:200]}")
             continue
+        guessed = len(row["decisions"]["guessed"]) if "decisions" in row else None
         print(start + f"{row['kernels_real']:5} {row['kernels_virtual']:5} {str(row['same_names']):>6} "
-              f"{row['same_fusion']:7} {row['same_source']:7}  {row['verdict']}")
+              f"{row['same_fusion']:7} {row['same_source']:7}  {row['verdict']}"
+              + (f" (replayed; {guessed} decisions guessed)" if guessed is not None else ""))
     verdicts: dict[str, int] = {}
     for row in rows:
         verdict = row.get("verdict") or f"error ({row.get('error_in')})"
@@ -285,9 +318,13 @@ def main() -> int:
     parser.add_argument("--target", default="virtual-cuda", choices=["virtual-cuda", "cuda", "cpu-triton"])
     parser.add_argument("--compare", action="store_true",
                         help="on a GPU: record each row for cuda and virtual-cuda and compare the kernels")
+    parser.add_argument("--replay", action="store_true",
+                        help="with --compare: virtual-cuda replays the timing decisions of the row's cuda recording")
     parser.add_argument("--only", nargs="*", metavar="MODEL", help="these models only")
     parser.add_argument("--family", nargs="*", choices=FAMILIES, help="these families only")
     parser.add_argument("--mode", nargs="*", choices=MODES, default=list(MODES))
+    parser.add_argument("--rows", nargs="*", type=row_spec, metavar="MODEL:MODE",
+                        help="these rows only, e.g. unet:inference swin:train")
     parser.add_argument("--jobs", type=int, default=1, help="recordings at once (default: 1)")
     parser.add_argument("--job-memory", type=float, default=3.0, metavar="GIB",
                         help="start a recording only while this much memory is free (default: 3)")
@@ -303,10 +340,13 @@ def main() -> int:
     parser.add_argument("--table-only", action="store_true",
                         help="record nothing: print the table of the rows --resume holds")
     args = parser.parse_args()
+    if args.replay and not args.compare:
+        parser.error("--replay compares against the GPU: use it with --compare")
 
     todo = selected(args)
     rows_done = resumed_rows(args.resume, todo) if args.resume else {}
-    devices = ("cuda", "virtual-cuda") if args.compare else (args.target,)
+    # --compare --replay: one job per row (the GPU, then virtual-cuda with its decisions)
+    devices = ("cuda+replay",) if args.replay else ("cuda", "virtual-cuda") if args.compare else (args.target,)
     jobs = sorted(((model, train, device) for model, train in todo if (model.name, train) not in rows_done
                    for device in devices), key=lambda job: -expected_seconds(job[0], job[1]))
     if args.table_only:  # print what --resume holds; a row it lacks is shown as not run
@@ -323,11 +363,19 @@ def main() -> int:
     def run(job):
         model, train, device = job
         with gate:
-            result = record_for_compare(model, train, device, args.timeout) if args.compare \
-                else record(model, train, device, args.timeout)
+            if device == "cuda+replay":
+                real, result = record_replayed_pair(model, train, args.timeout)
+            elif args.compare:
+                result = record_for_compare(model, train, device, args.timeout)
+            else:
+                result = record(model, train, device, args.timeout)
         wall = result.get("wall", 0)  # compare() takes it over into the row
         with lock:
-            if not args.compare:
+            if device == "cuda+replay":
+                wall += real.get("wall", 0)
+                rows_done[(model.name, train)] = compare(model, train, real, result, replayed=True)
+                result = rows_done[(model.name, train)]
+            elif not args.compare:
                 rows_done[(model.name, train)] = result
             elif (model, train) in pending:  # both sides recorded: keep the verdict, drop the sources
                 other = pending.pop((model, train))
@@ -358,7 +406,8 @@ def main() -> int:
         print_table(rows, args.target, elapsed)
         failed = [r for r in rows if missed_floors(r)]
     if args.json:
-        report = {"target": "cuda vs virtual-cuda" if args.compare else args.target,
+        report = {"target": ("cuda vs virtual-cuda replaying its decisions" if args.replay else
+                             "cuda vs virtual-cuda" if args.compare else args.target),
                   "floors": FLOORS, "elapsed": round(elapsed, 1), "rows": rows}
         if not args.compare:
             report["totals"] = totals(rows)
@@ -376,6 +425,13 @@ def resumed_rows(path: Path, todo: list[tuple[SuiteModel, bool]]) -> dict[tuple[
 def write_json(path: Path, report: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=1) + "\n")
+
+
+def row_spec(text: str) -> tuple[str, str]:
+    model, _, mode = text.partition(":")
+    if mode not in MODES:
+        raise argparse.ArgumentTypeError(f"'{text}' is not MODEL:MODE with MODE one of {', '.join(MODES)}")
+    return model, mode
 
 
 def shard(text: str) -> tuple[int, int]:

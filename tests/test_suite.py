@@ -118,3 +118,25 @@ def test_a_compare_row_names_the_mode_and_gives_gpu_checks_verdict():
     assert (row["model"], row["mode"], row["verdict"], row["wall"]) == ("bert", "train", "identical", 6.0)
     changed = dict(side, graphs=[{"compile_id": "0/0", "kind": "forward", "kernels": [dict(kernel, source="x = 2")]}])
     assert suite_cli.compare(registry.BY_NAME["bert"], True, dict(side), changed)["verdict"] == "DIFFERENT"
+
+
+@pytest.mark.slow
+def test_compare_with_replay_records_the_real_sides_decisions_and_replays_them():
+    """`--compare --replay`'s chain, with virtual-cuda standing for the GPU (no GPU here): the
+    real side writes its decisions file and the replayed side reads it; a virtual-cuda run
+    made no GPU decision, so the file holds none and every decision is listed as guessed."""
+    model = registry.BY_NAME["alexnet"]
+    real, replayed = suite_cli.record_replayed_pair(model, False, timeout=600, real_target="virtual-cuda")
+    row = suite_cli.compare(model, False, real, replayed, replayed=True)
+    assert (row["model"], row["mode"], row["verdict"], row["replayed"]) == ("alexnet", "inference", "identical", True)
+    report = row["decisions"]
+    assert report["guessed"] and all(d["origin"] == "guessed" for d in report["guessed"])
+    assert report["real_decisions"] == [d for d in real["decisions"]]
+    assert not any(name.endswith(" replayed") for name in report["virtual"])
+
+
+def test_replay_is_refused_without_compare(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["suite.py", "--replay", "--only", "bert"])
+    with pytest.raises(SystemExit) as stopped:
+        suite_cli.main()
+    assert stopped.value.code == 2 and "use it with --compare" in capsys.readouterr().err

@@ -36,6 +36,10 @@ reads it too. Where that C++ code runs decides what it is told:
 - a tensor made from data inside the graph (`torch.tensor(0.5, device=x.device)`) is
   lifted as a cuda constant, as a GPU lifts it, not moved there by a traced copy
   (`lifted_constants`).
+- a C++ composite that picks a backend by its input's device runs as a Python port of
+  itself on cuda tensors (`_ported_composites`): BatchNorm's `_batch_norm_impl_index`
+  takes cuDNN's path as on a GPU (`cuda_batch_norm`; its symbolic checks number the
+  post-grad nodes under dynamic shapes).
 Other choices made in C++ by device stay the CPU's where nothing above reaches them: the
 one known to change kernels, `scaled_dot_product_attention`'s backend, is decided as on
 an sm_90 GPU by `sdpa_choice` (ATen's checks, ported) through `cuda_attention`; others
@@ -373,12 +377,17 @@ def _on_python_cuda(value) -> bool:
     return isinstance(value, FakeTensor) and _is_cuda_fake(value)
 
 
-def _composite_kernel(overload):
+def _composite_kernel(overload, ported=None):
+    """The noting kernel of `overload`; `ported`: a Python port of the C++ composite that
+    runs in its place on cuda tensors (`_ported_composites`)."""
     def kernel(*args, **kwargs):
         import torch
 
-        _composites_on_cuda.append(any(_on_python_cuda(arg) for arg in _tensors(_flat(args, kwargs))))
+        on_cuda = any(_on_python_cuda(arg) for arg in _tensors(_flat(args, kwargs)))
+        _composites_on_cuda.append(on_cuda)
         try:
+            if ported is not None and on_cuda:
+                return ported(*args, **kwargs)
             return overload._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, *args, **kwargs)
         finally:
             _composites_on_cuda.pop()
@@ -402,10 +411,19 @@ def _mark_composites_on_cuda() -> list:
         overload = getattr(getattr(torch.ops.aten, op_name, None), overload_name or "default", None)
         if overload is None or DispatchKey.CompositeImplicitAutograd in overload.py_kernels:
             continue
-        overload.py_kernels[DispatchKey.CompositeImplicitAutograd] = _composite_kernel(overload)
+        ported = _ported_composites().get(f"{op_name}.{overload_name or 'default'}")
+        overload.py_kernels[DispatchKey.CompositeImplicitAutograd] = _composite_kernel(overload, ported)
         overload._dispatch_cache.clear()
         changed.append(overload)
     return changed
+
+
+def _ported_composites() -> dict:
+    """C++ composites that decide by their input's C++ device (the CPU-backed fakes would go
+    the CPU's way), ported to Python to run as on a CUDA build: {"op.overload": port}."""
+    from kernelscope.engine.devices import cuda_batch_norm
+
+    return {"_batch_norm_impl_index.default": cuda_batch_norm.batch_norm_impl_index}
 
 
 def _unmark_composites(changed) -> None:
@@ -461,18 +479,33 @@ def _tensors(args):
             yield arg
 
 
-def fake_cuda_like(tensor, fake_mode):
+def fake_cuda_like(tensor, fake_mode, fresh_symbols: bool = False):
     """A fresh leaf FakeTensor on cuda:0 in `fake_mode`, with `tensor`'s sizes (symbolic
-    ones kept), strides, dtype and requires_grad."""
+    ones kept), strides, dtype and requires_grad. `fresh_symbols`: each symbolic size and
+    stride on a SymNode of its own (the same expression), as AOTAutograd's fakification of
+    a real graph input makes them on a GPU: a size read from the tensor is then traced as
+    `sym_size` of that input, apart from the size Dynamo passes as an input of its own."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
+    shape, stride = tuple(tensor.shape), tensor.stride()
+    if fresh_symbols:
+        shape, stride = [_fresh_symbol(size) for size in shape], [_fresh_symbol(step) for step in stride]
     with unset_fake_temporarily():
-        meta = torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device="meta")
+        meta = torch.empty_strided(shape, stride, dtype=tensor.dtype, device="meta")
     fake = FakeTensor(fake_mode, meta, torch.device("cuda", 0))
     if tensor.requires_grad:
         fake.requires_grad_(True)
     return fake
+
+
+def _fresh_symbol(value):
+    import torch
+
+    if not isinstance(value, torch.SymInt):
+        return value
+    node = value.node
+    return torch.SymInt(type(node)(node.expr, node.shape_env, int, node.hint))
 
 
 if __name__ == "__main__":

@@ -23,19 +23,19 @@ import contextlib
 from kernelscope.engine.devices import fake_cuda
 
 
-def fake_cuda_like(tensor, fake_mode):
+def fake_cuda_like(tensor, fake_mode, fresh_symbols: bool = False):
     """`fake_cuda.fake_cuda_like`, for tensor subclasses too (DTensor): the same subclass
     around fake cuda inner tensors, with the outer sizes and strides kept."""
     import torch
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
     if not is_traceable_wrapper_subclass(tensor):
-        return fake_cuda.fake_cuda_like(tensor, fake_mode)
+        return fake_cuda.fake_cuda_like(tensor, fake_mode, fresh_symbols)
     names, context = tensor.__tensor_flatten__()
     inner = {}
     for name in names:
         value = getattr(tensor, name)
-        inner[name] = fake_cuda_like(value, fake_mode) if isinstance(value, torch.Tensor) else value
+        inner[name] = fake_cuda_like(value, fake_mode, fresh_symbols) if isinstance(value, torch.Tensor) else value
     made = type(tensor).__tensor_unflatten__(inner, context, tensor.size(), tensor.stride())
     if tensor.requires_grad and not made.requires_grad:
         made.requires_grad_(True)

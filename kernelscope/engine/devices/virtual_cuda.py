@@ -190,7 +190,7 @@ def _fake_cuda_inputs(gm, example_inputs, fake_mode):
             fakes.append(fake_mode.from_tensor(value))
             continue
         like = traced if isinstance(traced, torch.Tensor) else fake_mode.from_tensor(value)
-        fake = fake_distributed.fake_cuda_like(like, fake_mode)  # DTensor parameters too
+        fake = fake_distributed.fake_cuda_like(like, fake_mode, fresh_symbols=True)  # DTensor parameters too
         if value.requires_grad and not fake.requires_grad:
             fake.requires_grad_(True)
         fakes.append(fake)
