@@ -126,13 +126,15 @@ if {device!r} == "cuda":
         if cubin is None:
             skipped[name] = "no cubin found for the launched config"
         sass = linemaps.sass_instructions(tools.disassemble(cubin)) if cubin else None
+        binary = getattr(launcher, "bin", None)
+        ptx = (getattr(binary, "asm", None) or {{}}).get("ptx")
         config = launcher.config
         gpu_built.append(dict(name=name, src=getattr(autotuner.fn, "src", None) or "",
                               config=dict(kwargs={{k: (v if isinstance(v, (bool, str)) else int(v))
                                                   for k, v in sorted(config.kwargs.items())}},
                                           num_warps=config.num_warps, num_stages=config.num_stages),
                               n_regs=launcher.n_regs, n_spills=launcher.n_spills, shared=launcher.shared,
-                              sass=sass))
+                              sass=sass, ptx=ptx))
 
 kernels = []
 with tempfile.TemporaryDirectory() as directory, Store(Path(directory) / ".kernelscope") as store:
@@ -158,6 +160,7 @@ with tempfile.TemporaryDirectory() as directory, Store(Path(directory) / ".kerne
             as_inductor = build_kernel(KernelToBuild(info.name, str(inductor_file), "\n" + source,
                                                      launches.get(info.kernel_file)))
             row["sass_as_inductor"] = linemaps.sass_instructions(as_inductor.stages["sass"])
+            row["ptx_as_inductor"] = as_inductor.stages["ptx"]
             gpu = [g for g in gpu_built if g["name"] == info.name and g["src"].strip() in source]
             if gpu:
                 row["gpu"] = {{k: v for k, v in gpu[0].items() if k != "src"}}
@@ -166,7 +169,11 @@ with tempfile.TemporaryDirectory() as directory, Store(Path(directory) / ".kerne
                     "source differs" if any(g["name"] == info.name for g in gpu_built) else
                     f"no autotuner of that name ({{len(autotuners)}} made)")
         kernels.append(row)
-print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.triton_version,
+import triton
+environment = {{key: value for key, value in sorted(os.environ.items()) if "TRITON" in key or "CUDA" in key
+               or key in ("PATH", "LD_LIBRARY_PATH")}}
+environment["ptxas"] = str(getattr(getattr(triton.knobs, "nvidia", None), "ptxas", None) and triton.knobs.nvidia.ptxas.path)
+print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.triton_version, environment=environment,
       asm=summary.to_dict(), kernels=kernels)))
 """
 
@@ -199,6 +206,18 @@ def _sass_diff(gpu: list, rebuilt: list, context: int = 24) -> list[str]:
 
     return list(difflib.unified_diff([str(i) for i in gpu], [str(i) for i in rebuilt], "gpu", "rebuild", n=1,
                                      lineterm=""))[:context]
+
+
+def _text_diff(gpu: str, rebuilt: str, context: int) -> list[str]:
+    import difflib
+
+    return list(difflib.unified_diff(gpu.splitlines(), rebuilt.splitlines(), "gpu", "rebuild", n=1,
+                                     lineterm=""))[:context]
+
+
+def _without_locations(ptx: str) -> list[str]:
+    """PTX without its debug locations and file table (`.loc`, `.file`, the debug sections)."""
+    return [line for line in ptx.splitlines() if not line.strip().startswith((".loc", ".file", "//"))]
 
 
 def _without_nops(sass: list) -> list:
@@ -245,6 +264,8 @@ def compare(real: dict, virtual: dict) -> dict:
         else:
             row["virtual_sass"] = other["sass"] == gpu["sass"]
             row["virtual_resources"] = _same_resources(other, gpu["n_regs"], gpu["n_spills"], gpu["shared"])
+            row["virtual_facts"] = {"registers": other["registers"], "n_spills": other["local_bytes"] // 4,
+                                    "shared": other["shared"]}
             row["virtual_config"] = other["config"]
             row["virtual_chosen_by"] = other["chosen_by"]
             row["same_config"] = other["config"] == gpu["config"]
@@ -255,6 +276,13 @@ def compare(real: dict, virtual: dict) -> dict:
                 row["virtual_sass_diff"] = _sass_diff(gpu["sass"], other["sass_as_inductor"], 60)
                 # ptxas placed an alignment NOP elsewhere (seen around a device assert's call)
                 row["virtual_sass_but_nops"] = _without_nops(other["sass_as_inductor"]) == _without_nops(gpu["sass"])
+                # the PTX ptxas was given: the GPU's (Triton's launcher kept it) against virtual-cuda's
+                # (else the cuda run's own build of it, whose SASS is the GPU's)
+                ptx = gpu.get("ptx") or kernel.get("ptx_as_inductor")
+                if ptx:
+                    row["virtual_ptx_against"] = "gpu" if gpu.get("ptx") else "cuda rebuild"
+                    row["virtual_ptx_same"] = _without_locations(ptx) == _without_locations(other["ptx_as_inductor"])
+                    row["virtual_ptx_diff"] = _text_diff(ptx, other["ptx_as_inductor"], 80)
             row["virtual"] = ("identical" if row["virtual_sass"] and row["virtual_resources"] else
                               "config chosen by timing" if not row["same_config"] else
                               "identical but for kernel-file line numbers" if row["virtual_sass_as_inductor"]
@@ -262,7 +290,8 @@ def compare(real: dict, virtual: dict) -> dict:
                               "identical but for NOP padding" if row.get("virtual_sass_but_nops")
                               and row["virtual_resources"] else "DIFFERENT")
         rows.append(row)
-    return {"torch": real["torch"], "triton": real["triton"], "kernels": rows}
+    return {"torch": real["torch"], "triton": real["triton"], "kernels": rows,
+            "environment": {"cuda": real.get("environment"), "virtual-cuda": virtual.get("environment")}}
 
 
 def shares(rows: list[dict]) -> dict:
@@ -295,7 +324,8 @@ def _self_check_as_gpu(result: dict) -> dict:
     for kernel in result.get("kernels", []):
         if kernel.get("sass") is not None:
             kernel["gpu"] = {"config": kernel["config"], "n_regs": kernel["registers"],
-                             "n_spills": kernel["local_bytes"] // 4, "shared": kernel["shared"], "sass": kernel["sass"]}
+                             "n_spills": kernel["local_bytes"] // 4, "shared": kernel["shared"], "sass": kernel["sass"],
+                             "ptx": kernel.get("ptx_as_inductor")}
     return result
 
 

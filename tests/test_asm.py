@@ -527,3 +527,31 @@ def test_two_runs_of_one_model_dump_the_same_builds(recordings, tmp_path):
     builds = [[kernel["asm"] for graph in dump["run"]["graphs"] for kernel in graph["kernels"] if kernel["asm"]]
               for dump in (first, second)]
     assert builds[0] and builds[0] == builds[1]
+
+
+@pytest.mark.slow
+def test_the_cubin_comes_from_the_ptxas_inductor_points_triton_at(recordings, tmp_path, monkeypatch):
+    """Inductor sets TRITON_PTXAS_PATH to torch's own ptxas (a CUDA build of torch ships one)
+    before compiling for a GPU; the build asks Inductor's own function, so it runs the same
+    ptxas (on the H100 a cu130 torch's ptxas, PTX ISA 9.0, made the GPU's SASS and Triton's
+    did not). Here that function points at a ptxas that logs each call."""
+    import torch._inductor.runtime.compile_tasks as compile_tasks
+
+    from kernelscope.asm import tools
+    from kernelscope.engine.asm_build import KernelToBuild, build_kernel
+
+    real_ptxas = tools.tool_path("ptxas")
+    calls = tmp_path / "calls.log"
+    logging_ptxas = tmp_path / "ptxas"
+    logging_ptxas.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec {real_ptxas} "$@"\n')
+    logging_ptxas.chmod(0o755)
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    monkeypatch.setattr(compile_tasks, "_set_triton_ptxas_path",
+                        lambda: monkeypatch.setenv("TRITON_PTXAS_PATH", str(logging_ptxas)))
+    run = recordings.get_spec(f"{REPO / 'tests' / 'data' / 'asm_widths.py'}:make_wide_reduction")
+    [kernel] = [k for g in run.graphs for k in g.kernels if k.kind == "triton"]
+    path = tmp_path / f"{kernel.name}.py"
+    path.write_text(kernel.source)
+    built = build_kernel(KernelToBuild(kernel.name, str(path), kernel.source))
+    assert "sm_90" in calls.read_text()  # the cubin was made by the ptxas Inductor chose
+    assert built.tools["ptxas"].startswith("release ") and built.tools["ptxas"].endswith(f"({logging_ptxas})")

@@ -7,7 +7,11 @@ file's `triton_meta` (signature, constants, device) and autotune configs, and th
 autotuner's `_precompile_config` runs `triton.compile` with the options Inductor
 passes (num_warps, num_stages, the config's constants, enable_fp_fusion, debug, ...)
 for the GPU the file names (`cc=90`: sm_90). virtual-cuda's driver stands in for
-the GPU (devices/virtual_cuda.py); the Triton wheel's ptxas makes the cubin.
+the GPU (devices/virtual_cuda.py). ptxas makes the cubin: the one Inductor points Triton at
+when it compiles for a GPU (`_ptxas_as_inductor_uses`): torch's own `torch/bin/ptxas` in a
+CUDA build of torch, else the Triton wheel's. (They differ: a cu130 torch ships CUDA 13's
+ptxas, PTX ISA 9.0, where Triton 3.6 ships CUDA 12.8's, PTX 8.7, and register allocation
+differs for some kernels; on the H100 the first gave the GPU's SASS, the second did not.)
 
 Which config is built:
 - a run on a GPU (`--target cuda`) recorded the config the kernel's autotuner
@@ -62,6 +66,7 @@ def build_kernel(kernel: KernelToBuild) -> KernelAsm:
     from kernelscope.engine.devices import virtual_cuda
 
     started = time.perf_counter()
+    _ptxas_as_inductor_uses()
     with virtual_cuda.pretend_cuda_present(), \
             inductor_config.patch(use_static_triton_launcher=False), \
             _fresh_triton_cache(), \
@@ -90,9 +95,24 @@ def build_kernel(kernel: KernelToBuild) -> KernelAsm:
                     "GPU times them at the first launch: shown is the kernel's own")
     import triton
 
+    from kernelscope.asm import tools
+
     built.tools["triton"] = getattr(triton, "__version__", "unknown")
+    built.tools["ptxas"] = f"{tools.version('ptxas')} ({tools.tool_path('ptxas')})"
     built.build_seconds = time.perf_counter() - started
     return built
+
+
+def _ptxas_as_inductor_uses() -> None:
+    """Before Inductor compiles a Triton kernel for a GPU it sets TRITON_PTXAS_PATH to torch's
+    own ptxas where torch ships one (torch/_inductor/runtime/compile_tasks.py,
+    `_set_triton_ptxas_path`, called by async_compile): the same here, so the cubin is the one
+    this torch makes on a GPU. A TRITON_PTXAS_PATH the user set is kept, as Inductor keeps it."""
+    try:
+        from torch._inductor.runtime.compile_tasks import _set_triton_ptxas_path
+    except ImportError:  # a torch without it: Triton's own ptxas, as Inductor would use
+        return
+    _set_triton_ptxas_path()
 
 
 def _load_autotuner(kernel: KernelToBuild):
