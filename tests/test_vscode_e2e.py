@@ -135,8 +135,26 @@ def make_workspace(root: Path) -> Path:
     (workspace / "pyproject.toml").write_text(
         '[tool.kernelscope]\ntarget = "examples/mlp.py:make"\ndevice = "virtual-cuda"\n')
     (workspace / ".vscode").mkdir()
-    (workspace / ".vscode" / "settings.json").write_text(json.dumps({"kernelscope.python": sys.executable}, indent=2))
+    write_gpu_decisions(workspace / DECISIONS_FILE)
+    (workspace / ".vscode" / "settings.json").write_text(json.dumps(
+        {"kernelscope.python": sys.executable, "kernelscope.decisions": DECISIONS_FILE}, indent=2))
     return workspace
+
+
+# The workspace's `kernelscope.decisions` setting: a GPU's decisions file the server replays
+# (checked in the stored run: the setting went from VS Code's settings to the compile).
+DECISIONS_FILE = "gpu-decisions.json"
+
+
+def write_gpu_decisions(path: Path) -> None:
+    import torch
+    import triton
+
+    from kernelscope.decisions.model import DecisionSet, recorded_on, write_file
+
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "capability": [9, 0], "sm_count": 132}
+    write_file(DecisionSet("a colleague's H100", recorded_on(gpu, torch.__version__, triton.__version__, "cuda", "cuda")),
+               path)
 
 
 USER_SETTINGS = {
@@ -278,6 +296,9 @@ def check_against_store(workspace: Path, results: dict) -> None:
     runs = sorted(run.id for run in store.runs())
     run_id = runs[0]  # the Compile's run; watch mode recorded the later one
     assert results["statusAfterCompile"].endswith(f"kernelscope: run {run_id}")
+    # the kernelscope.decisions setting reached the compile: the run replayed that file
+    replay = store.run(run_id).decisions().replay
+    assert replay is not None and DECISIONS_FILE in replay.source, replay
 
     answer = store.query(workspace / "examples" / "mlp.py", MODEL_LINE, run_id, "down")
     kernels = [k for chain in answer.graphs for k in chain.kernels if k.kind != "extern" and k.file]

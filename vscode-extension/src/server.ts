@@ -30,6 +30,7 @@ export function readSettings(): Partial<KernelscopeSettings> & { python: string 
     train: explicit<boolean>('train'),
     inlayHints: explicit<boolean>('inlayHints'),
     asmAfterCompile: explicit<boolean>('asmAfterCompile'),
+    decisions: explicit<string>('decisions'),
   };
 }
 

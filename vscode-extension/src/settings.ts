@@ -7,6 +7,7 @@ export interface KernelscopeSettings {
   train: boolean;
   inlayHints: boolean;
   asmAfterCompile: boolean;
+  decisions: string;
 }
 
 export interface ServerOptionsPayload {
@@ -15,6 +16,7 @@ export interface ServerOptionsPayload {
   train?: boolean;
   inlayHints?: boolean;
   asmAfterCompile?: boolean;
+  decisions?: string;
   python: string | null;
 }
 
@@ -36,6 +38,10 @@ export function serverOptionsPayload(settings: Partial<KernelscopeSettings>, pyt
   const device = settings.deviceTarget?.trim();
   if (device && DEVICE_TARGETS.includes(device)) {
     payload.deviceTarget = device;
+  }
+  const decisions = settings.decisions?.trim();
+  if (decisions) {
+    payload.decisions = decisions;
   }
   if (settings.train !== undefined) {
     payload.train = Boolean(settings.train);

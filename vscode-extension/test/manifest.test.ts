@@ -15,3 +15,10 @@ test("the extension's commands never take a server command's id (the client regi
   assert.ok(server.includes('kernelscope.buildAsm') && ours.includes('kernelscope.buildAsmForLine'));
   assert.deepEqual(ours.filter((id) => server.includes(id)), []);
 });
+
+test('every setting the client sends is declared in the manifest', () => {
+  const declared = Object.keys(manifest.contributes.configuration.properties);
+  for (const key of ['python', 'target', 'deviceTarget', 'train', 'inlayHints', 'asmAfterCompile', 'decisions']) {
+    assert.ok(declared.includes(`kernelscope.${key}`), key);
+  }
+});

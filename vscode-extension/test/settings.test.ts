@@ -15,6 +15,14 @@ test('set settings become the contract keys', () => {
   assert.deepEqual(serverOptionsPayload({ train: false }, undefined), { train: false, python: null, inlayHints: true, asmAfterCompile: false });
 });
 
+test('the decisions to replay are sent when set, trimmed; empty leaves them to pyproject.toml', () => {
+  assert.equal(serverOptionsPayload({ decisions: ' gpu-decisions.json ' }, '/p').decisions, 'gpu-decisions.json');
+  assert.equal(serverOptionsPayload({ decisions: 'none' }, '/p').decisions, 'none');
+  assert.ok(!('decisions' in serverOptionsPayload({ decisions: '  ' }, '/p')));
+  // removing it falls back to the workspace default: the server restarts to forget it
+  assert.equal(needsRestart(serverOptionsPayload({ decisions: '3' }, '/p'), serverOptionsPayload({}, '/p')), true);
+});
+
 test('an unknown device target is left to the server default', () => {
   assert.equal(serverOptionsPayload({ deviceTarget: 'tpu' }, undefined).deviceTarget, undefined);
 });
