@@ -6,6 +6,7 @@
     python bench/suite.py --only llama bert --target cuda          # on a GPU
     python bench/suite.py --compare --jobs 12 --json OUT.json      # on a GPU: cuda against virtual-cuda
     python bench/suite.py --compare --replay --jobs 12 --json OUT.json   # ... replaying the GPU's decisions
+    python bench/suite.py --compare --replay --rows unet:inference swin:train  # these rows only
 
 The models are the architectures PyTorch's own compile benchmarks track (benchmarks/dynamo/ in
 pytorch/pytorch), built from their libraries' configs with the defaults as shipped, shrunk only in

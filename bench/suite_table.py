@@ -8,7 +8,8 @@ lines, wrapper lines, agreement with Inductor's mapping, forward and backward no
 to a source line: `bench/suite.py`'s floors), its Triton kernels and its time; with
 `--gpu`, the verdict of `bench/suite.py --compare` on the GPU for that row (with several
 files, a row of a later file replaces the same row of an earlier one: a rerun of some
-models over a whole run). The full
+models over a whole run; a row compared with `--replay`, virtual-cuda replaying the GPU's
+timing decisions, is marked ³). The full
 tables (every column) are in docs/model-suite.md.
 """
 from __future__ import annotations
@@ -38,7 +39,13 @@ def cell(row: dict | None, verdict: str | None) -> list[str]:
     if not row.get("recorded"):
         return ["**no**", "", "", ""] + ([verdict or "-"] if verdict is not None else [])
     out = [lowest_coverage(row), str(row["kernels"]), f"{row['wall']:.0f} s"]
-    return ["yes"] + out + ([SHORT_VERDICTS.get(verdict, verdict or "-")] if verdict is not None else [])
+    return ["yes"] + out + ([verdict or "-"] if verdict is not None else [])
+
+
+def short_verdict(row: dict) -> str:
+    if not row.get("verdict"):
+        return f"error ({row.get('error_in')})"
+    return SHORT_VERDICTS.get(row["verdict"], row["verdict"]) + ("³" if row.get("replayed") else "")
 
 
 def main() -> int:
@@ -51,7 +58,7 @@ def main() -> int:
     rows = list(by_key.values())
     verdicts = None
     if args.gpu:
-        verdicts = {(row["model"], row["mode"]): row.get("verdict") or f"error ({row.get('error_in')})"
+        verdicts = {(row["model"], row["mode"]): short_verdict(row)
                     for path in args.gpu for row in json.loads(path.read_text())["rows"]}
     models = list(dict.fromkeys((row["model"], row["family"]) for row in rows))
     per_mode = ["recorded", "coverage", "kernels", "time"] + (["H100"] if verdicts is not None else [])

@@ -11,8 +11,10 @@ tests/data/sdpa_suite_shapes.py.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import warnings
 
 import pytest
 
@@ -245,9 +247,33 @@ def test_backend_rule_and_decomposition_match_every_call_of_the_model_suite(entr
 
     chosen = sdpa_choice.choose(_call(entry["call"]), sdpa_choice.H100, sdpa_choice.Settings(), _recorded_torch(RECORD))
     assert BACKEND_NAMES[chosen] == entry["backend"]
-    with attention_as_on_cuda():
+    with attention_as_on_cuda(), _dropout_as_on_cuda():
         ops = sdpa_choices.decomposition_of(torch, entry["call"], "cpu")
     assert _without_getitems(ops) == _without_getitems(entry["ops"])
+
+
+@contextlib.contextmanager
+def _dropout_as_on_cuda():
+    """ATen's C++ `dropout` as on a GPU, for these eager CPU traces: the math path's attention
+    dropout is `native_dropout` where `is_fused_kernel_acceptable` (a cuda input, 0 < p < 1,
+    elements), where the CPU takes its bernoulli path. (A virtual-cuda compile needs no such
+    thing: AOTAutograd traces with the Python dispatcher, whose `dropout` kernel is
+    `native_dropout` on every device.)"""
+    import torch
+
+    def dropout(input, p, train):
+        if train and 0 < p < 1 and input.numel() > 0:
+            return torch.ops.aten.native_dropout(input, p, train)[0]
+        return input
+
+    library = torch.library.Library("aten", "IMPL")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+            library.impl("dropout", dropout, "CompositeImplicitAutograd")
+        yield
+    finally:
+        library._destroy()
 
 
 def test_the_math_path_applies_a_boolean_mask_as_masked_out_positions():
