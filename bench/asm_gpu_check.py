@@ -27,6 +27,8 @@ Three comparisons per kernel (paired by graph and kernel name, same kernel sourc
    source differs (a codegen difference bench/gpu_check.py reports), or the kernel is not in
    both runs;
 3. virtual-cuda vs GPU, resources (registers, n_spills, shared memory), with the same split.
+Where the configs are the same and the SASS is not, the row carries the first differing SASS
+lines, whether only NOP padding differs, and the diff of the PTX ptxas was given.
 Prints a table per case and the shares over all kernels; --out writes everything as JSON.
 `--self-check` runs the pipeline with a second virtual-cuda recording in place of the GPU
 (to check the script on a machine without one).
@@ -65,7 +67,7 @@ sys.path.insert(0, {repo!r})
 from pathlib import Path
 from unittest import mock
 from kernelscope.engine.recorder import RecordOptions, record_factory
-from kernelscope.engine.asm_build import KernelToBuild, build_kernel, build_run_asm
+from kernelscope.engine.asm_build import build_run_asm
 from kernelscope.asm import linemaps, tools
 from kernelscope.store import Store
 from kernelscope.decisions.model import from_run, load_file, write_file
@@ -139,7 +141,6 @@ if {device!r} == "cuda":
 kernels = []
 with tempfile.TemporaryDirectory() as directory, Store(Path(directory) / ".kernelscope") as store:
     run_id = store.write_run(run)
-    launches = {{kernel.file: kernel.launch for kernel in store.asm.pending(run_id)}}
     summary = build_run_asm(store, run_id)
     for info in store.asm.run_infos(run_id).values():
         source = (store.root / info.kernel_file).read_text()
@@ -150,17 +151,8 @@ with tempfile.TemporaryDirectory() as directory, Store(Path(directory) / ".kerne
             row.update(config=facts.config.to_dict(), candidates=len(facts.candidates), chosen_by=facts.chosen_by,
                        registers=facts.registers, spill_bytes=facts.spill_bytes, local_bytes=facts.local_bytes,
                        shared=facts.shared_bytes, sass=linemaps.sass_instructions(
-                           (store.root / info.files["sass"]).read_text()))
-            # The same build from the file as Inductor compiled it (its source string starts with a
-            # newline, so every line is one later than in the stored kernel file).
-            # (Triton reads line numbers from the file on disk, so the copy is a file of its own.)
-            inductor_file = Path(directory) / "as_inductor" / Path(info.kernel_file).name
-            inductor_file.parent.mkdir(exist_ok=True)
-            inductor_file.write_text("\n" + source)
-            as_inductor = build_kernel(KernelToBuild(info.name, str(inductor_file), "\n" + source,
-                                                     launches.get(info.kernel_file)))
-            row["sass_as_inductor"] = linemaps.sass_instructions(as_inductor.stages["sass"])
-            row["ptx_as_inductor"] = as_inductor.stages["ptx"]
+                           (store.root / info.files["sass"]).read_text()),
+                       ptx=(store.root / info.files["ptx"]).read_text())
             gpu = [g for g in gpu_built if g["name"] == info.name and g["src"].strip() in source]
             if gpu:
                 row["gpu"] = {{k: v for k, v in gpu[0].items() if k != "src"}}
@@ -246,7 +238,6 @@ def compare(real: dict, virtual: dict) -> dict:
             row["rebuild_sass"] = kernel["sass"] == gpu["sass"]
             if not row["rebuild_sass"]:
                 row["rebuild_sass_diff"] = _sass_diff(gpu["sass"], kernel["sass"])
-                row["rebuild_sass_as_inductor"] = kernel["sass_as_inductor"] == gpu["sass"]
             row["rebuild_resources"] = _same_resources(kernel, gpu["n_regs"], gpu["n_spills"], gpu["shared"])
             row["gpu"] = {"config": gpu["config"], "n_regs": gpu["n_regs"], "n_spills": gpu["n_spills"],
                           "shared": gpu["shared"]}
@@ -269,24 +260,19 @@ def compare(real: dict, virtual: dict) -> dict:
             row["virtual_config"] = other["config"]
             row["virtual_chosen_by"] = other["chosen_by"]
             row["same_config"] = other["config"] == gpu["config"]
-            # SASS that differs only where it embeds kernel-file line numbers (device asserts):
-            # built from the file as Inductor compiled it (one line later), it is the GPU's.
-            row["virtual_sass_as_inductor"] = row["virtual_sass"] or other["sass_as_inductor"] == gpu["sass"]
-            if row["same_config"] and not row["virtual_sass_as_inductor"]:
-                row["virtual_sass_diff"] = _sass_diff(gpu["sass"], other["sass_as_inductor"], 60)
+            if row["same_config"] and not row["virtual_sass"]:
+                row["virtual_sass_diff"] = _sass_diff(gpu["sass"], other["sass"], 60)
                 # ptxas placed an alignment NOP elsewhere (seen around a device assert's call)
-                row["virtual_sass_but_nops"] = _without_nops(other["sass_as_inductor"]) == _without_nops(gpu["sass"])
+                row["virtual_sass_but_nops"] = _without_nops(other["sass"]) == _without_nops(gpu["sass"])
                 # the PTX ptxas was given: the GPU's (Triton's launcher kept it) against virtual-cuda's
                 # (else the cuda run's own build of it, whose SASS is the GPU's)
-                ptx = gpu.get("ptx") or kernel.get("ptx_as_inductor")
+                ptx = gpu.get("ptx") or kernel.get("ptx")
                 if ptx:
                     row["virtual_ptx_against"] = "gpu" if gpu.get("ptx") else "cuda rebuild"
-                    row["virtual_ptx_same"] = _without_locations(ptx) == _without_locations(other["ptx_as_inductor"])
-                    row["virtual_ptx_diff"] = _text_diff(ptx, other["ptx_as_inductor"], 80)
+                    row["virtual_ptx_same"] = _without_locations(ptx) == _without_locations(other["ptx"])
+                    row["virtual_ptx_diff"] = _text_diff(ptx, other["ptx"], 80)
             row["virtual"] = ("identical" if row["virtual_sass"] and row["virtual_resources"] else
                               "config chosen by timing" if not row["same_config"] else
-                              "identical but for kernel-file line numbers" if row["virtual_sass_as_inductor"]
-                              and row["virtual_resources"] else
                               "identical but for NOP padding" if row.get("virtual_sass_but_nops")
                               and row["virtual_resources"] else "DIFFERENT")
         rows.append(row)
@@ -302,17 +288,13 @@ def shares(rows: list[dict]) -> dict:
         "kernels": len(rows),
         "rebuild_same_config": f"{sum(r['rebuild_same_config'] for r in rebuilt)}/{len(rebuilt)}",
         "rebuild_sass_identical": f"{sum(r['rebuild_sass'] for r in rebuilt)}/{len(rebuilt)}",
-        "rebuild_sass_identical_as_inductor": (
-            f"{sum(r['rebuild_sass'] or r['rebuild_sass_as_inductor'] for r in rebuilt)}/{len(rebuilt)}"),
         "rebuild_resources_equal": f"{sum(r['rebuild_resources'] for r in rebuilt)}/{len(rebuilt)}",
         "virtual_sass_identical": f"{sum(r['virtual_sass'] for r in paired)}/{len(paired)}",
         "virtual_resources_equal": f"{sum(r['virtual_resources'] for r in paired)}/{len(paired)}",
         "virtual_same_config": f"{len(same_config)}/{len(paired)}",
         "same_config_sass_identical": f"{sum(r['virtual_sass'] for r in same_config)}/{len(same_config)}",
-        "same_config_sass_identical_as_inductor": (
-            f"{sum(r['virtual_sass_as_inductor'] for r in same_config)}/{len(same_config)}"),
         "same_config_sass_identical_but_nops": (
-            f"{sum(r['virtual_sass_as_inductor'] or r.get('virtual_sass_but_nops', False) for r in same_config)}"
+            f"{sum(r['virtual_sass'] or r.get('virtual_sass_but_nops', False) for r in same_config)}"
             f"/{len(same_config)}"),
         "same_config_resources_equal": f"{sum(r['virtual_resources'] for r in same_config)}/{len(same_config)}",
         "not_compared": sorted({r["virtual"] for r in rows if "virtual_sass" not in r}),
@@ -325,7 +307,7 @@ def _self_check_as_gpu(result: dict) -> dict:
         if kernel.get("sass") is not None:
             kernel["gpu"] = {"config": kernel["config"], "n_regs": kernel["registers"],
                              "n_spills": kernel["local_bytes"] // 4, "shared": kernel["shared"], "sass": kernel["sass"],
-                             "ptx": kernel.get("ptx_as_inductor")}
+                             "ptx": kernel.get("ptx")}
     return result
 
 

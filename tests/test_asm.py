@@ -555,3 +555,26 @@ def test_the_cubin_comes_from_the_ptxas_inductor_points_triton_at(recordings, tm
     built = build_kernel(KernelToBuild(kernel.name, str(path), kernel.source))
     assert "sm_90" in calls.read_text()  # the cubin was made by the ptxas Inductor chose
     assert built.tools["ptxas"].startswith("release ") and built.tools["ptxas"].endswith(f"({logging_ptxas})")
+
+
+@pytest.mark.slow
+def test_a_device_assert_embeds_the_line_inductor_compiled_and_maps_to_the_stored_line(recordings, tmp_path):
+    """Inductor compiles a kernel from its wrapper's string, which has one line before the
+    stored file's first: the build compiles that string, so an embedding's device-side assert
+    passes the GPU's line number to `__assertfail` (on the H100 the SASS is then the GPU's),
+    while the line maps still name the stored file's lines."""
+    from kernelscope.engine.asm_build import KernelToBuild, build_kernel
+
+    run = recordings.get_zoo("gpt2", "make_eager_attention")
+    kernel = next(k for g in run.graphs for k in g.kernels if k.kind == "triton" and "tl.device_assert" in k.source)
+    assert_line = next(number for number, text in enumerate(kernel.source.splitlines(), 1) if "device_assert" in text)
+    path = tmp_path / f"{kernel.name}.py"
+    path.write_text(kernel.source)
+    built = build_kernel(KernelToBuild(kernel.name, str(path), kernel.source))
+    ptx = built.stages["ptx"]
+    call = ptx.index("__assertfail, (")
+    assert re.findall(r"st\.param\.b32\s+\[param2\], (\d+);", ptx[ptx.rindex("{", 0, call):call]) == [
+        str(assert_line + 1)]
+    calls = {line.kernel_line for line in built.lines if line.stage == "sass" and line.opcode.startswith("CALL")}
+    assert calls == {assert_line}
+    assert {line.kernel_line for line in built.lines} <= set(range(1, len(kernel.source.splitlines()) + 1))

@@ -13,6 +13,11 @@ CUDA build of torch, else the Triton wheel's. (They differ: a cu130 torch ships 
 ptxas, PTX ISA 9.0, where Triton 3.6 ships CUDA 12.8's, PTX 8.7, and register allocation
 differs for some kernels; on the H100 the first gave the GPU's SASS, the second did not.)
 
+What is compiled is the string Inductor compiles, which has one line before the stored
+kernel file's first (`INDUCTOR_LINE_OFFSET`): the line numbers a kernel embeds in its
+code (a device-side assert's) are the GPU's, and the stage texts count lines as Inductor's
+file does; the line maps are moved to the stored file's lines.
+
 Which config is built:
 - a run on a GPU (`--target cuda`) recorded the config the kernel's autotuner
   launched (asm_launches.py): that one; a virtual-cuda run that replayed a GPU's
@@ -28,8 +33,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
+import linecache
 import os
+import re
 import tempfile
 import time
 import types
@@ -67,11 +75,13 @@ def build_kernel(kernel: KernelToBuild) -> KernelAsm:
 
     started = time.perf_counter()
     _ptxas_as_inductor_uses()
+    as_compiled = KernelToBuild(kernel.name, kernel.path, "\n" * INDUCTOR_LINE_OFFSET + kernel.source, kernel.launch)
     with virtual_cuda.pretend_cuda_present(), \
             inductor_config.patch(use_static_triton_launcher=False), \
             _fresh_triton_cache(), \
+            _source_read_as(as_compiled.path, as_compiled.source), \
             _heuristics_observed() as picks:
-        autotuner = _load_autotuner(kernel)
+        autotuner = _load_autotuner(as_compiled)
         config, candidates, chosen_by = _choose(autotuner, picks.get(id(autotuner.fn)), kernel.launch)
         with _ptxas_log() as log:
             result = autotuner._precompile_config(config)
@@ -86,6 +96,7 @@ def build_kernel(kernel: KernelToBuild) -> KernelAsm:
             key: kernel.launch.get(key) for key in ("registers", "spills", "shared_bytes")}
         built = assemble(compiled, kernel.path, _launch_config(config), [_launch_config(c) for c in candidates],
                          chosen_by, gpu)
+        built.lines = _lines_of_the_stored_file(built.lines)
         if kernel.launch is None:
             extra = _rblock_scaling(autotuner, result, built)
             if extra:
@@ -101,6 +112,42 @@ def build_kernel(kernel: KernelToBuild) -> KernelAsm:
     built.tools["ptxas"] = f"{tools.version('ptxas')} ({tools.tool_path('ptxas')})"
     built.build_seconds = time.perf_counter() - started
     return built
+
+
+# Inductor compiles a kernel from the string its wrapper holds, `'''\n<kernel>'''`: one line
+# before the kernel's first, which the stored kernel file (the lines inside the quotes) leaves
+# out. The build compiles that string, so the locations a kernel embeds in its code (a
+# device-side assert's line) are the GPU's; the line maps are then moved to the stored file.
+INDUCTOR_LINE_OFFSET = 1
+_CALLED_FROM = re.compile(r"\(called from lines ([\d, ]+);")
+
+
+@contextlib.contextmanager
+def _source_read_as(path: str, source: str):
+    """While inside, Python's source lookups (inspect, which Triton's JIT reads its kernel's
+    lines and first line number with) see `source` for `path`, not the file on disk."""
+    previous = linecache.cache.get(path)
+    linecache.cache[path] = (len(source), None, source.splitlines(keepends=True), path)
+    try:
+        yield
+    finally:
+        if previous is None:
+            linecache.cache.pop(path, None)
+        else:
+            linecache.cache[path] = previous
+
+
+def _lines_of_the_stored_file(lines: list) -> list:
+    """Line maps of a build from Inductor's string, as lines of the stored kernel file."""
+    def moved(line: int) -> int:
+        return line - INDUCTOR_LINE_OFFSET
+
+    def via(text: str) -> str:
+        return _CALLED_FROM.sub(lambda m: "(called from lines " + ", ".join(
+            str(moved(int(n))) for n in m.group(1).split(", ")) + ";", text)
+
+    return [dataclasses.replace(line, kernel_line=moved(line.kernel_line), via=via(line.via))
+            for line in lines if moved(line.kernel_line) >= 1]
 
 
 def _ptxas_as_inductor_uses() -> None:
