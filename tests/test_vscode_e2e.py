@@ -185,30 +185,33 @@ def python_without_kernelscope(root: Path) -> Path:
     return wrapper
 
 
-def keep_logs(user_data: Path) -> None:
+def keep_logs(user_data: Path, artifacts: Path) -> None:
     """The extension's output channel (server log) and the extension host log, as artifacts."""
     for log in user_data.glob("logs/**/*.log"):
         if "kernelscope" in log.name or log.name in ("exthost.log", "remoteexthost.log"):
-            shutil.copy(log, ARTIFACTS / log.name)
+            shutil.copy(log, artifacts / log.name)
 
 
 def run_in_code_server(tmp_path: Path, workspace: Path, scenario: Path, artifacts: Path, args: list[str],
                        timeout: float) -> tuple[dict, subprocess.CompletedProcess, dict[str, list[int]]]:
     """The built extension installed into a fresh code-server profile, `workspace` opened,
     the Playwright `scenario` run against it with `args`: (its results.json, the scenario
-    process, stop_tree's report of code-server's process tree). The scenario's output is
-    kept in `artifacts`/scenario.log."""
+    process, stop_tree's report of code-server's process tree). The scenario's output, the
+    process report and the extension's logs are kept in `artifacts`."""
     user_data, extensions = tmp_path / "user-data", tmp_path / "extensions"
     (user_data / "User").mkdir(parents=True)
     (user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
     xdg = tmp_path / "xdg"
     env = dict(os.environ, XDG_CONFIG_HOME=str(xdg / "config"), XDG_DATA_HOME=str(xdg / "data"),
-               XDG_CACHE_HOME=str(xdg / "cache"), XDG_STATE_HOME=str(xdg / "state"))
+               XDG_CACHE_HOME=str(xdg / "cache"), XDG_STATE_HOME=str(xdg / "state"),
+               TORCHINDUCTOR_COMPILE_THREADS="1")
     env.pop("VSCODE_IPC_HOOK_CLI", None)
     common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
     install = subprocess.run([str(CODE_SERVER), *common, "--install-extension", str(vsix_path())],
                              env=env, capture_output=True, text=True, timeout=180)
     assert install.returncode == 0, install.stdout + install.stderr
+    assert "kernelscope.kernelscope" in subprocess.run(
+        [str(CODE_SERVER), *common, "--list-extensions"], env=env, capture_output=True, text=True, timeout=60).stdout
 
     artifacts.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -226,57 +229,23 @@ def run_in_code_server(tmp_path: Path, workspace: Path, scenario: Path, artifact
                 cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
         finally:
             stopped = stop_tree(code_server)
+            keep_logs(user_data, artifacts)
     (artifacts / "scenario.log").write_text(ran.stdout + ran.stderr)
+    (artifacts / "stopped-processes.json").write_text(json.dumps(stopped))
     return json.loads((artifacts / "results.json").read_text()), ran, stopped
 
 
 def test_extension_in_code_server(tmp_path):
     require_setup()
     workspace = make_workspace(tmp_path)
-    user_data, extensions = tmp_path / "user-data", tmp_path / "extensions"
-    (user_data / "User").mkdir(parents=True)
-    (user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
-    xdg = tmp_path / "xdg"
-    env = dict(
-        os.environ,
-        XDG_CONFIG_HOME=str(xdg / "config"), XDG_DATA_HOME=str(xdg / "data"),
-        XDG_CACHE_HOME=str(xdg / "cache"), XDG_STATE_HOME=str(xdg / "state"),
-        TORCHINDUCTOR_COMPILE_THREADS="1",
-    )
-    env.pop("VSCODE_IPC_HOOK_CLI", None)
-    common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
-
-    install = subprocess.run([str(CODE_SERVER), *common, "--install-extension", str(vsix_path())],
-                             env=env, capture_output=True, text=True, timeout=180)
-    assert install.returncode == 0, install.stdout + install.stderr
-    assert "kernelscope.kernelscope" in subprocess.run(
-        [str(CODE_SERVER), *common, "--list-extensions"], env=env, capture_output=True, text=True, timeout=60).stdout
-
     if ARTIFACTS.exists():
         shutil.rmtree(ARTIFACTS)
-    ARTIFACTS.mkdir(parents=True)
-    port = free_port()
-    server_log = open(ARTIFACTS / "code-server.log", "w")
-    code_server = subprocess.Popen(
-        [str(CODE_SERVER), *common, "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
-         "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
-         "--disable-getting-started-override", str(workspace)],
-        env=env, stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_for_port(port, code_server)
-        scenario = subprocess.run(
-            ["node", str(SCENARIO), "--url", f"http://127.0.0.1:{port}/?folder={workspace}", "--out", str(ARTIFACTS),
-             "--line", str(MODEL_LINE), "--needle", "F.gelu(h)",
-             "--settings", str(workspace / ".vscode" / "settings.json"),
-             "--python-without-kernelscope", str(python_without_kernelscope(tmp_path))],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=480)
-    finally:
-        stopped = stop_tree(code_server)
-        server_log.close()
-        keep_logs(user_data)
-    (ARTIFACTS / "scenario.log").write_text(scenario.stdout + scenario.stderr)
-    (ARTIFACTS / "stopped-processes.json").write_text(json.dumps(stopped))
-    results = json.loads((ARTIFACTS / "results.json").read_text())
+    results, scenario, stopped = run_in_code_server(
+        tmp_path, workspace, SCENARIO, ARTIFACTS,
+        ["--line", str(MODEL_LINE), "--needle", "F.gelu(h)",
+         "--settings", str(workspace / ".vscode" / "settings.json"),
+         "--python-without-kernelscope", str(python_without_kernelscope(tmp_path))],
+        timeout=480)
     assert scenario.returncode == 0 and results["failure"] is None, (
         f"{results.get('failure')}\n--- scenario output ---\n{scenario.stdout[-4000:]}{scenario.stderr[-4000:]}")
     assert stopped["survivors"] == [], f"processes left running: {stopped}"
