@@ -57,12 +57,20 @@ def resource_usage_text(cubin: bytes) -> str:
     return _run("cuobjdump", ["-res-usage"], cubin)
 
 
-@functools.lru_cache(maxsize=None)
 def version(name: str) -> str:
-    """`release 13.1, V13.1.80` for a tool (its `--version` line)."""
+    """`release 13.1, V13.1.80` for a tool (its `--version` line): of the binary its
+    TRITON_*_PATH names now (Inductor may point Triton at another ptxas while a process runs)."""
     try:
-        done = subprocess.run([str(tool_path(name)), "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, UserError):
+        return _version_of(str(tool_path(name)))
+    except UserError:
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def _version_of(path: str) -> str:
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+    except OSError:
         return "unknown"
     lines = [line for line in done.stdout.splitlines() if "release" in line]
     return lines[0].split("tools, ", 1)[-1].strip() if lines else "unknown"

@@ -403,6 +403,7 @@ def _mark_composites_on_cuda() -> list:
     from torch._C import DispatchKey
 
     changed = []
+    ported_composites = _ported_composites()
     for name in torch._C._dispatch_get_all_op_names():
         if not name.startswith("aten::") or not torch._C._dispatch_has_kernel_for_dispatch_key(
                 name, "CompositeImplicitAutograd"):
@@ -411,7 +412,7 @@ def _mark_composites_on_cuda() -> list:
         overload = getattr(getattr(torch.ops.aten, op_name, None), overload_name or "default", None)
         if overload is None or DispatchKey.CompositeImplicitAutograd in overload.py_kernels:
             continue
-        ported = _ported_composites().get(f"{op_name}.{overload_name or 'default'}")
+        ported = ported_composites.get(f"{op_name}.{overload_name or 'default'}")
         overload.py_kernels[DispatchKey.CompositeImplicitAutograd] = _composite_kernel(overload, ported)
         overload._dispatch_cache.clear()
         changed.append(overload)
