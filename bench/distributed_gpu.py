@@ -15,7 +15,9 @@ plain and with async TP) and DDP training (examples/distributed/ddp_train.py) â€
    a rank compiled for), the extern calls,
    the collectives (op, role, group size, bytes, what issued them, the placements,
    the model line and layer, the passes in their lineage) and DDP's split parts; and
-   the real ranks with each other (`show`: which ranks compiled identical code).
+   the real ranks with each other (`show`: which ranks compiled identical code), keeping
+   every line where the ranks' wrappers differ before and after what `show` leaves out
+   (the GPU index, kernel files named by hashes of sources that hold it).
 It prints one row per job and rank with a verdict and writes OUT/distributed_gpu.json;
 OUT/<job>/ keeps the stores and dumps for a closer look.
 """
@@ -37,6 +39,9 @@ JOBS = {  # name -> (script, arguments after `--`), in the order they run
     "tp": ("llama_tp.py", ["--steps", "2"]),
     "ddp": ("ddp_train.py", ["--steps", "2"]),
     "tp_async": ("llama_tp.py", ["--steps", "2", "--async-tp"]),
+    # torchtitan's debug Llama, tensor and sequence parallel, its blocks compiled (forward:
+    # the virtual side runs the script's CPU path, where FlexAttention has no backward)
+    "torchtitan_tp": ("torchtitan_llama.py", ["--steps", "2"]),
 }
 
 
@@ -82,6 +87,36 @@ def summary(data: dict, store: Path, run_id: int) -> dict:
         split = graph["split"] and (graph["split"]["part"], graph["split"]["parts"], tuple(graph["split"]["params"]))
         graphs[graph["key"]] = {"triton": triton, "externs": externs, "collectives": collectives, "split": split}
     return graphs
+
+
+def rank_differences(store: Path, runs: dict[int, int], env: dict) -> dict:
+    """Per graph, the lines where rank 0's and rank 1's wrappers differ: `raw` only without
+    cache directories and the workspace (what a dump hashes), `compared` as `show` compares
+    ranks (store.writer.comparable_code). Both dumps are written by check_job."""
+    import difflib
+
+    from kernelscope.store.dump import portable_text
+    from kernelscope.store.writer import comparable_code
+
+    def wrappers(rank: int) -> dict[str, str]:
+        data = json.loads((store.parent / f"real-rank{rank}.json").read_text())
+        run_dir = store / "runs" / str(runs[rank])
+        return {graph["key"]: (run_dir / graph["wrapper_file"]["path"]).read_text()
+                for graph in data["run"]["graphs"] if graph["wrapper_file"]}
+
+    def changed(one: str, other: str) -> list[str]:
+        return [line for line in difflib.unified_diff(one.splitlines(), other.splitlines(), lineterm="", n=0)
+                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+    first, second = wrappers(0), wrappers(1)
+    found = {}
+    for key in sorted(set(first) & set(second)):
+        raw = changed(portable_text(first[key], str(REPO)), portable_text(second[key], str(REPO)))
+        if raw:
+            compared = changed(comparable_code(first[key], str(REPO)), comparable_code(second[key], str(REPO)))
+            found[key] = {"raw_lines": len(raw), "raw": raw[:12], "compared_lines": len(compared),
+                          "compared": compared[:12]}
+    return found
 
 
 def compare(real: dict, virtual: dict) -> dict:
@@ -137,6 +172,9 @@ def check_job(name: str, out: Path, env: dict, real_target: str = "cuda") -> lis
     ranks_line = next((line.strip() for line in shown.stdout.splitlines() if "code" in line and "rank" in line), "")
     real_runs = runs_by_rank(real_store, env)
     for rank in (0, 1):
+        dump(real_store, real_runs[rank], base / f"real-rank{rank}.json", env)
+    differences = rank_differences(real_store, real_runs, env)
+    for rank in (0, 1):
         virtual_store = base / f"virtual-rank{rank}"
         started = time.perf_counter()
         recorded = kernelscope("run", str(EXAMPLES / script), "--target", "virtual-cuda", "--world-size", "2",
@@ -150,6 +188,7 @@ def check_job(name: str, out: Path, env: dict, real_target: str = "cuda") -> lis
                        real_runs[rank])
         virtual = summary(dump(virtual_store, 1, base / f"virtual-rank{rank}.json", env), virtual_store, 1)
         row = {"job": name, "rank": rank, **compare(real, virtual), "real_ranks": ranks_line,
+               "real_rank_differences": differences,
                "real_job_seconds": real_seconds, "virtual_seconds": virtual_seconds}
         rows.append(row)
     return rows
@@ -164,7 +203,8 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out).absolute()
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+               TORCHINDUCTOR_COMPILE_THREADS="1")
     # NVLink multicast stays off (shared machines): async TP's symmetric memory works without it.
     for name in ("NCCL_NVLS_ENABLE", "NVSHMEM_DISABLE_NVLS", "TORCH_SYMM_MEM_DISABLE_MULTICAST"):
         env.setdefault(name, "0" if name == "NCCL_NVLS_ENABLE" else "1")

@@ -56,12 +56,17 @@ def rank_run(workspace: Path, rank: int, world_size: int = 2, job: str = "torchr
     return run
 
 
+def run_of_rank(workspace: Path, rank: int, edit=None):
+    run = rank_run(workspace, rank)
+    if edit is not None:
+        edit(rank, run)
+    return run
+
+
 def write_rank_stores(workspace: Path, ranks=(0, 1), edit=None) -> list[Path]:
     roots = []
     for rank in ranks:
-        run = rank_run(workspace, rank)
-        if edit is not None:
-            edit(rank, run)
+        run = run_of_rank(workspace, rank, edit)
         root = workspace / ".kernelscope" / f"rank-{rank}"
         with Store(root) as store:
             store.write_run(run)
@@ -129,14 +134,19 @@ def test_merge_refuses_what_is_not_a_store_and_the_store_itself(workspace):
 
 
 def test_cli_merge_show_runs_and_diff_between_ranks(workspace):
-    # rank 1 compiled the same code for its own GPU (Inductor's cache directory and the GPU
-    # index differ); rank 2 did not
+    # rank 1 compiled the same code for its own GPU, as two H200s showed: Inductor's cache
+    # directory, the GPU index (streams, device properties, `cuda:1` in the kernels' node
+    # comments) and so the kernel file's name (a hash of a source holding that index)
+    # differ; rank 2 compiled other code
     def edit(rank, run):
         forward = run.graphs[0]
+        gpu = min(rank, 1)
         forward.wrapper_text = forward.wrapper_text.replace(
             "from torch._inductor.runtime import triton_helpers\n",
-            f"from torch._inductor.runtime import triton_helpers\n# kernel path: /tmp/tmp{rank}x/ab/cabc.py\n", 1
-        ).replace("stream=stream0", f"stream=stream{rank}")
+            f"from torch._inductor.runtime import triton_helpers\n# kernel path: /tmp/tmp{rank}x/ab/cab{gpu}c.py\n"
+            f"#   %mm : Tensor \"f32[8, 16][16, 1]cuda:{gpu}\" = PlaceHolder[target=mm]\n"
+            f"# triton_meta={{'device': DeviceProperties(type='cuda', index={gpu}, cc=90)}}\n", 1
+        ).replace("stream=stream0", f"stream=stream{gpu}")
         if rank == 2:
             forward.wrapper_text += "# something else\n"
 
@@ -149,11 +159,15 @@ def test_cli_merge_show_runs_and_diff_between_ranks(workspace):
     assert "rank 0 of 2 (gloo) · job torchrun:abc" in out
     assert "code differs across ranks: 2 groups" in out and "ranks 0, 1: identical" in out
     assert "ranks 2: differ in 0_0_0-forward (kernelscope diff 1 3)" in out
+    last = len(run_of_rank(workspace, 0, edit).graphs[0].wrapper_text.splitlines()) + 1
+    assert f"0_0_0-forward first differs at wrapper line {last}: rank 0 (no line) · rank 2 `# something else`" in out
     assert "[0/0 backward] DDPOptimizer part 2 of 2: bucket 8.1 KiB (cap 1 MiB): fc2.weight, fc2.bias" in out
     assert "order in runs/1/graphs/0_0_0-forward/wrapper.py: 2 compute -> all_reduce" in out
     code, out, _ = cli("show", "1", "--json", cwd=workspace)
     data = json.loads(out)["distributed"]
     assert data["rank"]["rank"] == 0 and [group["ranks"] for group in data["code_groups"]] == [[0, 1], [2]]
+    assert [(d["graph_key"], d["line"], d["text"]) for d in data["code_groups"][1]["first_differences"]] == \
+        [("0_0_0-forward", last, "# something else")]
     code, out, err = cli("diff", "rank0", "rank1", cwd=workspace)
     assert code == 0 and out.startswith("kernelscope diff: run 1 -> run 2"), err
     code, _, err = cli("diff", "rank0", "rank7", cwd=workspace)

@@ -89,7 +89,18 @@ def code_lines(view: DistributedRun) -> list[str]:
     for group in groups[1:]:
         lines.append(f"  ranks {_ranks(group.ranks)}: differ in {', '.join(group.differs)} "
                      f"(kernelscope diff {first.runs[0]} {group.runs[0]})")
+        for difference in group.first_differences:
+            lines.append(f"    {difference.graph_key} first differs at wrapper line {difference.line}: "
+                         f"rank {first.ranks[0]} {_shown(difference.reference_text)} · "
+                         f"rank {group.ranks[0]} {_shown(difference.text)}")
     return lines
+
+
+def _shown(code: str, width: int = 100) -> str:
+    code = code.strip()
+    if not code:
+        return "(no line)"
+    return f"`{code[:width]}{'…' if len(code) > width else ''}`"
 
 
 def graph_lines(graph: GraphComm) -> list[str]:

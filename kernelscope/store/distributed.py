@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from kernelscope.store import paths
 from kernelscope.store.results import POST_GRAD, SOURCE, WRAPPER, FrameRef, Location
 from kernelscope.store.sql import select_in
+from kernelscope.store.writer import comparable_code
 
 
 @dataclass
@@ -104,12 +107,26 @@ class GraphComm:
 
 
 @dataclass
+class LineDifference:
+    """Where a graph's wrapper first differs between the first group's rank and another's,
+    compared as the digest compares them (without cache paths, workspace, GPU index)."""
+
+    graph_key: str
+    line: int  # 1-based, the same in both files' numbering
+    reference_text: str  # the first group's line ("" past its end)
+    text: str  # this group's line ("" past its end)
+    reference_file: str  # the wrappers, store-relative
+    file: str
+
+
+@dataclass
 class CodeGroup:
     """Ranks of one job whose generated code is identical, graph by graph."""
 
     ranks: list[int]
     runs: list[int]
     differs: list[str] = field(default_factory=list)  # graphs that differ from the first group's
+    first_differences: list[LineDifference] = field(default_factory=list)  # one per graph in `differs`
 
 
 @dataclass
@@ -160,9 +177,11 @@ def latest_run_of_rank(conn: sqlite3.Connection, rank: int, job: str | None = No
     return row[0]
 
 
-def code_groups(conn: sqlite3.Connection, ranks: list[RankRef]) -> list[CodeGroup]:
+def code_groups(conn: sqlite3.Connection, ranks: list[RankRef], root: Path | None = None) -> list[CodeGroup]:
     """Group ranks by their generated code: each graph's wrapper (which embeds its
-    kernels' source) compared by its digest (graph_code: cache paths left out)."""
+    kernels' source) compared by its digest (graph_code: cache paths left out). With the
+    store's `root`, each group after the first names the first line where each of its
+    differing graphs' wrappers parts from the first group's."""
     digests: dict[int, dict[str, str]] = {rank.run_id: {} for rank in ranks}
     for row in select_in(conn, "SELECT c.run_id, g.key, c.digest FROM graph_code c JOIN graphs g ON g.id = c.graph_id "
                                "WHERE c.run_id IN ({})", list(digests)):
@@ -179,16 +198,42 @@ def code_groups(conn: sqlite3.Connection, ranks: list[RankRef]) -> list[CodeGrou
         for code, group in ordered[1:]:
             mine = dict(code)
             group.differs = sorted(key for key in set(reference) | set(mine) if reference.get(key) != mine.get(key))
+            if root is not None:
+                group.first_differences = [difference for key in group.differs if (difference := _first_difference(
+                    conn, root, ordered[0][1].runs[0], group.runs[0], key)) is not None]
     return [group for _code, group in ordered]
 
 
-def distributed_run(conn: sqlite3.Connection, run_id: int) -> DistributedRun:
+def _first_difference(conn: sqlite3.Connection, root: Path, reference_run: int, run_id: int,
+                      graph_key: str) -> LineDifference | None:
+    """The first line where run `run_id`'s wrapper of `graph_key` differs from
+    `reference_run`'s; None when either has no such graph or its file is not readable."""
+    sides = []
+    for run in (reference_run, run_id):
+        row = conn.execute(
+            """SELECT f.path, r.workspace FROM files f JOIN graphs g ON g.id = f.graph_id JOIN runs r ON r.id = g.run_id
+               WHERE g.run_id = ? AND g.key = ? AND f.kind = 'wrapper'""", (run, graph_key)).fetchone()
+        text = paths.read_generated(root, row["path"]) if row is not None else None
+        if text is None:
+            return None
+        sides.append((row["path"], comparable_code(text, row["workspace"]).splitlines()))
+    (reference_file, reference_lines), (file, lines) = sides
+    for index in range(max(len(reference_lines), len(lines))):
+        one = reference_lines[index] if index < len(reference_lines) else ""
+        other = lines[index] if index < len(lines) else ""
+        if one != other or index >= min(len(reference_lines), len(lines)):
+            return LineDifference(graph_key, index + 1, one, other, reference_file, file)
+    return None
+
+
+def distributed_run(conn: sqlite3.Connection, run_id: int, root: Path | None = None) -> DistributedRun:
+    """`root`: the store's directory, to name where ranks' code differs (code_groups)."""
     rank = rank_of(conn, run_id)
     ranks = job_ranks(conn, rank.job) if rank is not None else []
     graphs = [graph_comm(conn, row) for row in conn.execute(
         "SELECT id, key, compile_id, kind FROM graphs WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()]
     return DistributedRun(run_id=run_id, rank=rank, job_ranks=ranks,
-                          code_groups=code_groups(conn, ranks) if len(ranks) > 1 else [], graphs=graphs)
+                          code_groups=code_groups(conn, ranks, root) if len(ranks) > 1 else [], graphs=graphs)
 
 
 def graph_comm(conn: sqlite3.Connection, graph_row) -> GraphComm:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-from kernelscope.errors import UserError
+from kernelscope.errors import StoreError, UserError
 
 DEFAULT_STORE_DIR = ".kernelscope"
 RUNS_DIR = "runs"
@@ -39,6 +39,49 @@ def graph_file(run_id: int, graph_key: str, kind: str) -> str:
 
 def kernel_file(run_id: int, graph_key: str, kernel_name: str) -> str:
     return f"{graph_dir(run_id, graph_key)}/kernels/{safe_file_name(kernel_name)}.py"
+
+
+class OutsideStore(StoreError):
+    """A generated-file path read from a store that leads out of it (a crafted or damaged store)."""
+
+
+def why_outside(root: Path, stored: str) -> str | None:
+    """Why the generated-file path `stored` (as a store row names it) does not stay inside
+    the store at `root`, or None when it does: generated files are store-relative
+    (`runs/3/...`), so an absolute path, a `..` component, a NUL or a symlink that resolves
+    outside `root` is refused."""
+    if not stored or "\x00" in stored:
+        return "is empty or holds a NUL character"
+    pure = PurePosixPath(stored.replace("\\", "/"))
+    if pure.is_absolute() or re.match(r"^[A-Za-z]:", stored):
+        return "is absolute"
+    if ".." in pure.parts:
+        return "climbs out with '..'"
+    real_root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(root / pure))
+    if real != real_root and real_root not in real.parents:
+        return f"resolves outside the store (to {real})"
+    return None
+
+
+def generated_path(root: Path, stored: str) -> Path:
+    """Where a generated file a store names (`runs/3/...`) is on disk, never outside the
+    store: raises OutsideStore (naming the path) for one that leaves it (why_outside)."""
+    why = why_outside(root, stored)
+    if why is not None:
+        raise OutsideStore(f"{root}: the store names a generated file {stored!r} that {why}; it is not read "
+                           "(a crafted or damaged store: `kernelscope doctor` lists such rows)")
+    return root / stored
+
+
+def read_generated(root: Path, stored: str) -> str | None:
+    """A generated file's text, or None when it is missing, unreadable or outside the store."""
+    if why_outside(root, stored) is not None:
+        return None
+    try:
+        return (root / stored).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def safe_file_name(name: str) -> str:

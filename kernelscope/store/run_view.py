@@ -288,7 +288,7 @@ class RunView:
     def distributed(self) -> distributed.DistributedRun:
         """The run's rank and job, which ranks compiled identical code, and per graph its
         DDP split part, collectives and compute/communication order."""
-        return distributed.distributed_run(self._conn, self.id)
+        return distributed.distributed_run(self._conn, self.id, self._store.root)
 
     def collectives_at(self, location: Location, line: int) -> list[distributed.CollectiveRef]:
         """The collectives a wrapper, post-grad or model source line issues or waits on."""

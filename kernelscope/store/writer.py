@@ -380,17 +380,26 @@ class _RunWriter:
 # Where a rank's generated code names its own GPU: `_DeviceGuard(1)`, `set_device(1)`,
 # `get_raw_stream(1)`, `stream1`, `index=1` (the kernels' device properties), 'cuda:1'.
 _DEVICE_INDEX = re.compile(r"(?<=_DeviceGuard\()\d+|(?<=set_device\()\d+|(?<=get_raw_stream\()\d+"
-                           r"|(?<=\bstream)\d+|(?<=\bindex=)\d+|(?<='cuda:)\d+")
+                           r"|(?<=\bstream)\d+|(?<=\bindex=)\d+|(?<=\bcuda:)\d+")
+# `# kernel path: <cache>/ab/cabcd....py`: the file is named by a hash of the kernel's source,
+# which holds the GPU index (`DeviceProperties(..., index=1, ...)`), so the same kernel compiled
+# for GPU 1 has another name. The wrapper embeds the kernel's source itself: the name adds nothing.
+_KERNEL_PATH_NAME = re.compile(r"^(\s*# kernel path: ).*$", re.MULTILINE)
 
 
-def code_digest(wrapper_text: str, workspace: str) -> str:
-    """sha256 of generated code as its dump hashes it (dump.portable_text: no cache
-    directories, no workspace path) and without the GPU index each rank compiled for:
-    equal for ranks that compiled the same code."""
+def comparable_code(wrapper_text: str, workspace: str) -> str:
+    """Generated code as ranks are compared: as its dump hashes it (dump.portable_text: no
+    cache directories, no workspace path), without the GPU index each rank compiled for and
+    without the kernel files' names (hashes of sources that hold that index)."""
     from kernelscope.store.dump import portable_text
 
     text = _DEVICE_INDEX.sub("N", portable_text(wrapper_text, workspace))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _KERNEL_PATH_NAME.sub(r"\1<kernel>", text)
+
+
+def code_digest(wrapper_text: str, workspace: str) -> str:
+    """sha256 of `comparable_code`: equal for ranks that compiled the same code."""
+    return hashlib.sha256(comparable_code(wrapper_text, workspace).encode("utf-8")).hexdigest()
 
 
 def _json(value) -> str:
