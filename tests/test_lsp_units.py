@@ -75,6 +75,15 @@ def test_options_are_checked_and_remember_what_was_given():
         ServerOptions.from_dict([1, 2])
 
 
+def test_trust_defaults_on_and_once_off_stays_off():
+    assert ServerOptions().trusted  # editors without workspace trust start the server themselves
+    untrusted = ServerOptions.from_dict({"trusted": False})
+    assert not untrusted.trusted
+    assert not ServerOptions.from_dict({"trusted": True}, untrusted).trusted
+    with pytest.raises(OptionsError):
+        ServerOptions.from_dict({"trusted": "no"})
+
+
 def test_hover_on_a_big_answer_stays_short():
     from kernelscope.lsp import render
     from kernelscope.store.run_facts import GraphInfo, KernelInfo

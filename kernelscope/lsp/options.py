@@ -25,6 +25,7 @@ _KEYS = {
     "path_map": "pathMap",
     "asm_after_compile": "asmAfterCompile",
     "decisions": "decisions",
+    "trusted": "trusted",
 }
 
 
@@ -48,6 +49,10 @@ class ServerOptions:
     # virtual-cuda: a GPU's timing decisions to replay (a run id, a dump or decisions file, "none");
     # None: the workspace's default ([tool.kernelscope] decisions, else the store's decisions.json)
     decisions: str | None = None
+    # False: the workspace is not trusted (VS Code's Restricted Mode), so nothing is compiled
+    # (compiling runs its code); reading the store goes on. Once False it stays False for the
+    # server's life: a client that comes to trust the workspace starts a new server.
+    trusted: bool = True
     given: frozenset[str] = field(default_factory=frozenset)  # fields the client set
 
     @classmethod
@@ -63,6 +68,8 @@ class ServerOptions:
             if key not in raw:
                 continue
             value = _checked(key, raw[key])
+            if name == "trusted":
+                value = options.trusted and value  # trust is only ever taken back, never given later
             setattr(options, name, value)
             given.add(name)
         options.given = frozenset(given)
@@ -74,7 +81,7 @@ def _checked(key: str, value):
         if value is not None and not isinstance(value, str):
             raise OptionsError(f"option '{key}' must be a string or null, got {value!r}")
         return value or None
-    if key in ("train", "dynamic", "inlayHints", "asmAfterCompile"):
+    if key in ("train", "dynamic", "inlayHints", "asmAfterCompile", "trusted"):
         if not isinstance(value, bool):
             raise OptionsError(f"option '{key}' must be true or false, got {value!r}")
         return value

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -44,6 +44,12 @@ FEATURES = [
     "commands", "generated_files", "symbols", "custom",
 ]
 POLL_SECONDS = 0.5  # how often the store is checked for runs written by others (the CLI, a watch)
+UNTRUSTED = -32003  # error code of a compile, watch or PTX/SASS build refused in an untrusted workspace
+UNTRUSTED_WHY = (
+    "this workspace is not trusted, so kernelscope compiles nothing in it: a compile runs the "
+    "workspace's code. Recorded runs can still be browsed (hovers, definitions, lenses, the run "
+    "overview). To compile, trust the workspace (VS Code: \"Workspaces: Manage Workspace Trust\"); "
+    "the server then restarts in trusted mode")
 
 
 class _Rejected:
@@ -96,7 +102,7 @@ class KernelscopeServer(LanguageServer):
         self._lazy_lock = threading.Lock()
         self.watch_session = None  # a kernelscope.watch.WatchSession while watching
         self.compile_problems: dict[str, list[types.Diagnostic]] = {}  # file path -> diagnostics
-        self.state = {"state": "idle", "runId": None, "message": "", "target": None, "rank": None}
+        self.state = {"state": "idle", "runId": None, "message": "", "target": None, "rank": None, "trusted": True}
         self.loop: asyncio.AbstractEventLoop | None = None
         self.failed_features: dict[str, str] = {}
         self._seen_runs: tuple | None = None
@@ -108,7 +114,10 @@ class KernelscopeServer(LanguageServer):
 
     def configure(self, root: Path, raw_options) -> None:
         self.root = root
+        was_trusted = self.options.trusted
         self.options = ServerOptions.from_dict(raw_options, self.options)
+        if was_trusted and not self.options.trusted:
+            self.stop_compiling()  # trust taken back: no watch session, no engine worker
         if self._provenance is not None:
             self._provenance.workspace = root
             self._provenance.set_store_dir(self.store_dir, self.options.path_map)
@@ -127,9 +136,18 @@ class KernelscopeServer(LanguageServer):
                     self._provenance = Provenance(self.root, self.store_dir, self.options.path_map)
         return self._provenance
 
+    def require_trust(self, what: str) -> None:
+        """Refuse `what` (a compile, watch mode, a PTX/SASS build) with an error response that
+        says why, when the client said the workspace is not trusted."""
+        if not self.options.trusted:
+            raise JsonRpcServerError(f"kernelscope: {what} refused: {UNTRUSTED_WHY}.", UNTRUSTED,
+                                     data={"kind": "untrusted"})
+
     @property
     def compiler(self) -> Compiler:
-        """Compiles through the engine worker; made on first use (a command, watch mode)."""
+        """Compiles through the engine worker; made on first use (a command, watch mode).
+        Never in an untrusted workspace: the engine worker runs the workspace's code."""
+        self.require_trust("starting the engine worker")
         if self._compiler is None:
             with self._lazy_lock:
                 if self._compiler is None:
@@ -166,7 +184,7 @@ class KernelscopeServer(LanguageServer):
         run_id = run_id if run_id is not None else self.provenance.shown_run_id()
         self.state = {"state": state, "runId": run_id, "message": message,
                       "target": target if target is not None else self.state.get("target"),
-                      "rank": self._rank_of(run_id)}
+                      "rank": self._rank_of(run_id), "trusted": self.options.trusted}
         self.protocol.notify("kernelscope/status", self.state)
 
     def _rank_of(self, run_id: int | None) -> str | None:
@@ -239,6 +257,10 @@ class KernelscopeServer(LanguageServer):
 
     def stop_background(self) -> None:
         self._monitor_stop.set()
+        self.stop_compiling()
+
+    def stop_compiling(self) -> None:
+        """End watch mode and the engine worker (the server goes on reading the store)."""
         if self.watch_session is not None:
             self.watch_session.stop()
             self.watch_session = None

@@ -5,7 +5,9 @@ Compiles run in the engine worker from a thread, with `$/progress` and
 `kernelscope/status` notifications; a failed compile answers with an error
 response, puts an error diagnostic at the user's line and keeps the last good
 run shown. Nothing is compiled unless one of these commands asks (or watch mode
-is on and a file is saved).
+is on and a file is saved), and nothing at all when the client said the workspace is
+not trusted (`trusted: false`): compile, toggleWatch and buildAsm then answer with an
+UNTRUSTED error that says why and how to trust it; runs and selectRun still work.
 
 Below the kernel: `kernelscope.buildAsm` compiles Triton kernels to PTX and SASS in the
 engine worker (those of a line, of a kernel file, or the whole shown run), each stored
@@ -85,6 +87,7 @@ def _target(server, argument: dict):
 async def run_compile(server, argument: dict) -> dict:
     from kernelscope.lsp.compiler import CompileFailed
 
+    server.require_trust("compiling")
     target = _target(server, argument)
     if server.compiler.busy:
         raise JsonRpcServerError("a compile is already running: wait for it to finish", BUSY)
@@ -147,6 +150,7 @@ def _target_file(server, spec: str) -> str | None:
 
 
 async def toggle_watch(server, argument: dict) -> dict:
+    server.require_trust("watch mode (compiling on save)")
     loop = asyncio.get_running_loop()
     if server.watch_session is not None:
         session, server.watch_session = server.watch_session, None
@@ -224,6 +228,7 @@ async def build_asm(server, argument: dict) -> dict:
     seconds}`; kernels built already are not built again (`asked` 0: nothing to do)."""
     from kernelscope.lsp.compiler import CompileFailed
 
+    server.require_trust("compiling kernels to PTX and SASS")
     run_id, kernel_files = _asm_request(server, argument)
     pending = server.provenance.run(run_id).asm_unbuilt(kernel_files) if kernel_files != [] else []
     if not pending:

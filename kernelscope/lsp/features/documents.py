@@ -1,7 +1,7 @@
 """Initialization, configuration and the document lifecycle.
 
 The workspace root and options are taken at `initialize`; `initialized` starts
-the check for new runs. Opening, editing, saving or closing a document never
+the check for new runs (and, with `trusted: false`, logs that nothing is compiled). Opening, editing, saving or closing a document never
 compiles anything (saves rebuild only in watch mode, through the watch session's
 own file watcher); it only refreshes what is shown for that document.
 """
@@ -16,6 +16,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from kernelscope.lsp.options import OptionsError
+from kernelscope.lsp.server import UNTRUSTED_WHY
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,11 @@ def setup(server) -> None:
             server.show(server.provenance.problem, types.MessageType.Error)
             server.set_state("failed", server.provenance.problem, None)
             return
-        message = f"run {latest}" if latest is not None else "no runs yet: run kernelscope.compile"
+        if not server.options.trusted:
+            server.log(f"kernelscope: {UNTRUSTED_WHY}.", types.MessageType.Warning)
+            message = (f"run {latest}" if latest is not None else "no runs") + " · untrusted workspace: compiling is off"
+        else:
+            message = f"run {latest}" if latest is not None else "no runs yet: run kernelscope.compile"
         server.set_state("idle", message, latest)
 
     @server.feature(types.SHUTDOWN)
