@@ -1,11 +1,12 @@
 /** The extension's commands (the server's own command ids are called through workspace/executeCommand). */
 import * as vscode from 'vscode';
-import { ExecuteCommandRequest } from 'vscode-languageclient/node';
+import { ExecuteCommandRequest, ResponseError } from 'vscode-languageclient/node';
 import { columnFor, openAt, toRange } from './convert';
 import type { LinkedHighlighter } from './highlights';
 import { formatCreated } from './overview/page';
 import { OverviewPanel } from './overviewPanel';
 import {
+  ErrorCodes,
   Methods,
   ServerCommands,
   type AsmForLineAnswer,
@@ -30,6 +31,12 @@ function errorText(error: unknown): string {
 }
 
 async function reportError(what: string, error: unknown, output: vscode.OutputChannel): Promise<void> {
+  if (error instanceof ResponseError && error.code === ErrorCodes.untrusted) {
+    // Refused in an untrusted workspace: the server's message says why and how to trust it.
+    const choice = await vscode.window.showWarningMessage(error.message, 'Manage Workspace Trust');
+    if (choice) await vscode.commands.executeCommand('workbench.trust.manage');
+    return;
+  }
   const choice = await vscode.window.showErrorMessage(`kernelscope: ${what}: ${errorText(error)}`, 'Show log');
   if (choice) output.show(true);
 }

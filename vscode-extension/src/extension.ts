@@ -12,7 +12,8 @@ let server: ServerManager | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('kernelscope', { log: true });
-  server = new ServerManager(output);
+  // Where the server starts in an untrusted workspace: a folder of our own, not the workspace.
+  server = new ServerManager(output, vscode.Uri.joinPath(context.globalStorageUri, 'server-cwd').fsPath);
   const highlighter = new LinkedHighlighter(server, output);
   context.subscriptions.push(output, server, highlighter, createStatusBar(server));
   registerCommands(context, server, highlighter, output);
@@ -39,6 +40,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
   );
+  // Trust granted (Restricted Mode left): restart in trusted mode, with the workspace's settings.
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void server?.restartIfInterpreterChanged()));
   const pythonListener = await onActivePythonChanged(() => void server?.restartIfInterpreterChanged());
   if (pythonListener) context.subscriptions.push(pythonListener);
 

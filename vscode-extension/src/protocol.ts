@@ -226,6 +226,7 @@ export interface StatusParams {
   message: string;
   target: string | null;
   rank?: string | null; // "1/2": the shown run's rank in its distributed job
+  trusted?: boolean; // false: the server was told the workspace is not trusted (it compiles nothing)
 }
 
 export const Methods = {
@@ -244,4 +245,12 @@ export const ServerCommands = {
   runs: 'kernelscope.runs',
   selectRun: 'kernelscope.selectRun',
   buildAsm: 'kernelscope.buildAsm',
+} as const;
+
+/** Error codes of the server's answers (kernelscope/lsp/server.py, features/commands.py). */
+export const ErrorCodes = {
+  compileFailed: -32001,
+  busy: -32002,
+  /** A compile, watch or PTX/SASS build refused: the workspace is not trusted. */
+  untrusted: -32003,
 } as const;

@@ -1,7 +1,13 @@
 /**
  * Starts, stops and restarts `kernelscope lsp` with the resolved interpreter,
  * after checking that the interpreter can import kernelscope.
+ *
+ * Workspace trust: in an untrusted workspace (Restricted Mode) the server starts with
+ * the user's own interpreter (never one the workspace names or ships), outside the
+ * workspace folder, and is told `trusted: false`, so it compiles nothing; a notification
+ * and the status bar say so. Granting trust restarts it with the workspace's settings.
  */
+import { mkdirSync } from 'node:fs';
 import * as vscode from 'vscode';
 import {
   DidChangeConfigurationNotification,
@@ -9,22 +15,29 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
-import { interpreterChanged, resolveInterpreter, serverCommand, type ResolvedInterpreter } from './interpreter';
+import {
+  interpreterChanged,
+  resolveInterpreter,
+  resolveUntrustedInterpreter,
+  serverLaunch,
+  type ResolvedInterpreter,
+} from './interpreter';
 import { Methods, type StatusParams } from './protocol';
 import { activePythonExecutable } from './python';
 import { checkFailureMessage, checkInterpreter } from './serverCheck';
-import { needsRestart, serverOptionsPayload, type KernelscopeSettings, type ServerOptionsPayload } from './settings';
+import { needsRestart, serverOptionsPayload, settingValue, type KernelscopeSettings, type ServerOptionsPayload } from './settings';
 import type { ClientState } from './statusText';
 
-/** The interpreter setting, and the other settings only where the user set them (workspace folder, workspace or user). */
-export function readSettings(): Partial<KernelscopeSettings> & { python: string } {
+/**
+ * The interpreter setting, and the other settings only where the user set them (workspace
+ * folder, workspace or user). Untrusted (`trusted` false): the restricted settings (the
+ * interpreter, the target, the decisions file) only from the user's own settings.
+ */
+export function readSettings(trusted: boolean): Partial<KernelscopeSettings> & { python: string } {
   const config = vscode.workspace.getConfiguration('kernelscope', workspaceFolder()?.uri);
-  const explicit = <T>(key: string): T | undefined => {
-    const inspected = config.inspect<T>(key);
-    return inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue;
-  };
+  const explicit = <T>(key: string): T | undefined => settingValue<T>(key, config.inspect<T>(key), trusted);
   return {
-    python: config.get<string>('python', ''),
+    python: explicit<string>('python') ?? '',
     target: explicit<string>('target'),
     deviceTarget: explicit<string>('deviceTarget'),
     train: explicit<boolean>('train'),
@@ -41,6 +54,9 @@ export function workspaceFolder(): vscode.WorkspaceFolder | undefined {
 export class ServerManager implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private interpreter: ResolvedInterpreter | undefined;
+  /** Whether the running (or starting) server was started for a trusted workspace. */
+  private trusted = true;
+  private restrictedNoticeShown = false;
   private state: ClientState = 'stopped';
   private lastStatus: StatusParams | undefined;
   private starting: Promise<void> | undefined;
@@ -49,7 +65,19 @@ export class ServerManager implements vscode.Disposable {
   /** Fires on every change of the client's state or the server's status. */
   readonly onDidChange = this.stateEmitter.event;
 
-  constructor(private readonly output: vscode.LogOutputChannel) {}
+  /**
+   * `outsideDirectory`: an empty folder of the extension's own (in its global storage),
+   * where the server starts in an untrusted workspace.
+   */
+  constructor(
+    private readonly output: vscode.LogOutputChannel,
+    private readonly outsideDirectory: string,
+  ) {}
+
+  /** Whether the server runs for an untrusted workspace (Restricted Mode): it compiles nothing. */
+  get restricted(): boolean {
+    return !this.trusted;
+  }
 
   get current(): LanguageClient | undefined {
     return this.state === 'running' ? this.client : undefined;
@@ -86,34 +114,46 @@ export class ServerManager implements vscode.Disposable {
     this.stateEmitter.fire({ state, status: this.lastStatus });
   }
 
-  private async resolve(): Promise<ResolvedInterpreter> {
+  private async resolve(trusted: boolean): Promise<ResolvedInterpreter> {
     const folder = workspaceFolder();
-    const settings = readSettings();
+    if (!trusted) {
+      // Only the user's own setting, else python3 on PATH: not the workspace's setting,
+      // not the Python extension's pick (a cloned repository can ship .venv/bin/python).
+      const userSetting = vscode.workspace.getConfiguration('kernelscope', folder?.uri).inspect<string>('python')?.globalValue;
+      return resolveUntrustedInterpreter(userSetting, folder?.uri.fsPath);
+    }
+    const settings = readSettings(true);
     const active = settings.python.trim() ? undefined : await activePythonExecutable(folder?.uri);
     return resolveInterpreter(settings.python, active, folder?.uri.fsPath);
   }
 
   private async doStart(): Promise<void> {
-    const interpreter = await this.resolve();
+    const trusted = vscode.workspace.isTrusted;
+    this.trusted = trusted;
+    const interpreter = await this.resolve(trusted);
     this.interpreter = interpreter;
     this.setState('starting');
-    const cwd = workspaceFolder()?.uri.fsPath;
-    this.output.info(`Interpreter: ${interpreter.python} (from ${interpreter.source})`);
-    const check = await checkInterpreter(interpreter.python, cwd);
+    const folder = workspaceFolder()?.uri.fsPath;
+    if (!trusted) {
+      this.logRestrictedMode(interpreter);
+      mkdirSync(this.outsideDirectory, { recursive: true });
+    }
+    const launch = serverLaunch(interpreter.python, trusted, folder, this.outsideDirectory);
+    this.output.info(`Interpreter: ${interpreter.python} (from ${interpreter.source})${trusted ? '' : `, started in ${launch.cwd}`}`);
+    const check = await checkInterpreter(interpreter.python, launch.cwd, undefined, launch.env);
     if (!check.ok) {
-      const { message, installCommand } = checkFailureMessage(interpreter.python, check);
+      const { message, installCommand } = checkFailureMessage(interpreter.python, check, !trusted);
       this.output.error(message);
       this.setState(check.reason === 'no-interpreter' ? 'no-interpreter' : 'not-installed');
-      void this.offerFix(message, installCommand);
+      void this.offerFix(message, installCommand, !trusted);
       return;
     }
     this.output.info(`kernelscope found at ${check.location} (Python ${check.version})`);
 
-    const { command, args } = serverCommand(interpreter.python);
     const serverOptions: ServerOptions = {
-      command,
-      args,
-      options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+      command: launch.command,
+      args: launch.args,
+      options: { cwd: launch.cwd, env: { ...process.env, ...launch.env } },
     };
     const clientOptions: LanguageClientOptions = {
       // Python files, and kernels' PTX/SASS files in the store (the server answers in them too).
@@ -123,7 +163,7 @@ export class ServerManager implements vscode.Disposable {
       ],
       outputChannel: this.output,
       traceOutputChannel: this.output,
-      initializationOptions: (this.sentOptions = serverOptionsPayload(readSettings(), interpreter.python)),
+      initializationOptions: (this.sentOptions = serverOptionsPayload(readSettings(trusted), interpreter.python, trusted)),
       workspaceFolder: workspaceFolder(),
     };
     const client = new LanguageClient('kernelscope', 'kernelscope', serverOptions, clientOptions);
@@ -141,6 +181,9 @@ export class ServerManager implements vscode.Disposable {
     try {
       await client.start();
       this.setState('running');
+      if (!trusted) {
+        void this.showRestrictedNotice(interpreter);
+      }
     } catch (error) {
       this.output.error(`The language server failed to start: ${String(error)}`);
       this.setState('stopped');
@@ -150,10 +193,43 @@ export class ServerManager implements vscode.Disposable {
     }
   }
 
-  private async offerFix(message: string, installCommand: string | undefined): Promise<void> {
-    const actions = [installCommand ? 'Copy install command' : undefined, 'Open settings', 'Select interpreter'].filter(
-      (a): a is string => a !== undefined,
+  /** The output channel: what Restricted Mode ignored, and why. */
+  private logRestrictedMode(interpreter: ResolvedInterpreter): void {
+    const inspected = vscode.workspace.getConfiguration('kernelscope', workspaceFolder()?.uri).inspect<string>('python');
+    const workspaceValue = inspected?.workspaceFolderValue ?? inspected?.workspaceValue;
+    this.output.warn('Restricted Mode: the workspace is not trusted; the server compiles nothing and runs with your user-level interpreter');
+    if (workspaceValue) {
+      this.output.warn(`Restricted Mode: not running the workspace's kernelscope.python (${workspaceValue})`);
+    }
+    if (interpreter.ignored) {
+      this.output.warn(`Restricted Mode: ${interpreter.ignored}; using ${interpreter.python}`);
+    }
+  }
+
+  /** Once per window: why nothing compiles here, with the way to trust the workspace. */
+  private async showRestrictedNotice(interpreter: ResolvedInterpreter): Promise<void> {
+    if (this.restrictedNoticeShown) {
+      return;
+    }
+    this.restrictedNoticeShown = true;
+    const choice = await vscode.window.showWarningMessage(
+      'kernelscope: this workspace is not trusted (Restricted Mode), so kernelscope compiles nothing in it: a compile runs its code. ' +
+        `Its language server runs with your user-level Python (${interpreter.python}), not the interpreter the workspace's settings name. ` +
+        'Recorded runs can still be browsed. Trust the workspace to compile.',
+      'Manage Workspace Trust',
     );
+    if (choice) {
+      await vscode.commands.executeCommand('workbench.trust.manage');
+    }
+  }
+
+  private async offerFix(message: string, installCommand: string | undefined, restricted: boolean): Promise<void> {
+    // In Restricted Mode the Python extension's interpreter is not used: no "Select interpreter".
+    const actions = [
+      installCommand ? 'Copy install command' : undefined,
+      'Open settings',
+      restricted ? 'Manage Workspace Trust' : 'Select interpreter',
+    ].filter((a): a is string => a !== undefined);
     const choice = await vscode.window.showErrorMessage(message, ...actions);
     if (choice === 'Copy install command' && installCommand) {
       await vscode.env.clipboard.writeText(installCommand);
@@ -161,6 +237,8 @@ export class ServerManager implements vscode.Disposable {
       await vscode.commands.executeCommand('workbench.action.openSettings', 'kernelscope.python');
     } else if (choice === 'Select interpreter') {
       await vscode.commands.executeCommand('python.setInterpreter');
+    } else if (choice === 'Manage Workspace Trust') {
+      await vscode.commands.executeCommand('workbench.trust.manage');
     }
   }
 
@@ -187,9 +265,15 @@ export class ServerManager implements vscode.Disposable {
     await this.start();
   }
 
-  /** Restart only if the interpreter resolves to another executable now. */
+  /** Restart only if the interpreter resolves to another executable now (or the workspace's trust changed). */
   async restartIfInterpreterChanged(): Promise<void> {
-    const next = await this.resolve();
+    const trusted = vscode.workspace.isTrusted;
+    if (trusted !== this.trusted) {
+      this.output.info(trusted ? 'The workspace is trusted now: restarting with its settings' : 'The workspace is not trusted: restarting');
+      await this.restart();
+      return;
+    }
+    const next = await this.resolve(trusted);
     if (interpreterChanged(this.interpreter, next) || this.state !== 'running') {
       this.output.info(`Interpreter changed to ${next.python}: restarting`);
       await this.restart();
@@ -202,7 +286,7 @@ export class ServerManager implements vscode.Disposable {
     if (!client) {
       return;
     }
-    const options = serverOptionsPayload(readSettings(), this.interpreter?.python);
+    const options = serverOptionsPayload(readSettings(this.trusted), this.interpreter?.python, this.trusted);
     if (needsRestart(this.sentOptions, options)) {
       this.output.info('A kernelscope setting was removed: restarting the server so that pyproject.toml or the default applies');
       await this.restart();

@@ -17,10 +17,13 @@ const PROBE = [
   'sys.exit(0 if spec else 3)',
 ].join('\n');
 
-/** Run the probe with `python` (a few tens of milliseconds). */
-export function checkInterpreter(python: string, cwd?: string, timeoutMs = 20000): Promise<InterpreterCheck> {
+/**
+ * Run the probe with `python` (a few tens of milliseconds), in `cwd` with `env` added to
+ * the environment: where and how the server will start (see `serverLaunch`).
+ */
+export function checkInterpreter(python: string, cwd?: string, timeoutMs = 20000, env: Record<string, string> = {}): Promise<InterpreterCheck> {
   return new Promise((resolve) => {
-    execFile(python, ['-c', PROBE], { cwd, timeout: timeoutMs }, (error, stdout, stderr) => {
+    execFile(python, ['-c', PROBE], { cwd, timeout: timeoutMs, env: { ...process.env, ...env } }, (error, stdout, stderr) => {
       const code = error ? ((error as NodeJS.ErrnoException).code ?? (error as { code?: number }).code) : 0;
       resolve(interpretProbe(code, String(stdout), String(stderr)));
     });
@@ -42,8 +45,22 @@ export function interpretProbe(code: number | string | null | undefined, stdout:
   return { ok: false, reason: 'error', detail: (stderr || stdout || `exit status ${code}`).trim() };
 }
 
-/** The notification text for a failed check, with the command that fixes it. */
-export function checkFailureMessage(python: string, check: InterpreterCheck): { message: string; installCommand?: string } {
+/**
+ * The notification text for a failed check, with the command that fixes it. In
+ * Restricted Mode (`restricted`) it adds where the interpreter came from: only the user's
+ * settings or PATH count there.
+ */
+export function checkFailureMessage(python: string, check: InterpreterCheck, restricted = false): { message: string; installCommand?: string } {
+  const failure = checkFailureText(python, check);
+  if (restricted && !check.ok) {
+    failure.message +=
+      ' This workspace is not trusted (Restricted Mode): kernelscope uses only the "kernelscope.python" of your user settings' +
+      ' (not the workspace\'s) or python3 on PATH.';
+  }
+  return failure;
+}
+
+function checkFailureText(python: string, check: InterpreterCheck): { message: string; installCommand?: string } {
   if (check.ok) {
     return { message: '' };
   }

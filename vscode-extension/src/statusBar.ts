@@ -8,7 +8,7 @@ export function createStatusBar(server: ServerManager): vscode.Disposable {
   item.name = 'kernelscope';
   item.command = 'kernelscope.pickRun';
   const update = () => {
-    const presentation = statusPresentation(server.clientState, server.status);
+    const presentation = statusPresentation(server.clientState, server.status, server.restricted);
     item.text = presentation.text;
     item.tooltip = presentation.tooltip;
     item.backgroundColor = presentation.isError ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;

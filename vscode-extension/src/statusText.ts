@@ -14,7 +14,29 @@ export interface StatusPresentation {
   isError: boolean;
 }
 
-export function statusPresentation(client: ClientState, status: StatusParams | undefined): StatusPresentation {
+/** The tooltip's first lines in an untrusted workspace (Restricted Mode). */
+export const RESTRICTED_TOOLTIP =
+  'Restricted Mode: this workspace is not trusted, so kernelscope compiles nothing in it (a compile runs its code) ' +
+  "and started its language server with your user-level Python, not the interpreter the workspace's settings name. " +
+  'Recorded runs can still be browsed. To compile, trust the workspace ("Workspaces: Manage Workspace Trust").';
+
+/**
+ * The status-bar item. `restricted`: the server runs for an untrusted workspace; the
+ * item then says so (a shield, "restricted") and its tooltip says why nothing compiles.
+ */
+export function statusPresentation(client: ClientState, status: StatusParams | undefined, restricted = false): StatusPresentation {
+  const presentation = basePresentation(client, status);
+  if (!restricted || client !== 'running') {
+    return presentation;
+  }
+  return {
+    text: `${presentation.text.replace(/^\$\([^)]*\) /, '$(shield) ')} · restricted`,
+    tooltip: `${RESTRICTED_TOOLTIP}\n\n${presentation.tooltip}`,
+    isError: presentation.isError,
+  };
+}
+
+function basePresentation(client: ClientState, status: StatusParams | undefined): StatusPresentation {
   switch (client) {
     case 'starting':
       return { text: '$(loading~spin) kernelscope', tooltip: 'Starting the kernelscope language server…', isError: false };

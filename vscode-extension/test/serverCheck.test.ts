@@ -51,3 +51,10 @@ test('checkInterpreter reports a missing interpreter', async () => {
   const result = await checkInterpreter('/nonexistent/bin/python');
   assert.deepEqual(result, { ok: false, reason: 'no-interpreter', detail: 'ENOENT' });
 });
+
+test('in Restricted Mode the failure says that only the user setting or PATH count', () => {
+  const { message } = checkFailureMessage('/usr/bin/python3', { ok: false, reason: 'no-kernelscope', detail: '3.11.2' }, true);
+  assert.match(message, /kernelscope is not installed in \/usr\/bin\/python3/);
+  assert.match(message, /not trusted \(Restricted Mode\).*your user settings/);
+  assert.doesNotMatch(checkFailureMessage('/usr/bin/python3', { ok: false, reason: 'no-kernelscope', detail: '' }).message, /Restricted/);
+});

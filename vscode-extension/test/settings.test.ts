@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { needsRestart, serverOptionsPayload } from '../src/settings';
+import { needsRestart, RESTRICTED_SETTINGS, serverOptionsPayload, settingValue } from '../src/settings';
 
 test('only the settings the user set are sent, so pyproject.toml decides the rest', () => {
   assert.deepEqual(serverOptionsPayload({}, '/p/python'), { python: '/p/python', inlayHints: true, asmAfterCompile: false });
@@ -36,4 +36,22 @@ test('removing a setting restarts the server; changing or adding one does not', 
   assert.equal(needsRestart(withTrain, without), true);
   // inlayHints is always sent, so turning it off and back to the default is a plain notification.
   assert.equal(needsRestart(serverOptionsPayload({ inlayHints: false }, '/p'), without), false);
+});
+
+test('untrusted: the restricted settings take only the user value; the others every level', () => {
+  const levels = { globalValue: '/home/me/py/bin/python', workspaceValue: './evil.sh', workspaceFolderValue: './evil2.sh' };
+  assert.equal(settingValue('python', levels, true), './evil2.sh');
+  assert.equal(settingValue('python', levels, false), '/home/me/py/bin/python');
+  assert.equal(settingValue('target', { workspaceValue: 'evil.py:make' }, false), undefined);
+  assert.equal(settingValue('decisions', { workspaceFolderValue: 'd.json', globalValue: 'none' }, false), 'none');
+  assert.equal(settingValue('inlayHints', { workspaceValue: false, globalValue: true }, false), false);
+  assert.equal(settingValue('python', undefined, false), undefined);
+  assert.deepEqual([...RESTRICTED_SETTINGS], ['python', 'target', 'decisions']);
+});
+
+test('untrusted: the server is told trusted false; trusted sends nothing; granting trust restarts', () => {
+  assert.equal(serverOptionsPayload({}, '/p', false).trusted, false);
+  assert.ok(!('trusted' in serverOptionsPayload({}, '/p', true)));
+  assert.ok(!('trusted' in serverOptionsPayload({}, '/p')));
+  assert.equal(needsRestart(serverOptionsPayload({}, '/p', false), serverOptionsPayload({}, '/p', true)), true);
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { rankText, statusPresentation } from '../src/statusText';
+import { RESTRICTED_TOOLTIP, rankText, statusPresentation } from '../src/statusText';
 
 const status = (state: 'idle' | 'compiling' | 'failed' | 'watching', runId: number | null, message = '') => ({ state, runId, message, target: 'examples/mlp.py:make' });
 
@@ -36,4 +36,17 @@ test('a rank of a distributed job shows its rank beside the run', () => {
   assert.equal(statusPresentation('running', { ...status('idle', 3), rank: null }).text, '$(circuit-board) kernelscope: run 3');
   assert.equal(rankText({ rank: 0, worldSize: 8, backend: 'fake' }), 'rank 0 of 8 (fake)');
   assert.equal(rankText({ rank: 1, worldSize: 2 }), 'rank 1 of 2');
+});
+
+test('an untrusted workspace: a shield, "restricted", and why nothing compiles', () => {
+  const p = statusPresentation('running', status('idle', 1), true);
+  assert.equal(p.text, '$(shield) kernelscope: run 1 · restricted');
+  assert.equal(p.isError, false);
+  assert.ok(p.tooltip.startsWith(RESTRICTED_TOOLTIP));
+  assert.match(p.tooltip, /not trusted/);
+  assert.match(p.tooltip, /Manage Workspace Trust/);
+  assert.match(p.tooltip, /Showing run 1/);
+  // Before the server runs, the client's own state is what matters.
+  assert.equal(statusPresentation('not-installed', undefined, true).text, '$(error) kernelscope: not installed');
+  assert.equal(statusPresentation('running', status('idle', 1), false).text, '$(circuit-board) kernelscope: run 1');
 });
