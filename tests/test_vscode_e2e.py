@@ -193,14 +193,19 @@ def keep_logs(user_data: Path, artifacts: Path) -> None:
 
 
 def run_in_code_server(tmp_path: Path, workspace: Path, scenario: Path, artifacts: Path, args: list[str],
-                       timeout: float) -> tuple[dict, subprocess.CompletedProcess, dict[str, list[int]]]:
+                       timeout: float, user_settings: dict | None = None, workspace_trust: bool = False,
+                       ) -> tuple[dict, subprocess.CompletedProcess, dict[str, list[int]]]:
     """The built extension installed into a fresh code-server profile, `workspace` opened,
     the Playwright `scenario` run against it with `args`: (its results.json, the scenario
     process, stop_tree's report of code-server's process tree). The scenario's output, the
-    process report and the extension's logs are kept in `artifacts`."""
+    process report and the extension's logs are kept in `artifacts`. `user_settings` are
+    added to USER_SETTINGS. Workspace trust is off (every folder trusted) unless
+    `workspace_trust`: then the fresh profile trusts no folder, so `workspace` opens
+    untrusted (Restricted Mode, once the scenario declines the trust prompt)."""
     user_data, extensions = tmp_path / "user-data", tmp_path / "extensions"
     (user_data / "User").mkdir(parents=True)
-    (user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2))
+    settings = {**USER_SETTINGS, **(user_settings or {}), "security.workspace.trust.enabled": workspace_trust}
+    (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
     xdg = tmp_path / "xdg"
     env = dict(os.environ, XDG_CONFIG_HOME=str(xdg / "config"), XDG_DATA_HOME=str(xdg / "data"),
                XDG_CACHE_HOME=str(xdg / "cache"), XDG_STATE_HOME=str(xdg / "state"),
@@ -218,7 +223,8 @@ def run_in_code_server(tmp_path: Path, workspace: Path, scenario: Path, artifact
     with open(artifacts / "code-server.log", "w") as server_log:
         code_server = subprocess.Popen(
             [str(CODE_SERVER), *common, "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
-             "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+             "--disable-telemetry", "--disable-update-check",
+             *([] if workspace_trust else ["--disable-workspace-trust"]),
              "--disable-getting-started-override", str(workspace)],
             env=env, stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True)
         try:

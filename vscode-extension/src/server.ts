@@ -57,6 +57,7 @@ export class ServerManager implements vscode.Disposable {
   /** Whether the running (or starting) server was started for a trusted workspace. */
   private trusted = true;
   private restrictedNoticeShown = false;
+  private checking: Promise<void> = Promise.resolve();
   private state: ClientState = 'stopped';
   private lastStatus: StatusParams | undefined;
   private starting: Promise<void> | undefined;
@@ -193,14 +194,12 @@ export class ServerManager implements vscode.Disposable {
     }
   }
 
-  /** The output channel: what Restricted Mode ignored, and why. */
+  /** The output channel: Restricted Mode, and a user setting it could not use. (VS Code does not
+   * even show the extension a workspace's value of a restricted setting while untrusted.) */
   private logRestrictedMode(interpreter: ResolvedInterpreter): void {
-    const inspected = vscode.workspace.getConfiguration('kernelscope', workspaceFolder()?.uri).inspect<string>('python');
-    const workspaceValue = inspected?.workspaceFolderValue ?? inspected?.workspaceValue;
-    this.output.warn('Restricted Mode: the workspace is not trusted; the server compiles nothing and runs with your user-level interpreter');
-    if (workspaceValue) {
-      this.output.warn(`Restricted Mode: not running the workspace's kernelscope.python (${workspaceValue})`);
-    }
+    this.output.warn(
+      "Restricted Mode: the workspace is not trusted; the server compiles nothing and runs with your user-level interpreter, not the workspace's kernelscope.python or .venv",
+    );
     if (interpreter.ignored) {
       this.output.warn(`Restricted Mode: ${interpreter.ignored}; using ${interpreter.python}`);
     }
@@ -265,8 +264,20 @@ export class ServerManager implements vscode.Disposable {
     await this.start();
   }
 
-  /** Restart only if the interpreter resolves to another executable now (or the workspace's trust changed). */
-  async restartIfInterpreterChanged(): Promise<void> {
+  /**
+   * Restart only if the interpreter resolves to another executable now (or the workspace's
+   * trust changed). One check at a time: granting trust fires both onDidGrantWorkspaceTrust
+   * and a configuration change (the workspace's restricted settings now apply), and the
+   * second must see the first's restart, not restart again.
+   */
+  restartIfInterpreterChanged(): Promise<void> {
+    this.checking = this.checking
+      .then(() => this.restartIfChanged())
+      .catch((error) => this.output.error(`Restarting the server: ${String(error)}`));
+    return this.checking;
+  }
+
+  private async restartIfChanged(): Promise<void> {
     const trusted = vscode.workspace.isTrusted;
     if (trusted !== this.trusted) {
       this.output.info(trusted ? 'The workspace is trusted now: restarting with its settings' : 'The workspace is not trusted: restarting');
