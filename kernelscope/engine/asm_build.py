@@ -44,10 +44,11 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
-from unittest import mock
 
 from kernelscope.asm.assemble import CompiledStages, assemble
 from kernelscope.asm.model import KernelAsm, LaunchConfig
+from kernelscope.engine import patch_points as points
+from kernelscope.engine import patching
 from kernelscope.errors import UserError
 
 # What Inductor reads to keep one config without timing (torch/_inductor/runtime/triton_heuristics.py).
@@ -74,6 +75,7 @@ def build_kernel(kernel: KernelToBuild) -> KernelAsm:
     from kernelscope.engine.devices import virtual_cuda
 
     started = time.perf_counter()
+    patching.checked(points.STATIC_LAUNCHER_CONFIG)
     _ptxas_as_inductor_uses()
     as_compiled = KernelToBuild(kernel.name, kernel.path, "\n" * INDUCTOR_LINE_OFFSET + kernel.source, kernel.launch)
     with virtual_cuda.pretend_cuda_present(), \
@@ -188,8 +190,6 @@ def _heuristics_observed():
     """While inside, each `@triton_heuristics.pointwise/reduction/persistent_reduction`
     decorator also asks Inductor for its configs without timing (NO_TIMING_META); yields
     {id(kernel function): those configs}."""
-    from torch._inductor.runtime import triton_heuristics
-
     picks: dict[int, list] = {}
 
     def observed(original: Callable) -> Callable:
@@ -207,10 +207,10 @@ def _heuristics_observed():
 
         return heuristic
 
-    with contextlib.ExitStack() as stack:
+    with patching.Patches() as patches:
         for name in _HEURISTICS:
-            if hasattr(triton_heuristics, name):
-                stack.enter_context(mock.patch.object(triton_heuristics, name, observed(getattr(triton_heuristics, name))))
+            if points.HEURISTICS[name].holds():
+                patches.wrap(points.HEURISTICS[name], observed)
         yield picks
 
 
@@ -267,19 +267,12 @@ def _ptxas_log():
     """Triton prints `ptxas -v` (registers, stack frame, spill stores and loads) when asked
     (TRITON_DUMP_PTXAS_LOG); yields the text it printed."""
     captured = io.StringIO()
-    try:
-        from triton import knobs
-
-        previous = knobs.nvidia.dump_ptxas_log
-    except (ImportError, AttributeError):  # an older Triton: the local memory size stands for spills
+    if not points.PTXAS_LOG_KNOB.holds():  # an older Triton: the local memory size stands for spills
         yield captured
         return
-    knobs.nvidia.dump_ptxas_log = True
-    try:
-        with contextlib.redirect_stdout(captured):
-            yield captured
-    finally:
-        knobs.nvidia.dump_ptxas_log = previous
+    with patching.Patches() as patches, contextlib.redirect_stdout(captured):
+        patches.assign(points.PTXAS_LOG_KNOB, True)
+        yield captured
 
 
 @contextlib.contextmanager

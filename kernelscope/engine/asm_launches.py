@@ -10,28 +10,34 @@ below the kernel (asm_build.py) compiles that config, on first ask or with --asm
 from __future__ import annotations
 
 import contextlib
-from unittest import mock
+
+from kernelscope.engine import patch_points as points
+from kernelscope.engine.patching import Patches
 
 
 @contextlib.contextmanager
-def autotuners_seen():
+def autotuners_seen(problems: list[str]):
     """While inside, every CachingAutotuner Inductor makes is kept, with the times of its
     configs when it times them (`benchmark_all_configs`); yields the list of
-    (autotuner, candidate configs, {config label: ms})."""
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-
+    (autotuner, candidate configs, {config label: ms}). Where this torch's autotuner is not
+    as expected (patch_points, "launch configs") nothing is kept and `problems` says why."""
     seen: list = []
-    original = CachingAutotuner.__init__
     timed: dict[int, dict[str, float]] = {}
+    problem = points.AUTOTUNER_INIT.check()
+    if problem:
+        problems.append(f"launch configs not recorded: {problem}")
+        yield seen
+        return
+    original = points.AUTOTUNER_INIT.current()
 
     def init(self, *args, **kwargs):
         original(self, *args, **kwargs)
         seen.append((self, [_config_dict(config) for config in self.configs or []], timed.setdefault(id(self), {})))
 
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.object(CachingAutotuner, "__init__", init))
-        if hasattr(CachingAutotuner, "benchmark_all_configs"):
-            original_benchmark = CachingAutotuner.benchmark_all_configs
+    with Patches() as patches:
+        patches.replace(points.AUTOTUNER_INIT, init)
+        if points.AUTOTUNER_BENCHMARK_ALL.holds():
+            original_benchmark = points.AUTOTUNER_BENCHMARK_ALL.current()
 
             def benchmark_all_configs(self, *args, **kwargs):
                 timings = original_benchmark(self, *args, **kwargs)
@@ -42,7 +48,7 @@ def autotuners_seen():
                         times[_label(config)] = float(ms)
                 return timings
 
-            stack.enter_context(mock.patch.object(CachingAutotuner, "benchmark_all_configs", benchmark_all_configs))
+            patches.replace(points.AUTOTUNER_BENCHMARK_ALL, benchmark_all_configs)
         yield seen
 
 

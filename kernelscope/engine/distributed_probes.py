@@ -1,9 +1,9 @@
 """Probes for distributed programs: DDP's graph splits, passes that move or fuse
 collectives, and the rank, seen while torch.compile runs.
 
-Like `probes.Probes`, each probe names the internal it patches and checks it when
-installed; one whose patch point changed switches off (the run says so) and the
-compile goes on.
+Like `probes.Probes`, the probes are installed through engine/patching.py (their patch
+points are declared in patch_points.py, "distributed"); a group whose point changed on
+this torch switches off (the run says so) and the compile goes on.
 
 - ddp_splits        torch._dynamo.backends.distributed: `pretty_print_buckets` sees
                     DDPOptimizer's buckets, `SubmodCompiler.run_node` which split part
@@ -28,8 +28,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.engine import patch_points as points
 from kernelscope.engine import rank_info
-from kernelscope.engine.probes import Probe, install_groups, uninstall
+from kernelscope.engine.patching import Patches, install_groups
 from kernelscope.record import GraphSplit, RankInfo
 
 # Namespaces of the ops that communicate (functional collectives and their waits,
@@ -74,43 +75,25 @@ class DistributedProbes:
         self.group_sizes: dict[str, int] = {}  # process-group name -> size, while the groups exist
         self._buckets: list[tuple[int, list[str]]] = []  # (bytes, params) of the split being compiled
         self._bucket_cap = 0
-        self._installed: list[Probe] = []
+        self._patches = Patches()
 
     # -- install ---------------------------------------------------------------
 
     def __enter__(self):
         # keep_signature: the line-level probes, installed next, check the same signatures
-        install_groups(self._probe_groups(), self.disabled, self._installed, keep_signature=True)
+        self.disabled += install_groups(self._patches, self._probe_groups(), keep_signature=True)
         return self
 
     def __exit__(self, *exc):
-        uninstall(self._installed)
+        self._patches.restore()
 
-    def _probe_groups(self) -> dict[str, list[Probe]]:
-        import torch._dynamo.backends.distributed as ddp_backend
-        import torch._inductor.fx_passes.post_grad as post_grad
-        import torch._inductor.graph as graph
-        from torch.fx.passes.graph_transform_observer import GraphTransformObserver
-
+    def _probe_groups(self) -> dict:
         return {
-            "ddp_splits": [
-                Probe("buckets", ddp_backend, "pretty_print_buckets", ("buckets", "bucket_bytes_cap"),
-                      self._wrap_buckets),
-                Probe("submod", ddp_backend.SubmodCompiler, "run_node", ("self", "n"), self._wrap_submod),
-            ],
-            "collective_moves": [
-                Probe("graph_pass", GraphTransformObserver, "apply_graph_pass", ("self", "pass_fn"),
-                      self._wrap_observed_pass),
-                Probe("gm_pass", GraphTransformObserver, "apply_gm_pass", ("self", "pass_fn"),
-                      self._wrap_observed_pass),
-            ],
-            "async_tp_lineage": [
-                Probe("micro_pipeline_tp", post_grad, "micro_pipeline_tp_pass", ("graph",),
-                      self._wrap_micro_pipeline_tp),
-            ],
-            "graph_facts": [
-                Probe("codegen", graph.GraphLowering, "codegen", ("self",), self._wrap_codegen),
-            ],
+            "ddp_splits": [(points.DDP_BUCKETS, self._wrap_buckets), (points.DDP_SUBMOD, self._wrap_submod)],
+            "collective_moves": [(points.OBSERVED_GRAPH_PASS, self._wrap_observed_pass),
+                                 (points.OBSERVED_GM_PASS, self._wrap_observed_pass)],
+            "async_tp_lineage": [(points.MICRO_PIPELINE_TP, self._wrap_micro_pipeline_tp)],
+            "graph_facts": [(points.DISTRIBUTED_CODEGEN, self._wrap_codegen)],
         }
 
     def _guarded(self, what: str, fn, *args):

@@ -1,11 +1,14 @@
-"""Line-level probes into Inductor internals: the only module that patches torch.
+"""Line-level provenance: the probes into Inductor internals that record, per line, where
+generated code came from. They are installed through engine/patching.py, like every other
+change kernelscope makes to torch; their patch points are declared in patch_points.py
+("line provenance").
 
 Inductor itself records provenance per kernel (a kernel <-> a set of post-grad
 nodes). These probes record it per *line*: which post-grad node each Triton
 kernel line and each wrapper line came from. There is no public API for this;
-every probe names the internal it patches, checks it at install, and switches
-itself off on a torch where that internal changed, so a compile never crashes
-because of us (the run then says "kernel-level provenance only").
+every patch point is checked at install, and a group whose point changed on this
+torch is left out whole, so a compile never crashes because of us (the run then says
+"kernel-level provenance only").
 
 The probes and what they see:
 - pre_grad_graph      compile_fx.run_pre_grad_passes: the graph Dynamo captured, before passes
@@ -21,15 +24,15 @@ The probes and what they see:
 """
 from __future__ import annotations
 
-import functools
-import inspect
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from kernelscope.engine import patch_points as points
 from kernelscope.engine import wrapper_code
+from kernelscope.engine.patching import Patches, install_groups
 from kernelscope.engine.fx_nodes import target_name
 
 _local = threading.local()
@@ -119,59 +122,6 @@ def current_compile_id() -> tuple[int, int, int] | None:
     return (cid.frame_id, cid.frame_compile_id or 0, trace_id.attempt)
 
 
-@dataclass
-class Probe:
-    name: str
-    owner: Any  # module or class patched
-    attribute: str
-    expected_parameters: tuple[str, ...]  # parameter names the replacement relies on
-    make_replacement: Callable[[Callable], Callable]
-    original: Callable | None = None
-
-    def check(self) -> str | None:
-        """None if the patch point looks as expected, else why not."""
-        target = getattr(self.owner, self.attribute, None)
-        owner_name = getattr(self.owner, "__name__", str(self.owner))
-        if target is None:
-            return f"{owner_name}.{self.attribute} is missing"
-        try:
-            parameters = tuple(inspect.signature(target).parameters)
-        except (TypeError, ValueError):
-            return f"{owner_name}.{self.attribute} has no inspectable signature"
-        if parameters[: len(self.expected_parameters)] != self.expected_parameters:
-            return (
-                f"{owner_name}.{self.attribute}{parameters} no longer takes "
-                f"{self.expected_parameters}"
-            )
-        return None
-
-
-def install_groups(groups: dict[str, list[Probe]], disabled: list[str], installed: list[Probe],
-                   keep_signature: bool = False) -> None:
-    """Install each group of probes whose checks all pass; a group with a failing check is
-    left out whole and said in `disabled`. With `keep_signature`, a replacement carries
-    the original's name and signature (`functools.wraps`), for probes installed on top."""
-    for group_name, probes in groups.items():
-        problems = [p for p in (probe.check() for probe in probes) if p]
-        if problems:
-            disabled.append(f"{group_name}: {'; '.join(problems)}")
-            continue
-        for probe in probes:
-            probe.original = getattr(probe.owner, probe.attribute)
-            replacement = probe.make_replacement(probe.original)
-            if keep_signature:
-                replacement = functools.wraps(probe.original)(replacement)
-            setattr(probe.owner, probe.attribute, replacement)
-            installed.append(probe)
-
-
-def uninstall(installed: list[Probe]) -> None:
-    """Put back what `install_groups` replaced, last first."""
-    for probe in reversed(installed):
-        setattr(probe.owner, probe.attribute, probe.original)
-    installed.clear()
-
-
 class Probes:
     """Install all probes for one recording; collect what they see."""
 
@@ -185,17 +135,17 @@ class Probes:
         self.seconds: dict[str, float] = {"lower": 0.0, "codegen": 0.0}
         self.on_phase: Callable[[str, str], None] = lambda phase, detail: None
         self.trace_position: Callable[[], int] = lambda: 0
-        self._installed: list[Probe] = []
+        self._patches = Patches()
         self._current_graph: GraphCapture | None = None
         self._kernel_capture: dict[int, KernelLineCapture] = {}
 
     # -- install / uninstall -------------------------------------------------
 
     def install(self) -> None:
-        install_groups(self._probe_groups(), self.disabled, self._installed)
+        self.disabled += install_groups(self._patches, self._probe_groups())
 
     def uninstall(self) -> None:
-        uninstall(self._installed)
+        self._patches.restore()
 
     def __enter__(self):
         self.install()
@@ -217,43 +167,21 @@ class Probes:
             self.errors.append(f"{what}: {traceback.format_exc(limit=3)}")
             return None
 
-    def _probe_groups(self) -> dict[str, list[Probe]]:
-        import torch._inductor.compile_fx as compile_fx
-        import torch._inductor.graph as graph
-        import torch._inductor.ir as ir
-        import torch._inductor.loop_body as loop_body
-        import torch._inductor.scheduler as scheduler
-        import torch._inductor.utils as inductor_utils
-        from torch._inductor.codegen.triton import TritonScheduling
-
+    def _probe_groups(self) -> dict:
+        """{group: [(patch point, make its replacement from the original)]}; a group is
+        installed whole or not at all."""
         return {
-            "pre_grad_graph": [
-                Probe("pre_grad", compile_fx, "run_pre_grad_passes",
-                      ("model_", "example_inputs_"), self._wrap_pre_grad),
-            ],
+            "pre_grad_graph": [(points.PRE_GRAD_PASSES, self._wrap_pre_grad)],
             "kernel_lines": [
-                Probe("ir_post_init", ir.IRNode, "__post_init__", ("self",), self._wrap_post_init),
-                Probe("tracer_create_node", loop_body.LightTracer, "create_node", ("self",),
-                      self._wrap_create_node),
-                Probe("shim_run_node", loop_body.InterpreterShim, "run_node", ("self", "n"),
-                      self._wrap_run_node),
-                Probe("writeline", inductor_utils.IndentedBuffer, "writeline", ("self", "line"),
-                      self._wrap_writeline),
-                Probe("define_kernel", TritonScheduling, "define_kernel",
-                      ("self", "src_code", "node_schedule", "kernel"), self._wrap_define_kernel),
+                (points.IR_POST_INIT, self._wrap_post_init),
+                (points.TRACER_CREATE_NODE, self._wrap_create_node),
+                (points.SHIM_RUN_NODE, self._wrap_run_node),
+                (points.WRITELINE, self._wrap_writeline),
+                (points.DEFINE_KERNEL, self._wrap_define_kernel),
             ],
-            "wrapper_regions": [
-                Probe("enter_context", scheduler.Scheduler, "enter_context", ("self", "node"),
-                      self._wrap_enter_context),
-            ],
-            "graph_codegen": [
-                Probe("codegen", graph.GraphLowering, "codegen", ("self",), self._wrap_codegen),
-                Probe("lowering", graph.GraphLowering, "run", ("self",), self._wrap_lowering),
-            ],
-            "failed_node": [
-                Probe("run_node", graph.GraphLowering, "run_node", ("self", "n"),
-                      self._wrap_run_node_for_errors),
-            ],
+            "wrapper_regions": [(points.ENTER_CONTEXT, self._wrap_enter_context)],
+            "graph_codegen": [(points.GRAPH_CODEGEN, self._wrap_codegen), (points.GRAPH_RUN, self._wrap_lowering)],
+            "failed_node": [(points.GRAPH_RUN_NODE, self._wrap_run_node_for_errors)],
         }
 
     # -- pre-grad graph --------------------------------------------------------

@@ -20,11 +20,11 @@ from typing import Callable
 
 from kernelscope.decisions.model import DecisionSet
 from kernelscope.errors import CompileError, TargetError, UserError
-from kernelscope.engine import rank_info
+from kernelscope.engine import patch_points, patching, rank_info, torch_compat
 from kernelscope.record import GraphSplit, Recompile, RunRecord
 
 DEVICES = ("auto", "cuda", "virtual-cuda", "cpu-triton")
-MIN_TORCH = (2, 11)
+MIN_TORCH = torch_compat.MIN_TORCH
 
 
 @dataclass
@@ -44,11 +44,6 @@ class RecordOptions:
     # virtual-cuda: a GPU's recorded timing decisions to replay (kernelscope.decisions;
     # docs/decisions.md); those it does not hold are guessed, and the run says which.
     decisions: DecisionSet | None = None
-
-
-def _version_tuple(version: str) -> tuple[int, int]:
-    numbers = re.findall(r"\d+", version)
-    return (int(numbers[0]), int(numbers[1])) if len(numbers) >= 2 else (0, 0)
 
 
 def import_torch(options: RecordOptions) -> float:
@@ -74,7 +69,7 @@ def import_torch(options: RecordOptions) -> float:
             f"kernelscope's engine needs PyTorch {MIN_TORCH[0]}.{MIN_TORCH[1]} or newer in this "
             f"Python ({sys.executable}): {error}"
         ) from error
-    if _version_tuple(torch.__version__) < MIN_TORCH:
+    if not torch_compat.holds("supported torch"):
         raise UserError(
             f"torch {torch.__version__} is too old: kernelscope needs torch "
             f"{MIN_TORCH[0]}.{MIN_TORCH[1]} or newer (pip install -U torch)"
@@ -125,6 +120,8 @@ class Recording:
 
         from kernelscope.engine import torch_fixes
 
+        # What cannot work in part is checked before anything compiles (patching.require).
+        patching.require("recording", "nothing was recorded")
         stack = self._stack
         stack.enter_context(_quiet_recording_warnings())
         torch._dynamo.reset()
@@ -147,7 +144,7 @@ class Recording:
             from kernelscope.engine import asm_launches
             from kernelscope.engine.decisions import session
 
-            self.autotuners = stack.enter_context(asm_launches.autotuners_seen())
+            self.autotuners = stack.enter_context(asm_launches.autotuners_seen(self.device_warnings))
             stack.enter_context(session.recording(self.decisions))
         stack.enter_context(self.trace)
         stack.enter_context(self.distributed)  # first: its wrappers keep torch's signatures
@@ -186,6 +183,8 @@ def device_target(device: str, execute: bool = False, decisions=None):
     from kernelscope.engine.devices import codegen_only, cpu_triton, cuda_attention, meta_models, virtual_cuda
 
     warnings_for_run: list[str] = []
+    if device in ("virtual-cuda", "cpu-triton"):
+        patching.require(device, "nothing was recorded")
     with contextlib.ExitStack() as stack:
         if device == "virtual-cuda":
             from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
@@ -215,7 +214,7 @@ def _counters_from_zero():
     import torch._functorch.aot_autograd as aot_autograd
     import torch._inductor.debug as inductor_debug
 
-    if hasattr(aot_autograd, "AOT_COUNTER"):
+    if patch_points.AOT_COUNTER.present():  # reset for good: nothing to put back
         aot_autograd.AOT_COUNTER = itertools.count()
     reset = getattr(inductor_debug, "reset_provenance_globals", None)
     with reset() if reset is not None else contextlib.nullcontext():
@@ -238,14 +237,8 @@ def _quiet_recording_warnings():
 @contextlib.contextmanager
 def _compile_fx_replaced(make_compile_fx):
     """torch.compile's default backend (compile_fx) is replaced while inside."""
-    import torch._inductor.compile_fx as compile_fx_module
-
-    original = compile_fx_module.compile_fx
-    compile_fx_module.compile_fx = make_compile_fx(original)
-    try:
+    with patching.wrapped(patch_points.VIRTUAL_COMPILE_FX, make_compile_fx):
         yield
-    finally:
-        compile_fx_module.compile_fx = original
 
 
 @contextlib.contextmanager
@@ -253,18 +246,16 @@ def _inner_compile_replaced(make_inner_compile):
     """Every compile_fx call (torch.compile's default backend) uses our inner compile."""
     import torch._inductor.compile_fx as compile_fx_module
 
-    original = compile_fx_module.compile_fx
+    def make_compile_fx(original):
+        def compile_fx(model_, example_inputs_, inner_compile=None, **kwargs):
+            if inner_compile is None or inner_compile is compile_fx_module.compile_fx_inner:
+                inner_compile = make_inner_compile(compile_fx_module.compile_fx_inner)
+            return original(model_, example_inputs_, inner_compile=inner_compile, **kwargs)
 
-    def compile_fx(model_, example_inputs_, inner_compile=None, **kwargs):
-        if inner_compile is None or inner_compile is compile_fx_module.compile_fx_inner:
-            inner_compile = make_inner_compile(compile_fx_module.compile_fx_inner)
-        return original(model_, example_inputs_, inner_compile=inner_compile, **kwargs)
+        return compile_fx
 
-    compile_fx_module.compile_fx = compile_fx
-    try:
+    with patching.wrapped(patch_points.CPU_COMPILE_FX, make_compile_fx):
         yield
-    finally:
-        compile_fx_module.compile_fx = original
 
 
 # -- running the user's code --------------------------------------------------------

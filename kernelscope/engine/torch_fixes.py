@@ -1,8 +1,8 @@
 """Upstream fixes for torch bugs that stop a recording, applied while kernelscope records.
 
 Each fix is one that PyTorch itself made (or reviewed) for a bug its released version
-still has; it is installed only where the patched point lacks it (version-guarded, like
-the probes), removed afterwards, and the run names it when it changed the compile
+still has; it is installed only where the patched point lacks it (a patch point that
+adds, declared in patch_points.py: "upstream fixes"), removed afterwards, and the run names it when it changed the compile
 (`RunRecord.warnings`), so nobody mistakes a recording for what plain torch.compile does
 on that torch.
 
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+
+from kernelscope.engine import patch_points, patching
 
 
 @dataclass
@@ -50,12 +52,8 @@ def upstream_fixes():
 
 @contextlib.contextmanager
 def _identity_evalf(applied: FixesApplied):
-    try:
-        from torch.utils._sympy.functions import Identity
-    except ImportError:
-        yield
-        return
-    if "_eval_evalf" in vars(Identity):  # this torch has the fix (or its own)
+    point = patch_points.IDENTITY_EVALF
+    if not point.present():  # this torch has the fix (or its own), or no Identity at all
         yield
         return
 
@@ -66,8 +64,5 @@ def _identity_evalf(applied: FixesApplied):
             return argument
         return None
 
-    Identity._eval_evalf = _eval_evalf
-    try:
+    with patching.replaced(point, _eval_evalf):
         yield
-    finally:
-        del Identity._eval_evalf

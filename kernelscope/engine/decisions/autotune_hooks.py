@@ -18,6 +18,8 @@ import math
 from pathlib import Path
 
 from kernelscope.decisions.keys import module_key
+from kernelscope.engine import patch_points as points
+from kernelscope.engine.patching import Patches
 from kernelscope.engine.decisions import inductor_keys
 from kernelscope.engine.decisions.log import DecisionLog, fastest
 from kernelscope.record import Decision
@@ -28,32 +30,24 @@ GUESS_FUSION_RULE = ("not timed: taken as 0 ms, which leaves the kernels unfused
                      "by these times")
 
 
-def _inductor_class(log: DecisionLog, module: str, name: str, method: str, decisions: str):
-    """Inductor's `module.name` where this torch has it with `method`; else None, and the
-    log says which decisions are off and why."""
-    import importlib
-
+def _inductor_class(log: DecisionLog, point, decisions: str):
+    """The class that holds patch point `point` where it holds on this torch; else None, and
+    the log says which decisions are off and why."""
     import torch
 
-    try:
-        found = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as error:
-        log.problems.append(f"{decisions} decisions off on torch {torch.__version__}: {error}")
+    problem = point.check()
+    if problem:
+        log.problems.append(f"{decisions} decisions off on torch {torch.__version__}: {problem}")
         return None
-    if not hasattr(found, method):
-        log.problems.append(f"{decisions} decisions off on torch {torch.__version__}: {name}.{method} is missing")
-        return None
-    return found
+    return point.owner_object()
 
 
 def _selector(log: DecisionLog):
-    return _inductor_class(log, "torch._inductor.select_algorithm", "AlgorithmSelectorCache", "lookup",
-                           "max-autotune")
+    return _inductor_class(log, points.AUTOTUNE_LOOKUP, "max-autotune")
 
 
 def _scheduling(log: DecisionLog):
-    return _inductor_class(log, "torch._inductor.codegen.triton", "TritonScheduling", "benchmark_codegened_module",
-                           "fusion benchmark")
+    return _inductor_class(log, points.FUSION_BENCHMARK, "fusion benchmark")
 
 
 def _lookup_args(args: tuple, kwargs: dict):
@@ -134,15 +128,9 @@ def _ms(ms: float) -> str:
     return "failed (inf)" if not math.isfinite(ms) else f"{ms:.4f} ms"
 
 
-def _patch_scheduler(stack, context: _FusionContext) -> None:
-    from unittest import mock
-
-    try:
-        from torch._inductor.scheduler import Scheduler
-    except ImportError:
-        return
-    if hasattr(Scheduler, "speedup_by_fusion"):
-        stack.enter_context(mock.patch.object(Scheduler, "speedup_by_fusion", context.wrap(Scheduler.speedup_by_fusion)))
+def _patch_scheduler(patches: Patches, context: _FusionContext) -> None:
+    if points.SPEEDUP_BY_FUSION.holds():
+        patches.wrap(points.SPEEDUP_BY_FUSION, context.wrap)
 
 
 # -- --target cuda ---------------------------------------------------------------------------
@@ -151,11 +139,9 @@ def _patch_scheduler(stack, context: _FusionContext) -> None:
 @contextlib.contextmanager
 def recording(log: DecisionLog):
     """Record every choice timing and fusion benchmark the GPU makes while inside."""
-    from unittest import mock
-
     selector, scheduling = _selector(log), _scheduling(log)
     context = _FusionContext()
-    with contextlib.ExitStack() as stack:
+    with Patches() as patches:
         if selector is not None:
             original_lookup = selector.lookup
 
@@ -170,7 +156,7 @@ def recording(log: DecisionLog):
                                                    inputs, ids, by_id, "timed", "timed on the GPU: the fastest choice"))
                 return timings
 
-            stack.enter_context(mock.patch.object(selector, "lookup", lookup))
+            patches.replace(points.AUTOTUNE_LOOKUP, lookup)
         if scheduling is not None:
             original_benchmark = scheduling.benchmark_codegened_module
 
@@ -184,8 +170,8 @@ def recording(log: DecisionLog):
                                                  context.summary(node_names)))
                 return result
 
-            stack.enter_context(mock.patch.object(scheduling, "benchmark_codegened_module", benchmark_codegened_module))
-            _patch_scheduler(stack, context)
+            patches.replace(points.FUSION_BENCHMARK, benchmark_codegened_module)
+            _patch_scheduler(patches, context)
         yield
 
 
@@ -195,11 +181,9 @@ def recording(log: DecisionLog):
 @contextlib.contextmanager
 def replaying(log: DecisionLog):
     """Answer max-autotune's timings from the recording in `log`, else guess (see the rules)."""
-    from unittest import mock
-
     selector, scheduling = _selector(log), _scheduling(log)
     context = _FusionContext()
-    with contextlib.ExitStack() as stack:
+    with Patches() as patches:
         if selector is not None:
             original_lookup = selector.lookup
 
@@ -209,21 +193,21 @@ def replaying(log: DecisionLog):
                     return original_lookup(cache, *args, **kwargs)
                 return _replay_lookup(log, list(choices), op, inputs, hint)
 
-            stack.enter_context(mock.patch.object(selector, "lookup", lookup))
-            if hasattr(selector, "benchmark"):  # reached only outside the cache lookup: nothing can be timed
+            patches.replace(points.AUTOTUNE_LOOKUP, lookup)
+            if points.AUTOTUNE_BENCHMARK.holds():  # reached only outside the cache lookup: nothing can be timed
                 def benchmark(cache, choices, *args, **kwargs):
                     log.problems.append("max-autotune timed choices outside select_algorithm's cache: "
                                         "every choice taken as equally fast")
                     return {choice: 0.0 for choice in choices}
 
-                stack.enter_context(mock.patch.object(selector, "benchmark", benchmark))
+                patches.replace(points.AUTOTUNE_BENCHMARK, benchmark)
         if scheduling is not None:
             def benchmark_codegened_module(backend, *args, **kwargs):
                 module, node_names = _benchmark_args(args, kwargs)
                 return _replay_benchmark(log, module, context.summary(node_names))
 
-            stack.enter_context(mock.patch.object(scheduling, "benchmark_codegened_module", benchmark_codegened_module))
-            _patch_scheduler(stack, context)
+            patches.replace(points.FUSION_BENCHMARK, benchmark_codegened_module)
+            _patch_scheduler(patches, context)
         yield
 
 

@@ -9,29 +9,27 @@ from __future__ import annotations
 
 import contextlib
 
+from kernelscope.engine import patch_points as points
+from kernelscope.engine import patching
 from kernelscope.engine.decisions import inductor_keys
 from kernelscope.engine.decisions.log import DecisionLog
 from kernelscope.record import Decision
 
-MODULE = "torch._inductor.fx_passes.pad_mm"
-RECORD_NEEDS = ("get_cached_should_pad", "set_cached_should_pad", "should_pad_bench_key", "is_mm_compute_bound")
+RECORD_NEEDS = (points.PAD_MM_GET_CACHED, points.PAD_MM_SET_CACHED, points.PAD_MM_BENCH_KEY,
+                points.PAD_MM_COMPUTE_BOUND)
+REPLAY_NEEDS = (points.PAD_MM_GET_CACHED, points.PAD_MM_BENCH_KEY)
 
 
-def _module(log: DecisionLog, needs: tuple[str, ...]):
-    import importlib
-
+def _module(log: DecisionLog, needs: tuple):
+    """torch's pad_mm module where every patch point of `needs` holds; else None, and the log
+    says that pad_mm's decisions are off and why."""
     import torch
 
-    try:
-        module = importlib.import_module(MODULE)
-    except ImportError as error:
-        log.problems.append(f"pad_mm decisions: {MODULE} is missing on torch {torch.__version__} ({error})")
+    problems = [problem for point in needs if (problem := point.check())]
+    if problems:
+        log.problems.append(f"pad_mm decisions off on torch {torch.__version__}: {'; '.join(problems)}")
         return None
-    missing = [name for name in needs if not hasattr(module, name)]
-    if missing:
-        log.problems.append(f"pad_mm decisions off on torch {torch.__version__}: pad_mm has no {', '.join(missing)}")
-        return None
-    return module
+    return needs[0].owner_object()
 
 
 class _Keys:
@@ -76,8 +74,6 @@ def _bound_decision(key: str, bound: bool, origin: str, rule: str) -> Decision:
 @contextlib.contextmanager
 def recording(log: DecisionLog):
     """Record every pad_mm answer the GPU gives while inside."""
-    from unittest import mock
-
     module = _module(log, RECORD_NEEDS)
     if module is None:
         yield
@@ -122,12 +118,12 @@ def recording(log: DecisionLog):
                                     "Inductor's estimate from this GPU's clocks and memory bandwidth"))
         return bound
 
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.object(module, "should_pad_bench_key", keys))
-        stack.enter_context(mock.patch.object(module, "get_cached_should_pad", get_cached_should_pad))
-        stack.enter_context(mock.patch.object(module, "set_cached_should_pad", set_cached_should_pad))
-        stack.enter_context(mock.patch.object(module, "is_mm_compute_bound", is_mm_compute_bound))
-        if hasattr(module, "is_padded_faster"):
+    with patching.Patches() as patches:
+        patches.replace(points.PAD_MM_BENCH_KEY, keys)
+        patches.replace(points.PAD_MM_GET_CACHED, get_cached_should_pad)
+        patches.replace(points.PAD_MM_SET_CACHED, set_cached_should_pad)
+        patches.replace(points.PAD_MM_COMPUTE_BOUND, is_mm_compute_bound)
+        if points.PAD_MM_PADDED_FASTER.holds():
             original_faster = module.is_padded_faster
 
             def is_padded_faster(key, ori_time, pad_time, *args, **kwargs):
@@ -136,8 +132,8 @@ def recording(log: DecisionLog):
                                   "multiplier": _multiplier()}
                 return original_faster(key, ori_time, pad_time, *args, **kwargs)
 
-            stack.enter_context(mock.patch.object(module, "is_padded_faster", is_padded_faster))
-        if hasattr(module, "run_autoheuristic"):
+            patches.replace(points.PAD_MM_PADDED_FASTER, is_padded_faster)
+        if points.PAD_MM_AUTOHEURISTIC.holds():
             original_ah = module.run_autoheuristic
 
             def run_autoheuristic(*args, **kwargs):
@@ -147,7 +143,7 @@ def recording(log: DecisionLog):
                 finally:
                     by_heuristic.pop()
 
-            stack.enter_context(mock.patch.object(module, "run_autoheuristic", run_autoheuristic))
+            patches.replace(points.PAD_MM_AUTOHEURISTIC, run_autoheuristic)
         yield
 
 
@@ -169,14 +165,12 @@ def _ms(value) -> str:
 @contextlib.contextmanager
 def replaying(log: DecisionLog):
     """Answer pad_mm's GPU questions from the recording in `log`, else by Inductor's own rules."""
-    from unittest import mock
-
-    module = _module(log, ("get_cached_should_pad", "should_pad_bench_key"))
+    module = _module(log, REPLAY_NEEDS)
     if module is None:
         yield
         return
     keys = _Keys(module)
-    original_bound = getattr(module, "is_mm_compute_bound", None)
+    original_bound = module.is_mm_compute_bound if points.PAD_MM_COMPUTE_BOUND.check() is None else None
 
     def get_cached_should_pad(key):
         recorded = log.find("pad_mm", key)
@@ -201,11 +195,11 @@ def replaying(log: DecisionLog):
                                 "Inductor takes a matmul as compute bound)"))
         return bound
 
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.object(module, "should_pad_bench_key", keys))
-        stack.enter_context(mock.patch.object(module, "get_cached_should_pad", get_cached_should_pad))
+    with patching.Patches() as patches:
+        patches.replace(points.PAD_MM_BENCH_KEY, keys)
+        patches.replace(points.PAD_MM_GET_CACHED, get_cached_should_pad)
         if original_bound is not None:
-            stack.enter_context(mock.patch.object(module, "is_mm_compute_bound", is_mm_compute_bound))
+            patches.replace(points.PAD_MM_COMPUTE_BOUND, is_mm_compute_bound)
         yield
 
 

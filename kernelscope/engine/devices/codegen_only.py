@@ -1,7 +1,7 @@
 """Generate Inductor's code for a graph without loading (compiling) it.
 
 Inductor writes and logs the wrapper as usual; `PyCodeCache.load_by_key_path` is
-replaced so the module is never imported (importing would compile every Triton
+replaced (`wrappers_kept`, a patch point of virtual-cuda and of cpu-triton) so the module is never imported (importing would compile every Triton
 kernel for the target). The program goes on by running the graph eagerly.
 """
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import types
-from unittest import mock
+
+from kernelscope.engine import patching
 
 
 def is_output_code(path) -> bool:
@@ -41,6 +42,11 @@ def codegen_only_loader(original_loader):
     return load_by_key_path
 
 
+def wrappers_kept(point):
+    """While inside, `point` (PyCodeCache.load_by_key_path) never imports a graph's wrapper."""
+    return patching.wrapped(point, lambda original: staticmethod(codegen_only_loader(original)))
+
+
 def copy_graph_module(gm):
     """A deep copy of `gm`, made outside any active fake mode (its constants are real
     tensors; copying them while Inductor's fake mode is on would fake them)."""
@@ -59,15 +65,14 @@ def make_inner_compile(original_inner_compile, retarget=None, context=contextlib
 
     def inner_compile(gm, example_inputs, **kwargs):
         import torch
-        from torch._inductor.codecache import PyCodeCache
+
+        from kernelscope.engine import patch_points
 
         # Inductor's passes mutate the graph they get: codegen a copy, run the original.
         codegen_gm, codegen_inputs = (
             retarget(gm, example_inputs) if retarget else (copy_graph_module(gm), list(example_inputs))
         )
-        with context(), mock.patch.object(
-            PyCodeCache, "load_by_key_path", staticmethod(codegen_only_loader(PyCodeCache.load_by_key_path))
-        ):
+        with context(), wrappers_kept(patch_points.CPU_LOAD_BY_KEY_PATH):
             original_inner_compile(codegen_gm, codegen_inputs, **kwargs)
 
         def run_eagerly(args):

@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import types
-from unittest import mock
 
+from kernelscope.engine import patch_points as points
 from kernelscope.engine.devices import triton_driver
+from kernelscope.engine.patching import Patches
 
 INTERPRET_ENV = "TRITON_INTERPRET"
 
@@ -91,18 +92,11 @@ def _elementwise(numpy_fn):
 def cpu_triton_backend(execute: bool):
     """Inductor config + driver for Triton kernels on CPU tensors."""
     import torch._inductor.config as inductor_config
-    import torch._inductor.runtime.triton_helpers as triton_helpers
 
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(inductor_config.patch(cpu_backend="triton"))
-        previous_driver = triton_driver.install()
-        stack.callback(triton_driver.restore, previous_driver)
+    with inductor_config.patch(cpu_backend="triton"), Patches() as patches:
+        triton_driver.install(patches, points.CPU_TRITON_ACTIVE_DRIVER)
         # Generated modules would switch to Triton's real driver at import.
-        stack.enter_context(
-            mock.patch.object(triton_helpers, "set_driver_to_gpu", lambda: None)
-        )
+        patches.replace(points.CPU_SET_DRIVER_TO_GPU, lambda: None)
         if execute:
-            stack.enter_context(
-                mock.patch.object(triton_helpers, "libdevice", LibdeviceForInterpreter())
-            )
+            patches.replace(points.CPU_LIBDEVICE, LibdeviceForInterpreter())
         yield

@@ -50,7 +50,9 @@ from __future__ import annotations
 
 import contextlib
 
+from kernelscope.engine import patch_points as points
 from kernelscope.engine.devices import device_audit, lifted_constants
+from kernelscope.engine.patching import Patches, checked
 
 
 def _is_cuda_fake(tensor) -> bool:
@@ -65,10 +67,12 @@ def cuda_fake_tensors():
     from torch._subclasses.fake_tensor import FakeTensor
 
     device_op = torch.ops.prim.device.default
-    original_make_subclass = torch.Tensor.__dict__.get("_make_subclass")
+    # Every point is checked before anything is read (patch_points, "virtual-cuda").
+    checked(points.DEVICE_META_HANDLER, points.FAKE_TORCH_DISPATCH, points.FAKE_DEVICE)
+    patches = Patches()
     original_handler = fake_tensor_module._DISPATCH_META_HANDLERS[device_op]
-    original_dispatch = FakeTensor.__dict__["__torch_dispatch__"]
-    original_device = FakeTensor.__dict__["device"]
+    original_dispatch = points.FAKE_TORCH_DISPATCH.own_value()
+    original_device = points.FAKE_DEVICE.own_value()
     base_make_subclass = torch.Tensor._make_subclass
 
     def make_subclass(cls, elem, *args, device_for_backend_keys=None, **kwargs):
@@ -158,56 +162,35 @@ def cuda_fake_tensors():
         return inner.device if isinstance(inner, FakeTensor) else functional_cpp_device.__get__(self)
 
     functional_cpp_device = torch._C.TensorBase.device
-    FunctionalTensor.device = property(functional_device)
-    FunctionalTensor.is_cuda = property(lambda self: functional_device(self).type == "cuda")
-    FunctionalTensor.get_device = lambda self: (-1 if functional_device(self).type == "cpu"
-                                                else functional_device(self).index or 0)
-    # There is no GPU: FakeTensorMode's own answer for an unavailable device (build
-    # `torch.tensor(..., device="cuda")` on the CPU and move it as a fake op; no real
-    # compute for cuda constants). `torch.cuda.is_available()` is faked, so say it here.
-    original_avoid = fake_tensor_module.FakeTensorMode.__dict__["avoid_device_init"]
-    fake_tensor_module.FakeTensorMode.avoid_device_init = property(lambda self: True)
-    # A fake cuda tensor first initializes the GPU's context (a real `torch.empty` on
-    # cuda) where torch thinks there is one (torch 2.11 asks `torch.cuda.is_available()`,
-    # faked here): there is none to initialize, and the fakes are CPU-backed.
-    original_init_gpu_context = getattr(fake_tensor_module, "init_gpu_context", None)
-    if original_init_gpu_context is not None:
-        fake_tensor_module.init_gpu_context = lambda device: None
-    _install_python_to()
-    new_tensor = lifted_constants.new_tensor_on_the_python_device()
-    new_tensor.__enter__()
-    kept_ops = _keep_ops_a_gpu_keeps()
-    composites = _mark_composites_on_cuda()
-    proxy_tensor.proxy_call = proxy_call
-    fake_tensor_module.FakeTensorMode.dispatch = fake_dispatch
-    torch.Tensor._make_subclass = staticmethod(make_subclass)
-    fake_tensor_module._DISPATCH_META_HANDLERS[device_op] = device_handler
-    FakeTensor.__torch_dispatch__ = classmethod(dispatch)
-    FakeTensor.device = property(device, original_device.fset)
-    FakeTensor.is_cuda = property(is_cuda)
-    FakeTensor.get_device = get_device
-    try:
+    with patches:
+        patches.replace(points.FUNCTIONAL_DEVICE, property(functional_device))
+        patches.replace(points.FUNCTIONAL_IS_CUDA, property(lambda self: functional_device(self).type == "cuda"))
+        patches.replace(points.FUNCTIONAL_GET_DEVICE, lambda self: (-1 if functional_device(self).type == "cpu"
+                                                                    else functional_device(self).index or 0))
+        # There is no GPU: FakeTensorMode's own answer for an unavailable device (build
+        # `torch.tensor(..., device="cuda")` on the CPU and move it as a fake op; no real
+        # compute for cuda constants). `torch.cuda.is_available()` is faked, so say it here.
+        patches.replace(points.AVOID_DEVICE_INIT, property(lambda self: True))
+        # A fake cuda tensor first initializes the GPU's context (a real `torch.empty` on
+        # cuda) where torch thinks there is one (torch 2.11 asks `torch.cuda.is_available()`,
+        # faked here): there is none to initialize, and the fakes are CPU-backed.
+        if points.INIT_GPU_CONTEXT.holds():
+            patches.replace(points.INIT_GPU_CONTEXT, lambda device: None)
+        _install_python_to(patches)
+        patches.replace(points.NEW_TENSOR, lifted_constants.new_tensor_on_the_python_device(torch.Tensor.new_tensor))
+        kept_ops = _keep_ops_a_gpu_keeps()
+        patches.callback(kept_ops._destroy)
+        _mark_composites_on_cuda(patches)
+        patches.replace(points.PROXY_CALL, proxy_call)
+        patches.replace(points.FAKE_MODE_DISPATCH, fake_dispatch)
+        patches.replace(points.MAKE_SUBCLASS, staticmethod(make_subclass))
+        patches.set_item(points.DEVICE_META_HANDLER, fake_tensor_module._DISPATCH_META_HANDLERS, device_op,
+                         device_handler)
+        patches.replace(points.FAKE_TORCH_DISPATCH, classmethod(dispatch))
+        patches.replace(points.FAKE_DEVICE, property(device, original_device.fset))
+        patches.replace(points.FAKE_IS_CUDA, property(is_cuda))
+        patches.replace(points.FAKE_GET_DEVICE, get_device)
         yield
-    finally:
-        fake_tensor_module.FakeTensorMode.avoid_device_init = original_avoid
-        if original_init_gpu_context is not None:
-            fake_tensor_module.init_gpu_context = original_init_gpu_context
-        del FunctionalTensor.device, FunctionalTensor.is_cuda, FunctionalTensor.get_device
-        _remove_python_to()
-        new_tensor.__exit__(None, None, None)
-        kept_ops._destroy()
-        _unmark_composites(composites)
-        proxy_tensor.proxy_call = original_proxy_call
-        fake_tensor_module.FakeTensorMode.dispatch = original_fake_dispatch
-        if original_make_subclass is None:
-            del torch.Tensor._make_subclass
-        else:
-            torch.Tensor._make_subclass = original_make_subclass
-        fake_tensor_module._DISPATCH_META_HANDLERS[device_op] = original_handler
-        FakeTensor.__torch_dispatch__ = original_dispatch
-        FakeTensor.device = original_device
-        del FakeTensor.is_cuda
-        del FakeTensor.get_device
 
 
 # -- Tensor.to, decided on the Python device -------------------------------------------
@@ -279,27 +262,14 @@ def _to_python(self, *args, **kwargs):
         non_blocking=non_blocking, memory_format=memory_format)
 
 
-def _install_python_to() -> None:
+def _install_python_to(patches: Patches) -> None:
     import torch
     from torch._C import DispatchKey
 
     for name in _TO_OVERLOADS:
         overload = getattr(torch.ops.aten.to, name)
-        kernel = _to_python_kernel(overload)
-        kernel.kernelscope_python_to = True
-        overload.py_kernels[DispatchKey.CompositeImplicitAutograd] = kernel
-        overload._dispatch_cache.clear()
-
-
-def _remove_python_to() -> None:
-    import torch
-    from torch._C import DispatchKey
-
-    for name in _TO_OVERLOADS:
-        overload = getattr(torch.ops.aten.to, name)
-        if getattr(overload.py_kernels.get(DispatchKey.CompositeImplicitAutograd), "kernelscope_python_to", False):
-            del overload.py_kernels[DispatchKey.CompositeImplicitAutograd]
-        overload._dispatch_cache.clear()
+        patches.set_item(points.OP_PYTHON_KERNELS, overload.py_kernels, DispatchKey.CompositeImplicitAutograd,
+                         _to_python_kernel(overload), after=overload._dispatch_cache.clear)
 
 
 # -- ops a GPU keeps where a CPU decomposes them ---------------------------------------
@@ -392,17 +362,15 @@ def _composite_kernel(overload, ported=None):
         finally:
             _composites_on_cuda.pop()
 
-    kernel.kernelscope_composite = True
     return kernel
 
 
-def _mark_composites_on_cuda() -> list:
+def _mark_composites_on_cuda(patches: Patches) -> None:
     """Give every aten CompositeImplicitAutograd op without a Python kernel of its own the
-    noting kernel (see above); returns the ops changed, for `_unmark_composites`."""
+    noting kernel (see above), until `patches` is restored."""
     import torch
     from torch._C import DispatchKey
 
-    changed = []
     ported_composites = _ported_composites()
     for name in torch._C._dispatch_get_all_op_names():
         if not name.startswith("aten::") or not torch._C._dispatch_has_kernel_for_dispatch_key(
@@ -413,10 +381,8 @@ def _mark_composites_on_cuda() -> list:
         if overload is None or DispatchKey.CompositeImplicitAutograd in overload.py_kernels:
             continue
         ported = ported_composites.get(f"{op_name}.{overload_name or 'default'}")
-        overload.py_kernels[DispatchKey.CompositeImplicitAutograd] = _composite_kernel(overload, ported)
-        overload._dispatch_cache.clear()
-        changed.append(overload)
-    return changed
+        patches.set_item(points.OP_PYTHON_KERNELS, overload.py_kernels, DispatchKey.CompositeImplicitAutograd,
+                         _composite_kernel(overload, ported), after=overload._dispatch_cache.clear)
 
 
 def _ported_composites() -> dict:
@@ -425,16 +391,6 @@ def _ported_composites() -> dict:
     from kernelscope.engine.devices import cuda_batch_norm
 
     return {"_batch_norm_impl_index.default": cuda_batch_norm.batch_norm_impl_index}
-
-
-def _unmark_composites(changed) -> None:
-    from torch._C import DispatchKey
-
-    for overload in changed:
-        kernel = overload.py_kernels.get(DispatchKey.CompositeImplicitAutograd)
-        if getattr(kernel, "kernelscope_composite", False):
-            del overload.py_kernels[DispatchKey.CompositeImplicitAutograd]
-        overload._dispatch_cache.clear()
 
 
 def _on_cuda_kwargs(args, kwargs):

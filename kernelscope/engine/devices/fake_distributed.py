@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 
+from kernelscope.engine import patch_points as points
 from kernelscope.engine.devices import fake_cuda
+from kernelscope.engine.patching import Patches, replaced
 
 
 def fake_cuda_like(tensor, fake_mode, fresh_symbols: bool = False):
@@ -52,7 +54,7 @@ def collectives_as_on_a_gpu_build():
     if not dist.is_available():
         yield
         return
-    with _replaced(dist, "is_nccl_available", lambda: True):
+    with replaced(points.NCCL_AVAILABLE, lambda: True):
         yield
 
 
@@ -86,24 +88,15 @@ def fake_process_group(world_size: int, rank: int = 0):
         stack.enter_context(_torchrun_environment(world_size, rank))
         if not dist.is_initialized():
             init_process_group()
-        for module in (dist, dist.distributed_c10d):
-            stack.enter_context(_replaced(module, "init_process_group", init_process_group))
-        stack.enter_context(_ddp_without_reduction())
+        patches = stack.enter_context(Patches())
+        patches.replace(points.INIT_PROCESS_GROUP, init_process_group)
+        patches.replace(points.C10D_INIT_PROCESS_GROUP, init_process_group)
+        _ddp_without_reduction(patches)
         try:
             yield
         finally:
             if created and dist.is_initialized():
                 dist.destroy_process_group()
-
-
-@contextlib.contextmanager
-def _replaced(owner, name: str, value):
-    original = getattr(owner, name)
-    setattr(owner, name, value)
-    try:
-        yield original
-    finally:
-        setattr(owner, name, original)
 
 
 @contextlib.contextmanager
@@ -124,8 +117,8 @@ def _torchrun_environment(world_size: int, rank: int):
                 os.environ[name] = value
 
 
-@contextlib.contextmanager
-def _ddp_without_reduction():
+def _ddp_without_reduction(patches: Patches) -> None:
+    """Until `patches` is restored, every DDP module built gets torch's no-op comm hook."""
     from torch.distributed.algorithms.ddp_comm_hooks.debugging_hooks import noop_hook
     from torch.nn.parallel import DistributedDataParallel
 
@@ -139,6 +132,5 @@ def _ddp_without_reduction():
     def register_comm_hook(self, state, hook):
         return None  # the no-op hook is in place (a reducer takes one hook)
 
-    with _replaced(DistributedDataParallel, "__init__", __init__), \
-            _replaced(DistributedDataParallel, "register_comm_hook", register_comm_hook):
-        yield
+    patches.replace(points.DDP_INIT, __init__)
+    patches.replace(points.DDP_REGISTER_COMM_HOOK, register_comm_hook)

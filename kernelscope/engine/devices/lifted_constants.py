@@ -26,7 +26,6 @@ CPU (real_compute), and the generated code is never run.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 
 _lifting: list[bool] = []  # inside a creator call asked for cuda
@@ -124,14 +123,11 @@ def creators_on_cuda(gm):
     return gm
 
 
-@contextlib.contextmanager
-def new_tensor_on_the_python_device():
-    """While inside, `t.new_tensor(data)` makes its tensor on `t`'s Python device (a fake cuda
-    tensor's C++ side says cpu), lifted as a cuda constant when that is cuda."""
+def new_tensor_on_the_python_device(original):
+    """`Tensor.new_tensor` (`original`) making its tensor on `t`'s Python device (a fake cuda
+    tensor's C++ side says cpu), lifted as a cuda constant when that is cuda; fake_cuda
+    installs it (patch_points.NEW_TENSOR) while virtual-cuda compiles."""
     import torch
-
-    original = torch.Tensor.new_tensor
-    had_own = "new_tensor" in torch.Tensor.__dict__
 
     def new_tensor(self, data, *args, **kwargs):
         if kwargs.get("device") is None:
@@ -144,14 +140,7 @@ def new_tensor_on_the_python_device():
         finally:
             _lifting.pop()
 
-    torch.Tensor.new_tensor = new_tensor
-    try:
-        yield
-    finally:
-        if had_own:
-            torch.Tensor.new_tensor = original
-        else:
-            del torch.Tensor.new_tensor
+    return new_tensor
 
 
 # -- the lift ------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import functools
 
+from kernelscope.engine import patch_points, patching
+
 _capturing: list[bool] = []  # True while Dynamo captures (meta fakes say cpu), False while compiling
 
 
@@ -52,24 +54,22 @@ def captured_as_cpu():
     """While inside (and not paused by `compiling`), Dynamo's fake tensors made from meta
     tensors say cpu: FakeTensorConverter builds each fake through MetaConverter, whose
     callback is told the real tensor's device."""
-    from torch._subclasses.meta_utils import MetaConverter
+    def make_call(original):
+        def call(self, t, *args, callback=None, **kwargs):
+            if callback is not None and _capturing and _capturing[-1] and getattr(t, "is_meta", False):
+                callback = _device_read_as_cpu(callback)
+            if callback is None:
+                return original(self, t, *args, **kwargs)
+            return original(self, t, *args, callback=callback, **kwargs)
 
-    original = MetaConverter.__call__
+        return call
 
-    def call(self, t, *args, callback=None, **kwargs):
-        if callback is not None and _capturing and _capturing[-1] and getattr(t, "is_meta", False):
-            callback = _device_read_as_cpu(callback)
-        if callback is None:
-            return original(self, t, *args, **kwargs)
-        return original(self, t, *args, callback=callback, **kwargs)
-
-    MetaConverter.__call__ = call
-    _capturing.append(True)
-    try:
-        yield
-    finally:
-        _capturing.pop()
-        MetaConverter.__call__ = original
+    with patching.wrapped(patch_points.META_CONVERTER_CALL, make_call):
+        _capturing.append(True)
+        try:
+            yield
+        finally:
+            _capturing.pop()
 
 
 def _device_read_as_cpu(callback):

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import contextlib
 
+from kernelscope.engine import patch_points as points
 from kernelscope.engine.devices import fake_cuda
+from kernelscope.engine.patching import wrapped
 
 
 class CudaRuntimeReached(RuntimeError):
@@ -68,6 +70,17 @@ def _cpu_mode():
     return RealComputeOnCpu()
 
 
+def mode_slot_problem() -> str | None:
+    """Why the fake mode's dispatch slot cannot be taken on this torch (None: it can)."""
+    import torch
+
+    key = getattr(getattr(torch._C, "_TorchDispatchModeKey", None), "FAKE", None)
+    if key is None:
+        return "torch._C._TorchDispatchModeKey.FAKE is missing"
+    missing = [name for name in ("_set_dispatch_mode", "_unset_dispatch_mode") if not hasattr(torch._C, name)]
+    return f"torch._C.{', '.join(missing)} missing" if missing else None
+
+
 @contextlib.contextmanager
 def computing_on_cpu():
     """While inside, torch's real computation asked for cuda runs on the CPU, and no
@@ -94,16 +107,6 @@ def _on_cpu_while(function):
     return on_cpu
 
 
-@contextlib.contextmanager
-def _patched(owner, name, replacement):
-    original = owner.__dict__[name]
-    setattr(owner, name, replacement(original))
-    try:
-        yield
-    finally:
-        setattr(owner, name, original)
-
-
 # -- where torch computes for real while compiling ----------------------------------------
 
 
@@ -111,8 +114,6 @@ def _patched(owner, name, replacement):
 def _proxy_constants_on_cpu():
     """make_fx (proxy_tensor) computes constants for real only inside its
     `unset_fake_temporarily()` blocks: there, on the CPU."""
-    import torch.fx.experimental.proxy_tensor as proxy_tensor
-
     def replacement(unset_fake_temporarily):
         @contextlib.contextmanager
         def unset_fake_computing_on_cpu():
@@ -121,7 +122,7 @@ def _proxy_constants_on_cpu():
 
         return unset_fake_computing_on_cpu
 
-    with _patched(proxy_tensor, "unset_fake_temporarily", replacement):
+    with wrapped(points.UNSET_FAKE_TEMPORARILY, replacement):
         yield
 
 
@@ -129,14 +130,10 @@ def _proxy_constants_on_cpu():
 def _constant_folding_on_cpu():
     """Inductor's constant folders evaluate on real tensors: on the CPU. The uniform-value
     folder of the joint-graph passes also makes tensors while it is set up."""
-    import torch._inductor.constant_folding as constant_folding
-    import torch._inductor.fx_passes.joint_graph as joint_graph
-
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_patched(constant_folding.ConstantFolder, "run", _on_cpu_while))
-        uniform = getattr(joint_graph, "UniformValueConstantFolder", None)
-        if uniform is not None and "__init__" in uniform.__dict__:
-            stack.enter_context(_patched(uniform, "__init__", _on_cpu_while))
+        stack.enter_context(wrapped(points.CONSTANT_FOLDER_RUN, _on_cpu_while))
+        if points.UNIFORM_VALUE_FOLDER_INIT.holds():
+            stack.enter_context(wrapped(points.UNIFORM_VALUE_FOLDER_INIT, _on_cpu_while))
         yield
 
 
@@ -149,7 +146,7 @@ def _constants_moved_as_fakes(fake_mode):
     never shares storage with another constant, so torch never de-duplicates it)."""
     import torch
     from torch._inductor import config as inductor_config
-    from torch._inductor.graph import GraphLowering, normalize_name
+    from torch._inductor.graph import normalize_name
 
     def replacement(constant_name):
         def name_of_cuda_copy(self, name, device_override):
@@ -169,7 +166,7 @@ def _constants_moved_as_fakes(fake_mode):
 
         return name_of_cuda_copy
 
-    with _patched(GraphLowering, "constant_name", replacement):
+    with wrapped(points.CONSTANT_NAME, replacement):
         yield
 
 
@@ -187,8 +184,6 @@ def _gpu_present() -> bool:
 def cuda_runtime_forbidden():
     """While inside, initializing the CUDA runtime raises CudaRuntimeReached — where there is no
     GPU to initialize (virtual-cuda on a GPU machine may touch the real runtime, as it always could)."""
-    import torch
-
     if _gpu_present():
         yield
         return
@@ -198,7 +193,7 @@ def cuda_runtime_forbidden():
             "virtual-cuda reached the CUDA runtime while compiling: a kernelscope bug (please "
             "report it with the output of --traceback)")
 
-    with _patched(torch.cuda, "_lazy_init", lambda original: refuse):
+    with wrapped(points.CUDA_LAZY_INIT, lambda original: refuse):
         yield
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernelscope.engine import torch_compat
+
 CUDNN = "cudnn"
 FLASH = "flash"
 EFFICIENT = "efficient"
@@ -126,7 +128,7 @@ def choose(call: SdpaCall, gpu: Gpu = H100, settings: Settings | None = None,
            torch_version: tuple[int, int] | None = None) -> str:
     """The backend `select_sdp_backend` picks for `call` on `gpu`: cudnn, flash, efficient or math."""
     settings = settings or Settings.current(gpu)
-    version = torch_version or _torch_version()
+    version = torch_version or torch_compat.torch_version()
     for backend in settings.order:
         if backend not in settings.enabled:
             continue
@@ -134,13 +136,6 @@ def choose(call: SdpaCall, gpu: Gpu = H100, settings: Settings | None = None,
             return backend
     raise RuntimeError("scaled_dot_product_attention: no available kernel (every backend is disabled "
                        "or refuses these inputs), as a GPU would say")
-
-
-def _torch_version() -> tuple[int, int]:
-    import torch
-
-    major, minor = torch.__version__.split(".")[:2]
-    return int(major), int(minor)
 
 
 # -- the checks (names as in sdp_utils.cpp / sdp_utils_cpp.h) -------------------------
@@ -279,7 +274,8 @@ def _check_requires_grad_and_head_dim_gt192(call: SdpaCall, gpu: Gpu) -> bool:
 
 
 def _check_cudnn_tensor_shapes(call: SdpaCall, gpu: Gpu, version: tuple[int, int]) -> bool:
-    if version >= (2, 13) and not (_guard_or_false(call.query.shape[0] <= 65535)
+    if torch_compat.holds("sdpa: cuDNN batch and head limit", version) \
+            and not (_guard_or_false(call.query.shape[0] <= 65535)
                                    and _guard_or_false(call.query.shape[1] <= 65535)):
         return False
     s_q, s_k = call.query.shape[2], call.key.shape[2]
@@ -317,7 +313,8 @@ def _can_use_cudnn(call: SdpaCall, gpu: Gpu, settings: Settings, version) -> boo
             and _check_attn_mask_shape(call)
             and _sm_between(gpu, (8, 0), (12, 1))  # check_cudnn_hardware_support
             # check_cudnn_dropout (torch >= 2.13): a multiple of 1/16
-            and (version < (2, 13) or call.dropout * 16.0 == int(call.dropout * 16.0))
+            and (not torch_compat.holds("sdpa: cuDNN dropout resolution", version)
+                 or call.dropout * 16.0 == int(call.dropout * 16.0))
             and _check_nonzero_sequence_lengths_dense(call)
             and _check_last_dim_stride_equals_1_dense(call, ignore_singleton_dim=True)
             and _check_batch_size_and_num_heads_dense(call, supports_gqa=True, requires_same_num_heads=False)
@@ -341,7 +338,8 @@ def _can_use_mem_efficient(call: SdpaCall, gpu: Gpu, settings: Settings, version
     return (_sm_between(gpu, (5, 0), (12, 1))  # check_mem_efficient_hardware_support
             and _check_tensor_shapes(call)
             and _check_head_dim_size_mem_efficient(call, gpu)
-            and (version < (2, 13) or _check_data_ptr_alignment_mem_efficient(call, gpu))
+            and (not torch_compat.holds("sdpa: memory-efficient storage-offset alignment", version)
+                 or _check_data_ptr_alignment_mem_efficient(call, gpu))
             and _check_nonzero_sequence_lengths_dense(call)
             and _check_last_dim_stride_equals_1_dense(call, ignore_singleton_dim=False)
             # no grouped-query attention in this kernel (torch 2.11, 2.13): differing heads fail

@@ -74,17 +74,9 @@ def make_driver(arch: int = H100_ARCH):
     return VirtualCudaDriver()
 
 
-def install(arch: int = H100_ARCH):
-    """Make the virtual driver Triton's active driver; returns the previous one."""
-    import triton
-
-    previous = getattr(triton.runtime.driver, "_active", None)
-    triton.runtime.driver.set_active(make_driver(arch))
-    return previous
-
-
-def restore(previous) -> None:
-    import triton
-
-    # Not reset_active(): that would create the default driver, which fails without a GPU.
-    triton.runtime.driver._active = previous
+def install(patches, point, arch: int = H100_ARCH) -> None:
+    """Make the virtual driver Triton's active driver (`point`: patch_points'
+    TRITON_ACTIVE_DRIVER or CPU_TRITON_ACTIVE_DRIVER) until `patches` (patching.Patches)
+    is restored. Not reset_active() on the way out: that would create the default driver,
+    which fails without a GPU; the previous one is put back as it was."""
+    patches.replace(point, make_driver(arch))

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import types
-from unittest import mock
 
+from kernelscope.engine import patch_points as points
+from kernelscope.engine.patching import Patches
 from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, lifted_constants, meta_models, real_compute
 from kernelscope.engine.devices import triton_driver
 from kernelscope.engine.devices import fake_distributed
@@ -53,8 +54,6 @@ def _device_properties():
 def pretend_cuda_present():
     """Patch the torch.cuda queries Inductor's codegen makes; restore everything after."""
     import torch
-    from torch._dynamo import device_interface
-    import torch._inductor.runtime.triton_helpers as triton_helpers
     import torch.utils._triton as torch_triton
 
     props = _device_properties()
@@ -87,30 +86,22 @@ def pretend_cuda_present():
         "get_raw_stream": lambda device: 0,
     }
 
-    with contextlib.ExitStack() as stack:
+    with Patches() as patches:
         for name, fake in cuda_fakes.items():
-            stack.enter_context(mock.patch.object(torch.cuda, name, fake))
+            patches.replace(points.CUDA_QUERIES[name], fake)
         for name, fake in interface_fakes.items():
-            if hasattr(device_interface.CudaInterface, name):
-                stack.enter_context(
-                    mock.patch.object(device_interface.CudaInterface, name, staticmethod(fake))
-                )
-        worker = device_interface.CudaInterface.Worker
-        stack.enter_context(mock.patch.object(worker, "current_device", staticmethod(lambda: 0)))
-        stack.enter_context(
-            mock.patch.object(worker, "get_device_properties", staticmethod(lambda d=None: props))
-        )
+            if points.CUDA_INTERFACE[name].holds():
+                patches.replace(points.CUDA_INTERFACE[name], staticmethod(fake))
+        patches.replace(points.CUDA_WORKER["current_device"], staticmethod(lambda: 0))
+        patches.replace(points.CUDA_WORKER["get_device_properties"], staticmethod(lambda d=None: props))
         # What a GPU decides by timing (pad_mm, max-autotune, fusion benchmarks) is replayed
         # from a recording or guessed by Inductor's own rules: engine/decisions/, entered by
         # the recording (recorder.device_target) around the whole compile.
         # Generated modules would switch Triton to its real CUDA driver (needs libcuda).
-        stack.enter_context(
-            mock.patch.object(triton_helpers, "set_driver_to_gpu", lambda: None)
-        )
-        previous_driver = triton_driver.install(ARCH)
-        stack.callback(triton_driver.restore, previous_driver)
+        patches.replace(points.SET_DRIVER_TO_GPU, lambda: None)
+        triton_driver.install(patches, points.TRITON_ACTIVE_DRIVER, ARCH)
         torch_triton.has_triton.cache_clear()
-        stack.callback(torch_triton.has_triton.cache_clear)
+        patches.callback(torch_triton.has_triton.cache_clear)
         yield
 
 
@@ -248,15 +239,9 @@ def make_compile_fx(original_compile_fx):
     runs eagerly on the CPU (autograd included) and goes on — on meta tensors for a
     model built on the meta device (meta_models).
     """
-    import torch
     from torch._functorch import config as functorch_config
     from torch._guards import detect_fake_mode
-    from torch._inductor.codecache import PyCodeCache
 
-    if not hasattr(functorch_config, "force_non_lazy_backward_lowering"):
-        raise RuntimeError(
-            f"virtual-cuda needs torch._functorch.config.force_non_lazy_backward_lowering, "
-            f"missing on torch {torch.__version__}")
     compiling = []
 
     def compile_fx(model_, example_inputs_, inner_compile=None, **kwargs):
@@ -274,8 +259,7 @@ def make_compile_fx(original_compile_fx):
                     device_audit.compiling_with(fake_mode), \
                     real_compute.real_compute_on_cpu(fake_mode), \
                     functorch_config.patch(force_non_lazy_backward_lowering=True), \
-                    mock.patch.object(PyCodeCache, "load_by_key_path",
-                                      staticmethod(codegen_only.codegen_only_loader(PyCodeCache.load_by_key_path))):
+                    codegen_only.wrappers_kept(points.LOAD_BY_KEY_PATH):
                 cuda_gm = lifted_constants.creators_on_cuda(_graph_on_cuda(model_))
                 fake_inputs = _fake_cuda_inputs(cuda_gm, example_inputs_, fake_mode)
                 _rederive_example_values(cuda_gm, fake_inputs, fake_mode)
