@@ -1,4 +1,5 @@
-"""`kernelscope doctor [--repair]` — check a store, and repair what can be repaired safely."""
+"""`kernelscope doctor [--repair]` — check a store, and repair what can be repaired safely.
+`kernelscope doctor --torch` — check the installed torch: every patch point, port and version gate."""
 from __future__ import annotations
 
 import argparse
@@ -19,26 +20,62 @@ def add_parser(subparsers) -> None:
         "generated file is there with the content it was written with (sha256), and what interrupted "
         "writes left behind. --repair rebuilds damaged indexes, drops runs that are not whole, removes "
         "leftovers, and sets an unreadable database aside (nothing is deleted from it); good runs are "
-        "never touched. Exit codes: 0 healthy (after --repair: nothing left), 5 problems remain.",
+        "never touched. Exit codes: 0 healthy (after --repair: nothing left), 5 problems remain. "
+        "--torch checks the installed torch instead: every place kernelscope patches inside torch and Triton, "
+        "every ATen port and version gate, with its status (ok, unverified, broken) and why; exit 1 when one "
+        "is broken.",
         examples=[
             "kernelscope doctor",
             "kernelscope doctor --repair",
             "kernelscope doctor --store ci-artifact/.kernelscope --json",
+            "kernelscope doctor --torch",
+            "kernelscope doctor --torch --json",
         ],
         map_path=False,
     )
     parser.add_argument("--repair", action="store_true", help="repair what can be repaired safely, then check again")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--torch", action="store_true",
+                        help="check the installed torch (patch points, ports, version gates), not the store")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.torch:
+        return run_torch(args)
     report = integrity.repair(args.store) if args.repair else integrity.check(args.store)
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n")
     else:
         print(render(report, repairing=args.repair))
     return 0 if report.healthy else 5
+
+
+def run_torch(args: argparse.Namespace) -> int:
+    """`doctor --torch`: imports torch (engine/torch_doctor.py)."""
+    if args.repair:
+        sys.stderr.write("kernelscope: error: --repair checks the store; it does not go with --torch\n")
+        return 2
+    from kernelscope.engine import torch_doctor
+
+    report = torch_doctor.report()
+    if args.json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        print(render_torch(report))
+    return 1 if torch_doctor.broken(report["patch_points"]) else 0
+
+
+def render_torch(report: dict) -> str:
+    rows = report["patch_points"]
+    counts = {status: sum(row["status"] == status for row in rows) for status in ("ok", "unverified", "broken")}
+    lines = [f"torch {report['torch']}, triton {report['triton'] or 'not installed'}: {len(rows)} patch points, "
+             f"ports and gates: " + ", ".join(f"{count} {status}" for status, count in counts.items())]
+    for row in rows:
+        lines.append(f"  {row['status']:<10} {row['kind']:<5} {row['feature']:<18} {row['name']}")
+        if row["status"] != "ok":
+            lines.append(f"             {row['why']}")
+    return "\n".join(lines)
 
 
 def render(report: integrity.Report, repairing: bool) -> str:
