@@ -17,7 +17,8 @@ Parts (each real, nothing mocked; see docs/reliability.md):
 - concurrency: N writer processes (and, in the full run, the language server, `watch` and
   CLI compiles) writing one store while M readers query it;
 - fuzzing (hypothesis): malformed LSP messages and positions, damaged TORCH_TRACE logs and
-  profiler traces, odd FILE:LINE strings, random bytes as a store.
+  profiler traces, odd FILE:LINE strings, random bytes as a store, crafted stores (rows
+  whose generated-file paths lead out of the store, odd names and values, huge line numbers).
 """
 from __future__ import annotations
 
@@ -88,6 +89,7 @@ def totals(result: dict) -> dict:
         "crashes": fuzz.get("crashes", 0),
         "hangs": fuzz.get("hangs", 0),
         "tracebacks_shown": fuzz.get("tracebacks", 0),
+        "reads_outside_store": fuzz.get("reads_outside", 0),
         "lock_errors": concurrency.get("lock_errors", 0),
         "half_runs_seen": concurrency.get("half_runs_seen", 0),
     }
@@ -117,7 +119,7 @@ def render(result: dict) -> str:
     fuzz = result.get("fuzz")
     if fuzz:
         lines.append(f"  fuzzing: {fuzz['inputs']} malformed inputs: {fuzz['crashes']} crashes, {fuzz['hangs']} hangs, "
-                     f"{fuzz['tracebacks']} tracebacks shown")
+                     f"{fuzz['tracebacks']} tracebacks shown, {fuzz['reads_outside']} reads outside the store")
         for target, count in sorted(fuzz["by_target"].items()):
             lines.append(f"      {target}: {count}")
         for problem in fuzz["problems"][:5]:
@@ -125,7 +127,7 @@ def render(result: dict) -> str:
     t = result["totals"]
     lines += ["", f"faults injected: {t['faults_injected']}, survived: {t['survived']}, runs lost: {t['runs_lost']}",
               f"malformed inputs tried: {t['malformed_inputs']}, crashes: {t['crashes']}, hangs: {t['hangs']}, "
-              f"tracebacks shown: {t['tracebacks_shown']}",
+              f"tracebacks shown: {t['tracebacks_shown']}, reads outside the store: {t['reads_outside_store']}",
               f"({result['seconds']:.0f}s)"]
     return "\n".join(lines)
 

@@ -17,8 +17,11 @@ from faults import concurrency, fuzz, injection, store_faults  # noqa: E402
 def test_fuzzing_finds_no_crash_hang_or_traceback():
     result = fuzz.run(examples=25)
     assert result["inputs"] >= 250
-    assert set(result["by_target"]) == {"lsp", "trace_log", "profile_trace", "file_line", "store_bytes"}
-    assert (result["crashes"], result["hangs"], result["tracebacks"]) == (0, 0, 0), result["problems"]
+    assert set(result["by_target"]) == {"lsp", "trace_log", "profile_trace", "file_line", "store_bytes",
+                                        "crafted_store"}
+    assert result["by_target"]["crafted_store"] >= 250
+    assert (result["crashes"], result["hangs"], result["tracebacks"], result["reads_outside"]) == (0, 0, 0, 0), \
+        result["problems"]
 
 
 def test_writers_and_readers_on_one_store_lose_nothing():

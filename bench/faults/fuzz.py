@@ -9,7 +9,14 @@
 - `profile_trace`: random JSON, bytes and mangled chrome-trace events to `kernelscope profile`;
 - `file_line`: odd `FILE:LINE` strings to `kernelscope query`;
 - `store_bytes`: random bytes, and a real store's database with bytes flipped or cut, as a
-  store, through `runs`, `show`, `query`, `dump` and `doctor`.
+  store, through `runs`, `show`, `query`, `dump` and `doctor`;
+- `crafted_store`: a valid store whose rows were crafted (generated-file paths that climb
+  out with `..`, absolute ones, a symlink out of the store, odd names, SQL values of the
+  wrong type, huge and negative line numbers, invalid JSON) through `runs`, `show`,
+  `query` (model, kernel and wrapper lines), `dump`, `diff`, `doctor`, `merge` and the
+  language server's document and hover reads. Besides crashes it counts reads outside:
+  a file opened under the directory beside the store that the crafted paths point into
+  (seen by an audit hook on `open`).
 A crash: an exception other than kernelscope's own errors, an "internal error" (exit 70),
 or a dead server. A traceback shown: one in anything the user reads (the CLI's output,
 an LSP response or message, the server's log).
@@ -44,6 +51,7 @@ class FuzzTally:
     crashes: int = 0
     hangs: int = 0
     tracebacks: int = 0
+    reads_outside: int = 0
     by_target: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
@@ -59,14 +67,15 @@ def run(examples: int = 100, seed_value: int = 20) -> dict:
     try:
         store = _synthetic_store(work / "ws")
         for name, target in (("file_line", _file_line), ("store_bytes", _store_bytes),
-                             ("trace_log", _trace_log), ("profile_trace", _profile_trace), ("lsp", _lsp)):
+                             ("crafted_store", _crafted_store), ("trace_log", _trace_log),
+                             ("profile_trace", _profile_trace), ("lsp", _lsp)):
             before = tally.inputs
             target(tally, work, store, examples, seed_value)
             tally.by_target[name] = tally.inputs - before
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {"inputs": tally.inputs, "crashes": tally.crashes, "hangs": tally.hangs, "tracebacks": tally.tracebacks,
-            "by_target": tally.by_target, "problems": tally.problems}
+            "reads_outside": tally.reads_outside, "by_target": tally.by_target, "problems": tally.problems}
 
 
 def _given(strategy, examples: int, seed_value: int):
@@ -189,6 +198,166 @@ def _store_bytes(tally, work, store, examples, seed_value) -> None:
         for args in (["runs"], ["show"], ["query", "examples/mlp.py:13"], ["dump"], ["doctor"]):
             _cli(tally, "store_bytes", [*args, "--store", str(root)], {0, 5})
         shutil.rmtree(root.parent, ignore_errors=True)
+
+
+# -- crafted stores ---------------------------------------------------------------------------
+
+class _OpenedPaths:
+    """Paths this process opens while `watching` (a `sys.addaudithook` hook: it cannot be
+    removed, so it is installed once and records only while switched on)."""
+
+    installed = False
+    watching = False
+    seen: list[str] = []
+
+    @classmethod
+    def start(cls) -> None:
+        if not cls.installed:
+            sys.addaudithook(cls._hook)
+            cls.installed = True
+        cls.seen, cls.watching = [], True
+
+    @classmethod
+    def stop(cls) -> list[str]:
+        cls.watching = False
+        return cls.seen
+
+    @classmethod
+    def _hook(cls, event: str, args: tuple) -> None:
+        if cls.watching and event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
+            cls.seen.append(os.fsdecode(args[0]))
+
+
+_OUTSIDE = "outside-the-store"  # a directory beside the store holding a file the crafted paths name
+_ESCAPES = [f"../{_OUTSIDE}/secret.py", f"../../{_OUTSIDE}/secret.py", f"runs/1/../../{_OUTSIDE}/secret.py",
+            f"runs/1/graphs/../../../{_OUTSIDE}/secret.py", "{outside}/secret.py", "runs/1/link-out/secret.py",
+            "runs\\..\\..\\secret.py", "/etc/passwd", "C:/Windows/win.ini"]
+_ODD = st.sampled_from(["", "\x00", "x" * 5000, "'; DROP TABLE runs; --", "../../x", "\udcff", "ü/ß", "%s%n", "null",
+                        "{", "[1, 2", '{"a": }', "runs/1", "."]) | st.text(max_size=30)
+_NUMBERS = st.sampled_from([0, -1, 2 ** 31, 2 ** 62, -(2 ** 62), "abc", "1e9", None, 1.5]) | st.integers()
+# (table, column, values): what a crafted store may hold in place of what kernelscope wrote
+_CRAFTS = [
+    ("files", "path", st.sampled_from(_ESCAPES)),
+    ("generated_lines", "file", st.sampled_from(_ESCAPES)),
+    ("asm_files", "path", st.sampled_from(_ESCAPES)),
+    ("generated_lines", "line", _NUMBERS),
+    ("nodes", "source_line", _NUMBERS),
+    ("nodes", "graph_line", _NUMBERS),
+    ("files", "line_count", _NUMBERS),
+    ("kernels", "name", _ODD),
+    ("kernels", "file", st.sampled_from(_ESCAPES) | _ODD),
+    ("nodes", "name", _ODD),
+    ("nodes", "source_file", _ODD),
+    ("graphs", "key", _ODD),
+    ("runs", "workspace", _ODD),
+    ("runs", "config_json", _ODD),
+    ("runs", "coverage_json", _ODD),
+    ("runs", "timings_json", _ODD),
+    ("nodes", "lineage_json", _ODD),
+]
+
+
+def _crafted_store(tally, work, store, examples, seed_value) -> None:
+    import sqlite3
+
+    from kernelscope.store import Store
+
+    workspace = store.parent
+    crafts = st.lists(st.tuples(st.sampled_from(range(len(_CRAFTS))), st.data()), min_size=1, max_size=4)
+    counter = iter(range(10 ** 9))
+
+    @_given(crafts, examples, seed_value)
+    def body(chosen):
+        case = work / f"crafted-{next(counter)}"
+        shutil.copytree(workspace, case / "ws", symlinks=True)
+        outside = case / _OUTSIDE
+        outside.mkdir()
+        (outside / "secret.py").write_text("SECRET = 1\n")
+        root = case / "ws" / ".kernelscope"
+        (root / "runs" / "1" / "link-out").symlink_to(outside, target_is_directory=True)
+        conn = sqlite3.connect(root / "kernelscope.sqlite", isolation_level=None)
+        conn.execute("PRAGMA foreign_keys = OFF")
+        for index, data in chosen:
+            table, column, values = _CRAFTS[index]
+            value = data.draw(values)
+            if isinstance(value, str):
+                value = value.replace("{outside}", str(outside))
+            with contextlib.suppress(sqlite3.Error, UnicodeEncodeError, OverflowError):  # not storable in SQLite
+                rowid = conn.execute(f"SELECT rowid FROM {table} ORDER BY rowid LIMIT 1 OFFSET "
+                                     f"{data.draw(st.integers(0, 40))} % MAX(1, (SELECT COUNT(*) FROM {table}))"
+                                     ).fetchone()
+                if rowid is not None:
+                    conn.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", (value, rowid[0]))
+        conn.close()
+        kernel = next(iter(sorted((root / "runs" / "1").rglob("kernels/*.py"))), None)
+        wrapper = next(iter(sorted((root / "runs" / "1").rglob("wrapper.py"))), None)
+        commands = [["runs"], ["show", "1"], ["query", "examples/mlp.py:13"], ["dump"], ["diff", "1", "1"],
+                    ["doctor"], ["query", f"{_OUTSIDE}/secret.py:1"]]
+        commands += [["query", f"{path.relative_to(case / 'ws')}:3"] for path in (kernel, wrapper) if path]
+        _OpenedPaths.start()
+        try:
+            for args in commands:
+                _cli(tally, "crafted_store", [*args, "--store", str(root)], {0, 1, 2, 5}, cwd=case / "ws")
+            merged = case / "merged"
+            _cli(tally, "crafted_store", ["merge", str(root), "--store", str(merged / ".kernelscope")], {0, 2, 5},
+                 cwd=case / "ws")
+            _lsp_reads(tally, case / "ws", root, [path for path in (kernel, wrapper) if path])
+        finally:
+            opened = _OpenedPaths.stop()
+        leaked = sorted({path for path in opened if _OUTSIDE in path})
+        if leaked:
+            tally.problem("reads_outside", "crafted_store", f"opened {leaked[:3]} after {chosen!r}")
+        shutil.rmtree(case, ignore_errors=True)
+
+
+def _lsp_reads(tally, workspace: Path, root: Path, generated: list[Path]) -> None:
+    """What the language server reads for a document and a hover, through its own
+    Provenance (in this process, so the audit hook sees every open)."""
+    from pygls.uris import from_fs_path
+
+    from kernelscope.errors import UserError
+    from kernelscope.lsp.provenance import Provenance
+
+    tally.inputs += 1
+    provenance = Provenance(workspace, root)
+    try:
+        for path in [workspace / "examples" / "mlp.py", *generated]:
+            document = provenance.document(from_fs_path(str(path)))
+            if document is not None:
+                for line in range(1, min(len(document.lines), 40) + 1):
+                    for stored in _stored_paths(provenance.query(document, line, "both")):
+                        with contextlib.suppress(UserError):  # a path out of the store: refused
+                            provenance.uri_for(stored)
+    except UserError:
+        pass
+    except Exception as error:  # noqa: BLE001 - the server answers it as an error; a crash unless the store's
+        store = provenance.store()
+        if store is None or store.damage_behind(error) is None:
+            tally.problem("crashes", "crafted_store", f"language server reads: {type(error).__name__}: {error}")
+
+
+def _stored_paths(answer, depth: int = 0) -> set[str]:
+    """Every `file`/`path` string in an answer (its dataclasses, lists and dicts), as the
+    language server turns them into links."""
+    import dataclasses
+
+    found: set[str] = set()
+    if depth > 8:
+        return found
+    if dataclasses.is_dataclass(answer):
+        for item in dataclasses.fields(answer):
+            value = getattr(answer, item.name)
+            if item.name in ("file", "path", "kernel_file") and isinstance(value, str):
+                found.add(value)
+            else:
+                found |= _stored_paths(value, depth + 1)
+    elif isinstance(answer, (list, tuple)):
+        for value in answer:
+            found |= _stored_paths(value, depth + 1)
+    elif isinstance(answer, dict):
+        for value in answer.values():
+            found |= _stored_paths(value, depth + 1)
+    return found
 
 
 def _mutate(data: bytes, changes: list[tuple[int, int]], cut: int | None) -> bytes:

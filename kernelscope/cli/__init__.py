@@ -100,9 +100,27 @@ def _dispatch(argv: list[str], passthrough: list[str]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as error:  # noqa: BLE001 - a bug in kernelscope: one line, the chain on request
+        damage = _store_damage_behind(args, error)
+        if damage is not None:
+            print_error(f"kernelscope: error: {one_line(damage)}", error)
+            return damage.exit_code
         print_error(f"kernelscope: internal error: {one_line(error)} — a kernelscope bug; please report it "
                     "with the full error", error)
         return INTERNAL_EXIT_CODE
+
+
+def _store_damage_behind(args, error: BaseException) -> UserError | None:
+    """When a command that read a store failed unexpectedly: the store's crafted or damaged
+    values, if it holds any (then the failure is theirs, not a bug)."""
+    if not getattr(args, "store", None):
+        return None
+    try:
+        from kernelscope.cli.common import open_store
+
+        with open_store(args) as store:
+            return store.damage_behind(error)
+    except Exception:  # noqa: BLE001 - no readable store: the failure stays what it was
+        return None
 
 
 def print_error(line: str, error: BaseException) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from kernelscope.errors import StoreError, UserError
 from kernelscope.lsp.positions import IDENTITY, LineMap, build_line_map
 from kernelscope.store import Location, QueryResult, RunSummary, RunView, Store
+from kernelscope.store.paths import generated_path
 from kernelscope.store.places import PathMap
 from kernelscope.store.results import SOURCE
 from pygls.uris import from_fs_path, to_fs_path
@@ -125,12 +126,14 @@ class Provenance:
         return uri
 
     def absolute_path(self, stored_path: str, workspace: str | None = None) -> Path:
+        """Where a stored path is on disk. A generated file (`runs/...`) only inside the
+        store: one that leads out of it (a crafted store) raises OutsideStore."""
         path = Path(stored_path)
         if path.is_absolute():
             store = self.store()
             return Path(store.places.local_path(stored_path)) if store is not None else path
         if stored_path.startswith("runs/"):
-            return self.store_dir / stored_path
+            return generated_path(self.store_dir, stored_path)
         return Path(workspace) / stored_path if workspace else self.workspace / stored_path
 
     # -- documents ----------------------------------------------------------------------

@@ -136,6 +136,15 @@ class KernelscopeServer(LanguageServer):
                     self._provenance = Provenance(self.root, self.store_dir, self.options.path_map)
         return self._provenance
 
+    def store_damage_behind(self, error: BaseException):
+        """The store's own error when `error` came from values a crafted or damaged store
+        holds (Store.damage_behind), else None; never raises."""
+        try:
+            store = self.provenance.store() if self._provenance is not None else None
+            return store.damage_behind(error) if store is not None else None
+        except Exception:  # noqa: BLE001 - no readable store: the failure stays what it was
+            return None
+
     def require_trust(self, what: str) -> None:
         """Refuse `what` (a compile, watch mode, a PTX/SASS build) with an error response that
         says why, when the client said the workspace is not trusted."""
@@ -290,6 +299,10 @@ def call_guarded(name: str, handler, server: KernelscopeServer, params):
     except OptionsError as error:
         raise JsonRpcInvalidParams(str(error)) from error
     except Exception as error:  # noqa: BLE001 - answered as an error; the server goes on
+        damage = server.store_damage_behind(error)
+        if damage is not None:  # a crafted or damaged store, not a bug
+            log.error("kernelscope %s: %s", name, one_line(damage))
+            raise JsonRpcInternalError(f"kernelscope {name}: {one_line(damage)}") from error
         log.error("kernelscope %s failed: %s", name, full_error(error) if traceback_wanted() else one_line(error))
         hint = "full error in the server's log" if traceback_wanted() else ENV_TRACEBACK_HINT
         raise JsonRpcInternalError(f"kernelscope {name} failed: {one_line(error)} ({hint})") from error

@@ -72,7 +72,7 @@ def builds(conn: sqlite3.Connection, root: Path, run_id: int, graph_id: int, por
 
 
 def _file_ref(row: sqlite3.Row, root: Path, run_id: int, portable, absolute_paths: bool) -> dict:
-    on_disk = root / row["path"]
+    on_disk = paths.generated_path(root, row["path"])
     try:
         text = on_disk.read_bytes().decode("utf-8")
     except OSError as error:

@@ -492,11 +492,18 @@ def _open(db_path: Path, writable: bool) -> sqlite3.Connection:
     return conn
 
 
+# What a reader raises when a row holds a value kernelscope never writes (values.py).
+_VALUE_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, AttributeError, UnicodeError)
+
+
 def reads_damage_as_store_errors(cls):
     """Class decorator: a public method of `cls` (Store, RunView) that meets a database
     damaged past what opening it checked raises the StoreError `unreadable` gives (one line,
     exit 5, how to repair) instead of an sqlite3 error, so no reader outside the store needs
-    to know the database exists. `cls` finds its database file at `self.db_path`."""
+    to know the database exists. `cls` finds its database file at `self.db_path` and its
+    connection at `self.conn` (Store) or `self._conn` (RunView). A reader that fails on a value kernelscope never writes (a
+    crafted or damaged store: values.value_problems finds the row) raises a StoreError
+    naming that row; a failure with no such row is a bug and goes on as it is."""
     import functools
 
     def wrap(method):
@@ -506,6 +513,11 @@ def reads_damage_as_store_errors(cls):
                 return method(self, *args, **kwargs)
             except sqlite3.DatabaseError as error:
                 raise unreadable(self.db_path, error) from error
+            except _VALUE_ERRORS as error:
+                damage = crafted_values_error(getattr(self, "conn", None) or self._conn, self.db_path)
+                if damage is None:
+                    raise
+                raise damage from error
 
         return translated
 
@@ -513,6 +525,23 @@ def reads_damage_as_store_errors(cls):
         if callable(value) and not name.startswith("_") and not isinstance(value, (staticmethod, classmethod, type)):
             setattr(cls, name, wrap(value))
     return cls
+
+
+def crafted_values_error(conn: sqlite3.Connection, db_path: Path) -> StoreError | None:
+    """The StoreError for a store whose rows hold values kernelscope never writes (a
+    crafted or damaged store: values.value_problems), or None for a store without any."""
+    from kernelscope.store import values
+
+    try:
+        problems = values.value_problems(conn)
+    except sqlite3.DatabaseError:
+        return None
+    if not problems:
+        return None
+    shown = "; ".join(str(problem) for problem in problems[:3])
+    return StoreError(f"{db_path} holds values kernelscope never writes ({shown}): a crafted or "
+                      f"damaged store; `kernelscope doctor --store {db_path.parent}` lists them; record the run "
+                      "again or delete it")
 
 
 def unreadable(db_path: Path, error: sqlite3.DatabaseError) -> StoreError:

@@ -217,7 +217,7 @@ class _DumpContext:
     def file_ref(self, row: sqlite3.Row) -> dict:
         """`{"path", "portable_sha256", "lines"}` of a generated file, read from disk."""
         stored_path = row["path"]
-        on_disk = self.root / stored_path
+        on_disk = paths.generated_path(self.root, stored_path)
         try:
             text = on_disk.read_bytes().decode("utf-8")
         except OSError as error:

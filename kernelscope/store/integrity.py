@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kernelscope.store import catalog, db, paths
+from kernelscope.store import catalog, db, paths, values
 
 INDEX_ONLY_MARKERS = ("missing from index", "wrong # of entries in index", "non-unique entry in index")
 
@@ -154,6 +154,10 @@ def _check_database(conn: sqlite3.Connection, root: Path, report: Report) -> Non
         run_id = _run_of_row(conn, table, rowid)
         report.problems.append(Problem("foreign_keys", f"a row of {table} points at a missing {parent} row",
                                        run_id, repair=f"drop run {run_id}" if run_id is not None else None))
+    for problem in values.value_problems(conn, limit=20):
+        run_id = _run_of_row(conn, problem.table, problem.rowid)
+        report.problems.append(Problem("bad_value", f"{problem}: a crafted or damaged store", run_id,
+                                       repair=f"drop run {run_id}" if run_id is not None else None))
     for run_id in run_ids:
         _check_run(conn, root, run_id, report)
     _check_leftovers(root, set(run_ids), report)
@@ -168,23 +172,36 @@ def _check_run(conn: sqlite3.Connection, root: Path, run_id: int, report: Report
             "incomplete_run", f"run {run_id} has {graphs} graph(s) and {kernels} kernel(s) of the "
             f"{run[0]} and {run[1]} it recorded", run_id, repair=f"drop run {run_id}"))
     for path, sha256 in conn.execute(
-            "SELECT path, sha256 FROM files WHERE run_id = ? AND sha256 IS NOT NULL ORDER BY path", (run_id,)):
+            "SELECT path, sha256 FROM files WHERE run_id = ? AND (sha256 IS NOT NULL OR kind != 'source') "
+            "ORDER BY path", (run_id,)):
         report.files_checked += 1
         problem = file_problem(root, path, sha256)
         if problem is not None:
             kind, message = problem
             report.problems.append(Problem(kind, message, run_id, path, repair=f"drop run {run_id}"))
+    # below-the-kernel builds are rebuilt on demand: only where their paths lead is checked
+    for (path,) in conn.execute("SELECT path FROM asm_files WHERE run_id = ? ORDER BY path", (run_id,)):
+        outside = paths.why_outside(root, path)
+        if outside is not None:
+            report.problems.append(Problem("outside_store", f"{path!r} leaves the store: the path {outside} "
+                                           "(a crafted or damaged store; it is not read)", run_id, path,
+                                           repair=f"drop run {run_id}"))
 
 
-def file_problem(root: Path, path: str, sha256: str) -> tuple[str, str] | None:
-    """('missing_file' | 'edited_file', message) when a generated file is not as written."""
+def file_problem(root: Path, path: str, sha256: str | None) -> tuple[str, str] | None:
+    """('outside_store' | 'missing_file' | 'edited_file', message) when a generated file is
+    not as written; a path that leads out of the store is named and never read."""
+    outside = paths.why_outside(root, path)
+    if outside is not None:
+        return "outside_store", (f"{path!r} leaves the store: the path {outside} (a crafted or damaged store; "
+                                 "it is not read)")
     try:
         data = (root / path).read_bytes()
     except FileNotFoundError:
         return "missing_file", f"{path} is missing (deleted after the run was recorded)"
     except OSError as error:
         return "missing_file", f"{path} cannot be read ({error.strerror})"
-    if hashlib.sha256(data).hexdigest() != sha256:
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
         return "edited_file", f"{path} was changed after the run was recorded (its content is not what was written)"
     return None
 

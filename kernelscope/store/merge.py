@@ -112,6 +112,7 @@ def _copy_run(source: sqlite3.Connection, conn: sqlite3.Connection, root: Path, 
     if not files_from.is_dir():
         raise StoreError(f"{files_from}: run {run_id}'s generated files are missing: that store is damaged "
                          "(its other runs can still be merged one store at a time)")
+    _refuse_paths_leaving(source, source_root, run_id, files_from)
 
     def fill(staging: Path) -> int:
         ids: dict[str, dict[int, int]] = {}
@@ -121,6 +122,25 @@ def _copy_run(source: sqlite3.Connection, conn: sqlite3.Connection, root: Path, 
         return ids["runs"][run_id]
 
     return writer.write_staged(conn, root, fill)
+
+
+def _refuse_paths_leaving(source: sqlite3.Connection, source_root: Path, run_id: int, files_from: Path) -> None:
+    """A run whose generated-file rows or files lead out of its store (a crafted or damaged
+    store: `..`, an absolute path, a symlink out) is not merged, and nothing outside is read."""
+    stored = [row[0] for row in source.execute(
+        "SELECT path FROM files WHERE run_id = ? AND kind != 'source' UNION ALL "
+        "SELECT path FROM asm_files WHERE run_id = ?", (run_id, run_id))]
+    for directory, subdirectories, names in os.walk(files_from):
+        for name in [*subdirectories, *names]:
+            entry = Path(directory) / name
+            if entry.is_symlink():
+                stored.append(entry.relative_to(source_root).as_posix())
+    for path in stored:
+        why = paths.why_outside(source_root, path)
+        if why is not None:
+            raise StoreError(f"{source_root}: run {run_id} names a generated file {path!r} that {why}: "
+                             "not merged (a crafted or damaged store; `kernelscope doctor --store "
+                             f"{source_root}` lists such rows)")
 
 
 def _copy_rows(source: sqlite3.Connection, conn: sqlite3.Connection, table: _Table, run_id: int,
@@ -150,7 +170,7 @@ def _copy_rows(source: sqlite3.Connection, conn: sqlite3.Connection, table: _Tab
 
     def is_generated(value: str) -> bool:
         if value not in generated:
-            generated[value] = (source_root / value).is_file()
+            generated[value] = paths.why_outside(source_root, value) is None and (source_root / value).is_file()
         return generated[value]
 
     for row in rows:

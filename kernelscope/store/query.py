@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
+from kernelscope.store import paths
 from kernelscope.store.folding import fold_modules
 from kernelscope.store.rollup import module_summaries, rollup_to_instances
 from kernelscope.store.sql import select_in
@@ -62,7 +63,7 @@ def locate(conn: sqlite3.Connection, root: Path, key: str, run_id: int | None = 
     if row["kind"] == SOURCE:
         absolute = key if Path(key).is_absolute() else str(Path(row["workspace"]) / key)
     else:
-        absolute = str(root / key)
+        absolute = str(paths.generated_path(root, key))
     return Location(
         path=key,
         kind=row["kind"],
@@ -91,7 +92,7 @@ def _locate_stage_file(conn: sqlite3.Connection, root: Path, key: str, run_id: i
     row = _latest_file_row(conn, sql, key, run_id)
     if row is None:
         return None
-    return Location(path=key, kind=ASM, run_id=row["run_id"], absolute_path=str(root / key),
+    return Location(path=key, kind=ASM, run_id=row["run_id"], absolute_path=str(paths.generated_path(root, key)),
                     graph=_graph_ref(conn, row["graph_id"]), kernel=row["name"], line_count=row["line_count"])
 
 

@@ -280,7 +280,7 @@ class RunView:
         kernel = self.locate(ref.kernel_file)
         chains = [self.query_at(kernel, kernel_line, direction, module, direct_only)
                   for kernel_line in sorted({asm_line.kernel_line for asm_line in lines})]
-        text = lines[0].text if lines else _line_of(self._store.root / ref.path, line)
+        text = lines[0].text if lines else _line_of(self._store.absolute_path(ref.path), line)
         return asm_store.AsmLineAnswer(ref, line, text, lines, chains)
 
     # -- distributed jobs (kernelscope.store.distributed) -----------------------------

@@ -50,6 +50,12 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    def damage_behind(self, error: BaseException) -> StoreError | None:
+        """For an error a front end met while using what this store answered: the
+        StoreError naming the rows that hold values kernelscope never writes (a crafted or
+        damaged store), or None when the store holds none (then `error` is a bug)."""
+        return db.crafted_values_error(self.conn, self.db_path)
+
     def __enter__(self) -> Store:
         return self
 
@@ -204,8 +210,9 @@ class Store:
         return profiles.read_profile(self.conn, run_id)
 
     def absolute_path(self, stored_path: str) -> Path:
-        """Where a generated file (`runs/3/...`) is on disk."""
-        return self.root / stored_path
+        """Where a generated file (`runs/3/...`) is on disk; never outside the store
+        (paths.generated_path raises OutsideStore for a row that leads out of it)."""
+        return paths.generated_path(self.root, stored_path)
 
     # -- below the kernel (kernelscope.store.asm_store) ------------------------------
 
