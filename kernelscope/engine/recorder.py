@@ -114,14 +114,23 @@ class Recording:
         self.decisions = _decision_log(device, options)
 
     def __enter__(self):
+        # What cannot work in part is checked before anything is set up (patching.require).
+        patching.require("recording", "nothing was recorded")
+        if self.device in ("virtual-cuda", "cpu-triton"):
+            patching.require(self.device, "nothing was recorded")
+        try:
+            return self._set_up()
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def _set_up(self):
         import torch
         import torch._inductor.config as inductor_config
         from torch._inductor.utils import fresh_cache
 
         from kernelscope.engine import torch_fixes
 
-        # What cannot work in part is checked before anything compiles (patching.require).
-        patching.require("recording", "nothing was recorded")
         stack = self._stack
         stack.enter_context(_quiet_recording_warnings())
         torch._dynamo.reset()
