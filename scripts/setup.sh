@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up a development environment in .venv and record the bundled MLP example.
+# Set up a development environment in .venv (and the newest torch in .venv-torch-newest) and
+# record the bundled MLP example.
 #   ./scripts/setup.sh            set up, then compile examples/mlp.py:make and query it
 #   ./scripts/setup.sh --no-demo  set up only
 set -euo pipefail
@@ -19,6 +20,15 @@ if ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo "sudo -n")
   { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq tmux >/dev/null; } \
     || echo "setup: could not install tmux; tests/test_tui_tmux.py will be skipped" >&2
+fi
+# The newest torch beside the pinned one (tests/test_torch_newest.py records a fixed subset with it):
+# what a new user's `pip install torch` brings, the CUDA build (~5.5 GB), in .venv-torch-newest.
+NEWEST_TORCH=${NEWEST_TORCH:-2.14.1}
+if ! .venv-torch-newest/bin/python -c "import torch, transformers, kernelscope; assert torch.__version__.startswith('$NEWEST_TORCH')" 2>/dev/null; then
+  [ -x .venv-torch-newest/bin/python ] || "$PYTHON" -m venv .venv-torch-newest
+  .venv-torch-newest/bin/python -m pip install --quiet "torch==$NEWEST_TORCH" triton numpy \
+    transformers==5.17.0 diffusers==0.42.1 pillow==13.0.0 pyyaml==6.0.3
+  .venv-torch-newest/bin/python -m pip install --quiet -e .
 fi
 # The VS Code extension (.vsix) and its end-to-end test: Chromium, code-server, Playwright.
 ./scripts/setup-editors.sh
