@@ -10,7 +10,9 @@ the trust prompt; in Restricted Mode the marker is never written, the server run
 the user's interpreter outside the folder, a hover answers from the folder's store, and
 "kernelscope: Compile" is refused with the reason. Granting trust then restarts the
 server with the folder's interpreter, which does write the marker: the marker is what
-running the workspace's setting looks like. Screenshots in test-artifacts/vscode-trust/.
+running the workspace's setting looks like. A second run trusts the folder right at the
+prompt: the server then runs trusted, in the folder, with its settings. Screenshots in
+test-artifacts/vscode-trust/ and test-artifacts/vscode-trust-at-prompt/.
 
 Set-up: scripts/setup-editors.sh (called by scripts/setup.sh)."""
 from __future__ import annotations
@@ -28,6 +30,7 @@ from test_vscode_e2e import REPO, require_setup, run_in_code_server
 
 SCENARIO = REPO / "vscode-extension" / "e2e" / "run-trust-e2e.mjs"
 ARTIFACTS = REPO / "test-artifacts" / "vscode-trust"
+ARTIFACTS_AT_PROMPT = REPO / "test-artifacts" / "vscode-trust-at-prompt"
 SERVER_ARGS = ["-m", "kernelscope", "lsp"]
 
 pytestmark = pytest.mark.slow
@@ -102,3 +105,23 @@ def test_untrusted_folder_runs_nothing_it_names(tmp_path):
     assert results["markerAfterTrust"] is True
     assert log.count("The workspace is trusted now: restarting") == 1, log  # one restart, not one per event
     assert f"{workspace}/tools/python" in marker.read_text()
+
+
+def test_folder_trusted_at_the_prompt_uses_its_settings(tmp_path):
+    """Trusting at the prompt (the extension may start while the prompt is open) ends with
+    one server in the folder, started through the folder's interpreter setting."""
+    require_setup()
+    workspace, marker = cloned_workspace(tmp_path)
+    if ARTIFACTS_AT_PROMPT.exists():
+        shutil.rmtree(ARTIFACTS_AT_PROMPT)
+    results, scenario, stopped = run_in_code_server(
+        tmp_path, workspace, SCENARIO, ARTIFACTS_AT_PROMPT, ["--marker", str(marker), "--trust-at-prompt"],
+        timeout=300, user_settings={"kernelscope.python": sys.executable}, workspace_trust=True)
+    assert scenario.returncode == 0 and results["failure"] is None, (
+        f"{results.get('failure')}\n--- scenario output ---\n{scenario.stdout[-4000:]}{scenario.stderr[-4000:]}")
+    assert stopped["survivors"] == [], f"processes left running: {stopped}"
+    assert results["trusted"]["status"].endswith("kernelscope: run 1"), results["trusted"]
+    (server,) = results["trusted"]["server"]
+    assert server["cwd"] == str(workspace) and server["safePath"] is None, server
+    assert results["markerAfterTrust"] is True
+    assert f"{workspace}/tools/python -m kernelscope lsp" in marker.read_text()

@@ -8,10 +8,12 @@
 // answer to "kernelscope: Compile"; whether the marker exists is noted before trust is
 // granted. Then it grants trust and reads the status bar, the server process and the
 // marker again (the workspace's interpreter is used once the workspace is trusted).
-// What it saw goes to results.json, with screenshots.
+// What it saw goes to results.json, with screenshots. With --trust-at-prompt it answers
+// the prompt with "Yes, I trust the authors" instead and reads the status bar and the
+// server process once the server runs trusted.
 //
 //   node run-trust-e2e.mjs --url http://127.0.0.1:PORT/?folder=/ws --out DIR --marker FILE
-//        [--needle gelu(h)] [--browser /usr/bin/chromium]
+//        [--trust-at-prompt] [--needle gelu(h)] [--browser /usr/bin/chromium]
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -23,6 +25,7 @@ const { values: args } = parseArgs({
     url: { type: 'string' },
     out: { type: 'string' },
     marker: { type: 'string' },
+    'trust-at-prompt': { type: 'boolean', default: false },
     needle: { type: 'string', default: 'gelu(h)' },
     browser: { type: 'string', default: '/usr/bin/chromium' },
   },
@@ -94,20 +97,52 @@ const toastContent = async (item) => ({
   buttons: (await item.locator('.monaco-button').allTextContents()).map((t) => t.trim()),
 });
 
-try {
+/** Open the folder and answer the trust prompt. */
+async function openAndAnswerPrompt(answer) {
+  await page.goto(args.url, { waitUntil: 'domcontentloaded', timeout: 120000 });
+  await page.locator('.monaco-workbench').waitFor({ timeout: 120000 });
+  const prompt = page.locator('.monaco-dialog-box', { hasText: 'trust the authors' });
+  await prompt.waitFor({ timeout: 60000 });
+  results.trustPrompt = ((await prompt.textContent()) ?? '').trim();
+  await shot('01-trust-prompt');
+  await prompt.locator('.monaco-button', { hasText: answer }).click();
+  await prompt.waitFor({ state: 'hidden', timeout: 15000 });
+}
+
+/** Once the status bar shows the run without "restricted": the status and the one server process. */
+async function readTrusted(previousPid) {
+  await page.waitForFunction(
+    (selector) => Array.from(document.querySelectorAll(selector)).some((e) => /kernelscope: run \d+$/.test((e.textContent ?? '').trim())),
+    STATUS,
+    { timeout: 90000 },
+  );
+  const status = await statusText();
+  const server = await waitFor(() => {
+    const found = serverProcesses();
+    return found.length === 1 && found[0].pid !== previousPid ? found : null;
+  }, 'the trusted server');
+  return { status, server };
+}
+
+/** The folder trusted at the prompt: the server starts trusted, with the folder's settings. */
+async function trustedAtPrompt() {
+  await step('open the folder and trust it at the prompt', async () => {
+    await openAndAnswerPrompt('Yes, I trust the authors');
+    results.trusted = await readTrusted(undefined);
+    results.markerAfterTrust = existsSync(args.marker);
+    await shot('02-trusted-at-prompt');
+  });
+}
+
+/** The prompt declined: Restricted Mode, then trust granted in the trust editor. */
+async function declinedThenTrusted() {
   await step('open the folder and decline the trust prompt', async () => {
-    await page.goto(args.url, { waitUntil: 'domcontentloaded', timeout: 120000 });
-    await page.locator('.monaco-workbench').waitFor({ timeout: 120000 });
-    const prompt = page.locator('.monaco-dialog-box', { hasText: 'trust the authors' });
-    await prompt.waitFor({ timeout: 60000 });
-    results.trustPrompt = ((await prompt.textContent()) ?? '').trim();
-    await shot('01-trust-prompt');
-    await prompt.locator('.monaco-button', { hasText: "No, I don't trust the authors" }).click();
-    await prompt.waitFor({ state: 'hidden', timeout: 15000 });
+    await openAndAnswerPrompt("No, I don't trust the authors");
   });
 
   await step('Restricted Mode: the status bar and the notification say why nothing compiles', async () => {
-    await page.locator(STATUS, { hasText: 'restricted' }).waitFor({ timeout: 90000 });
+    // "no run" until the server's first status arrives; then the run it reads from the store.
+    await page.locator(STATUS, { hasText: /run \d+ · restricted/ }).waitFor({ timeout: 90000 });
     results.restricted = { status: await statusText() };
     const notice = toast('not trusted (Restricted Mode)');
     await notice.waitFor({ timeout: 30000 });
@@ -163,19 +198,18 @@ try {
     await trustButton.waitFor({ timeout: 20000 });
     await shot('05-trust-editor');
     await trustButton.click();
-    await page.waitForFunction(
-      (selector) => Array.from(document.querySelectorAll(selector)).some((e) => /kernelscope: run \d+$/.test((e.textContent ?? '').trim())),
-      STATUS,
-      { timeout: 90000 },
-    );
-    results.trusted = { status: await statusText() };
-    results.trusted.server = await waitFor(() => {
-      const found = serverProcesses();
-      return found.length === 1 && found[0].pid !== results.serverBeforeTrust[0]?.pid ? found : null;
-    }, 'the restarted server');
+    results.trusted = await readTrusted(results.serverBeforeTrust[0]?.pid);
     results.markerAfterTrust = existsSync(args.marker);
     await shot('06-trusted');
   });
+}
+
+try {
+  if (args['trust-at-prompt']) {
+    await trustedAtPrompt();
+  } else {
+    await declinedThenTrusted();
+  }
 } catch (error) {
   results.failure = String(error?.stack ?? error);
   results.notifications = await page.locator('.notifications-toasts .notification-list-item-message').allTextContents().catch(() => []);
