@@ -96,7 +96,8 @@ def test_records_on_the_newest_torch_with_the_pinned_floors(newest_rows, group, 
     assert not row["torch"].startswith("2.13"), row["torch"]
     train = target.endswith(":train")
     assert row["provenance"] == "line"
-    assert row["kinds"] == (["forward", "backward"] if train else ["inference"]) or group == "examples"
+    # (a graph break makes several graphs: a training step has a backward, inference none)
+    assert "backward" in row["kinds"] if train else set(row["kinds"]) == {"inference"}, row["kinds"]
     # The only warning allowed names an upstream fix applied (torch_fixes.py): this torch has the bug.
     assert [warning for warning in row["warnings"] if not warning.startswith("applied the fix of")] == []
     floors = SUITE_FLOORS if group.startswith("suite") else ZOO_FLOORS
