@@ -137,7 +137,14 @@ export class ServerManager implements vscode.Disposable {
     const folder = workspaceFolder()?.uri.fsPath;
     if (!trusted) {
       this.logRestrictedMode(interpreter);
-      mkdirSync(this.outsideDirectory, { recursive: true });
+      try {
+        mkdirSync(this.outsideDirectory, { recursive: true });
+      } catch (error) {
+        // Not /tmp instead: anyone may put a kernelscope/ there.
+        this.output.error(`Restricted Mode: could not create ${this.outsideDirectory} to start the server in: ${String(error)}`);
+        this.setState('stopped');
+        return;
+      }
     }
     const launch = serverLaunch(interpreter.python, trusted, folder, this.outsideDirectory);
     this.output.info(`Interpreter: ${interpreter.python} (from ${interpreter.source})${trusted ? '' : `, started in ${launch.cwd}`}`);
