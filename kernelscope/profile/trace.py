@@ -123,7 +123,7 @@ def parse_events(path: str, events: list, device_name: str = "") -> Trace:
             start, duration = float(event["ts"]), float(event.get("dur", 0.0))
         except (KeyError, TypeError, ValueError):
             continue
-        args = event.get("args") or {}
+        args = event.get("args") if isinstance(event.get("args"), dict) else {}
         name = str(event.get("name", ""))
         if category in DEVICE_CATEGORIES:
             device.append(DeviceEvent(name, category, start, duration, _int_or_none(args.get("correlation"))))
@@ -158,7 +158,8 @@ def _nest(events: list[CpuEvent]) -> None:
 
 def _device_name(data) -> str:
     if isinstance(data, dict):
-        for properties in data.get("deviceProperties") or []:
+        listed = data.get("deviceProperties")
+        for properties in listed if isinstance(listed, list) else []:
             if isinstance(properties, dict) and properties.get("name"):
                 return str(properties["name"])
     return ""
