@@ -20,7 +20,7 @@ from synthetic_runs import (  # noqa: F401  (fixtures)
 
 from kernelscope.errors import StoreError
 from kernelscope.store import Store, writer
-from kernelscope.store.db import STORE_SCHEMA_VERSION
+from kernelscope.store.tables import STORE_SCHEMA_VERSION
 
 FW = "runs/1/graphs/0_0_0-forward"
 BW = "runs/1/graphs/0_0_0-backward"

@@ -1,4 +1,4 @@
-"""A run's timing decisions in the store (db.DECISIONS_TABLES): written with the run,
+"""A run's timing decisions in the store (tables.DECISIONS_TABLES): written with the run,
 read back as `RunDecisions` (RunView.decisions) and as the dump's `run.decisions`."""
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 compiled identical code, the collectives of each graph with why they are there, and
 the order of compute and communication in each wrapper.
 
-Reads db.DISTRIBUTED_TABLES (run_ranks, graph_splits, collectives) with the core
+Reads tables.DISTRIBUTED_TABLES (run_ranks, graph_splits, collectives) with the core
 tables; every lookup goes through an index (run_ranks_by_job, collectives_by_graph,
 collectives_by_node, lines_by_file_line, lines_by_node, nodes_by_graph_line,
 nodes_by_run_source).

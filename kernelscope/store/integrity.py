@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kernelscope.store import catalog, db, paths, values
+from kernelscope.store import catalog, db, paths, tables, values
 
 INDEX_ONLY_MARKERS = ("missing from index", "wrong # of entries in index", "non-unique entry in index")
 
@@ -119,23 +119,23 @@ def repair(root: Path) -> Report:
 
 
 def _check_database(conn: sqlite3.Connection, root: Path, report: Report) -> None:
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not tables:
+    existing = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not existing:
         report.problems.append(Problem("foreign", "the database is empty (no kernelscope tables): "
                                        "move it away, or compile into this store to start it"))
         return
     version = None
-    if "meta" in tables:
+    if "meta" in existing:
         row = conn.execute("SELECT value FROM meta WHERE key = 'store_schema_version'").fetchone()
         version = row[0] if row else None
-    if version is None or "runs" not in tables:
+    if version is None or "runs" not in existing:
         report.problems.append(Problem("foreign", "an SQLite database, but not a kernelscope store: it was left "
                                        "as it is (move it away, or pass --store DIR)"))
         return
-    if version != str(db.STORE_SCHEMA_VERSION):
-        newer = version.isdigit() and int(version) > db.STORE_SCHEMA_VERSION
+    if version != str(tables.STORE_SCHEMA_VERSION):
+        newer = version.isdigit() and int(version) > tables.STORE_SCHEMA_VERSION
         report.problems.append(Problem("schema", f"store schema version {version}; this kernelscope reads "
-                                       f"{db.STORE_SCHEMA_VERSION}: " + ("upgrade kernelscope" if newer else
+                                       f"{tables.STORE_SCHEMA_VERSION}: " + ("upgrade kernelscope" if newer else
                                        "re-record into a new store (old runs lack what this version reads)")))
         return
     messages = [row[0] for row in conn.execute("PRAGMA integrity_check")]

@@ -1,6 +1,6 @@
 """Answering "what is this file, and what is this line linked to?".
 
-Every lookup goes through an index (see db.INDEXES): from a file key to the
+Every lookup goes through an index (see tables.INDEXES): from a file key to the
 run that has it (`files`), from a source line to its nodes (`nodes_by_source`),
 from nodes to kernels and generated lines (`kernel_nodes_by_node`,
 `lines_by_node`) and back (`lines_by_file_line`, `node_links`). So an answer

@@ -316,7 +316,7 @@ class _RunWriter:
         )
 
     def _insert_distributed(self, graph_ids: list[_GraphIds]) -> None:
-        """The run's rank, each graph's split part and collectives (db.DISTRIBUTED_TABLES)."""
+        """The run's rank, each graph's split part and collectives (tables.DISTRIBUTED_TABLES)."""
         rank = self.record.rank
         if rank is not None:
             self.conn.execute(
