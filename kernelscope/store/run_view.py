@@ -26,6 +26,7 @@ from kernelscope.store import (
     decisions_store,
     distributed,
     dump,
+    locate,
     module_tree,
     overviews,
     profiles,
@@ -170,8 +171,8 @@ class RunView:
         keeps per line (one index probe), so an outer line of a deep model answers in
         milliseconds. Agrees with `query(path, line, detail=False, rollup=True)`."""
         location = self._source(path)
-        lines = query.file_lines(location)
-        query.check_line(location, line, lines)
+        lines = locate.file_lines(location)
+        locate.check_line(location, line, lines)
         text = lines[line - 1] if lines is not None and line <= len(lines) else ""
         return LineOverview(location=location, line=line, text=text,
                             graphs=overviews.read_line(self._conn, self.id, location.path, line))

@@ -20,6 +20,7 @@ from kernelscope.store import (
     distributed,
     dump,
     integrity,
+    locate,
     merge,
     paths,
     places,
@@ -124,7 +125,7 @@ class Store:
         """What `path` is, in run `run_id` or else the latest run that has it."""
         key = self.key_for(path)
         try:
-            location = query.locate(self.conn, self.root, key, run_id)
+            location = locate.locate(self.conn, self.root, key, run_id)
         except StoreError as error:
             raise self._not_here(error, key) from None
         if location.kind == SOURCE:
