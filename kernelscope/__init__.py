@@ -25,14 +25,14 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from kernelscope.version import __version__
 
 # name -> the module that defines it (loaded on first use: PEP 562)
 _PUBLIC = {
     "open": "kernelscope.api.store",
     "Store": "kernelscope.api.store",
     "Runs": "kernelscope.api.store",
-    "Run": "kernelscope.api.run",
+    "Run": "kernelscope.api.store",
     "Answer": "kernelscope.api.answer",
     "record": "kernelscope.api.recording",
     "recording": "kernelscope.api.recording",
@@ -48,8 +48,7 @@ __all__ = sorted(_PUBLIC) + ["__version__"]
 if TYPE_CHECKING:
     from kernelscope.api.answer import Answer
     from kernelscope.api.recording import Recorder, record, recording
-    from kernelscope.api.run import Run
-    from kernelscope.api.store import Runs, Store, open
+    from kernelscope.api.store import Run, Runs, Store, open
     from kernelscope.errors import CompileError, StoreError, TargetError, UserError
 
 

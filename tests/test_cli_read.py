@@ -10,7 +10,7 @@ import pytest
 from synthetic_runs import GELU_LINE, make_mlp_run, mlp_store, workspace  # noqa: F401  (fixtures)
 
 import kernelscope.cli
-from kernelscope.cli import query_cmd
+from kernelscope.cli import common as cli_common
 from kernelscope.cli.common import format_time
 
 READ_COMMANDS = ["runs", "show", "query", "dump", "validate"]
@@ -130,7 +130,7 @@ def test_query_up_from_a_kernel_line(mlp_store, cli):
 
 
 def test_query_uses_a_rich_tree_on_a_tty(mlp_store, cli, monkeypatch):
-    monkeypatch.setattr(query_cmd, "stdout_is_tty", lambda: True)
+    monkeypatch.setattr(cli_common, "stdout_is_tty", lambda: True)
     code, out, _ = cli("query", "examples/mlp.py:12")
     assert code == 0
     assert "├── graph 0/0 forward" in out or "└── graph 0/0 forward" in out

@@ -66,10 +66,37 @@ class Answer:
         return [group for graph in self.graphs for group in graph.groups]
 
     def tree(self) -> Branch:
-        """The answer as a tree of labelled branches (what the CLI prints)."""
-        from kernelscope.render.query_tree import answer_tree
+        """The answer as a tree of labelled branches: what `kernelscope query` prints."""
+        from kernelscope.render.distributed import collective_answer
+        from kernelscope.render.query_tree import Branch, build_overview, build_summary, build_tree, compact, summary_hint
 
-        return answer_tree(self)
+        if self.overview is not None:
+            tree = build_overview(self.overview)
+        elif self.summary:
+            tree = build_summary(self.result)
+        else:
+            tree = build_tree(self.result)
+        if self.collectives:
+            tree.children.insert(1 if self.text.strip() else 0, Branch("collectives", "bold red", [
+                Branch(lines[0], "red", [Branch(line, "red") for line in lines[1:]])
+                for lines in map(collective_answer, self.collectives)]))
+        if self.empty:
+            if self.module:
+                hint = f"none in module instance {self.module!r}: drop --module to see all"
+            else:
+                hint = (f"lines with links in this file: {compact(self.linked_lines)}" if self.linked_lines
+                        else "no line of this file has links")
+            tree.children.append(Branch(f"nothing recorded at this line in run {self.location.run_id} ({hint})",
+                                        "yellow"))
+        elif self.summary:
+            tree.children.append(Branch(summary_hint(self.groups), "dim"))
+        result = self.result
+        if result is not None and result.profile and not self.empty:  # device time from an attached profile
+            from kernelscope.profile.report import query_time_lines
+
+            tree.children.append(Branch("device time per step", "bold magenta",
+                                        [Branch(text, "magenta") for text in query_time_lines(result)]))
+        return tree
 
     def lines(self) -> list[str]:
         """The answer as `kernelscope query` prints it when not on a terminal."""

@@ -21,8 +21,7 @@ from kernelscope.errors import UserError
 from kernelscope.store import DEFAULT_STORE_DIR
 
 if TYPE_CHECKING:
-    from kernelscope.api.run import Run
-    from kernelscope.api.store import Store
+    from kernelscope.api.store import Run, Store
     from kernelscope.record import RunRecord
 
 TARGETS = ("auto", "cuda", "virtual-cuda", "cpu-triton")

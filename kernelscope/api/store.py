@@ -1,8 +1,11 @@
-"""`kernelscope.open(path)`: a store of recorded runs, for Python.
+"""`kernelscope.open(path)`: a store of recorded runs (`Store`, `Runs`) and each run
+(`Run`), for Python.
 
 A thin layer over the store's read model (`kernelscope.store.Store` and its
 `RunView`): the same answers `kernelscope runs`, `show`, `query` and `dump` print,
-as objects. Never imports torch.
+as objects, with rich output in Jupyter (a run's summary table and the fusion picture
+the VS Code run overview draws). Every property reads the read model and returns its
+plain dataclasses (`kernelscope.store.results`); nothing here writes SQL or imports torch.
 """
 from __future__ import annotations
 
@@ -11,14 +14,27 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelscope.errors import StoreError
+from kernelscope.errors import StoreError, UserError
 from kernelscope.store import DEFAULT_STORE_DIR
 
 if TYPE_CHECKING:
     from kernelscope.api.answer import Answer
-    from kernelscope.api.run import Run
+    from kernelscope.render.fusion import Fusion
+    from kernelscope.store import RunView
     from kernelscope.store import Store as StoreBackend
-    from kernelscope.store.distributed import RankRef
+    from kernelscope.store.asm_store import KernelAsmInfo
+    from kernelscope.store.decisions_store import RunDecisions
+    from kernelscope.store.distributed import DistributedRun, RankRef
+    from kernelscope.store.profiles import RunProfile
+    from kernelscope.store.results import (
+        GraphBreakInfo,
+        GraphSummary,
+        InstanceGroup,
+        KernelSummary,
+        RecompileInfo,
+        RunDetails,
+        RunSummary,
+    )
 
 
 class Store:
@@ -59,16 +75,12 @@ class Store:
     @property
     def runs(self) -> Runs:
         """Every run, newest first (a list of Run; shows as the table `kernelscope runs` prints)."""
-        from kernelscope.api.run import Run
-
         summaries = self.backend.runs()
         ranks = self.backend.ranks_of_runs([summary.id for summary in summaries])
         return Runs([Run(self, summary.id, summary) for summary in summaries], ranks)
 
     def run(self, run_id: int | None = None) -> Run:
         """Run `run_id` (the latest when None); StoreError names a run that is not here."""
-        from kernelscope.api.run import Run
-
         return Run(self, self.backend.run(run_id).id)
 
     @property
@@ -137,3 +149,199 @@ def _file_line(location: str, line: int | None, parse) -> tuple[str, int]:
 
         raise UserError(f"a line number counts from 1, got {line!r}")
     return str(location), line
+
+class Run:
+    """One run of a store. `print(run)` shows what `kernelscope show` prints; in Jupyter
+    a run shows its summary and fusion picture."""
+
+    def __init__(self, store: Store, run_id: int, summary: RunSummary | None = None):
+        self.store = store
+        self.id = run_id
+        self._summary = summary
+
+    @property
+    def view(self) -> RunView:
+        """The store's read model of this run (kernelscope.store.RunView): every answer the
+        front ends read, for what this class does not wrap."""
+        return self.store.backend.run(self.id)
+
+    # -- the run ---------------------------------------------------------------------
+
+    @property
+    def summary(self) -> RunSummary:
+        """Target, device, mode, versions, graph and kernel counts, provenance coverage."""
+        if self._summary is None:
+            self._summary = self.view.summary()
+        return self._summary
+
+    @property
+    def target(self) -> str:
+        """What was recorded: `examples/mlp.py:make`, `examples/mlp.py:MLP`, a script."""
+        return self.summary.target
+
+    @property
+    def details(self) -> RunDetails:
+        """Graphs with their files, kernels, graph breaks, recompiles, warnings, timings."""
+        return self.view.details()
+
+    @property
+    def graphs(self) -> list[GraphSummary]:
+        """Each compiled graph (compile id, forward/backward/inference, node and kernel counts, files)."""
+        return self.details.graphs
+
+    @property
+    def kernels(self) -> list[KernelSummary]:
+        """Every Triton kernel and extern call, in graph and launch order (with device time
+        per step when the run has a profile)."""
+        return self.details.kernels
+
+    @property
+    def graph_breaks(self) -> list[GraphBreakInfo]:
+        """Where Dynamo broke the graph, with the user line, explanation and hints."""
+        return self.details.graph_breaks
+
+    @property
+    def recompiles(self) -> list[RecompileInfo]:
+        return self.details.recompiles
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.details.warnings
+
+    @property
+    def modules(self) -> list[InstanceGroup]:
+        """The run's module instances as a tree, alike sibling instances folded."""
+        return self.view.module_groups()
+
+    @property
+    def profile(self) -> RunProfile | None:
+        """Device times per step (`kernelscope profile`, `compile --profile`), or None."""
+        return self.view.profile()
+
+    @property
+    def asm(self) -> dict[str, KernelAsmInfo]:
+        """Below the kernel: `graph key/kernel name` -> registers, spills, occupancy and stage
+        files of each kernel compiled for the run's GPU. Empty until built (`kernelscope show
+        RUN --asm`, `compile --asm`, or `query --asm`)."""
+        return {info.key: info for info in self.store.backend.asm.run_infos(self.id).values()}
+
+    @property
+    def decisions(self) -> RunDecisions:
+        """The choices the run's compiles made by timing on the GPU (pad_mm, max-autotune,
+        fusion benchmarks, launch configs): timed on a GPU, or, under virtual-cuda, replayed
+        from a GPU's recording or guessed (each with its rule; docs/decisions.md)."""
+        return self.view.decisions()
+
+    @property
+    def distributed(self) -> DistributedRun:
+        """The rank and job of a distributed run, DDP's splits and each graph's collectives."""
+        return self.view.distributed()
+
+    # -- lines -----------------------------------------------------------------------
+
+    def query(self, location: str, line: int | None = None, *, direction: str = "both", module: str | None = None,
+              direct_only: bool = False, detail: bool = False) -> Answer:
+        """What a line became (down) and came from (up) in this run: the answer `kernelscope
+        query FILE:LINE --run ID` prints.
+
+        `location` is `"model.py:27"` (or a path, with `line` apart): a model source file, or
+        a generated file of the run (a kernel, `wrapper.py`, `post_grad.py`). A source line
+        answers with counts per graph and module group (alike instances folded) unless
+        `detail` lists every node, kernel line and wrapper line; `module="blocks.1"` keeps
+        one module instance, `direct_only` the nodes of this line itself, `direction` is
+        "up", "down" or "both". StoreError when the file is not in this run; UserError
+        for a line the file does not have."""
+        from kernelscope.api.answer import ask, parse_location
+
+        path, line = _file_line(location, line, parse_location)
+        return ask(self.store.backend, path, line, self.id, direction, module, direct_only, detail)
+
+    # -- export ----------------------------------------------------------------------
+
+    def dump(self, path: str | os.PathLike[str] | None = None, *, include_volatile: bool = False,
+             absolute_paths: bool = False) -> dict[str, Any]:
+        """The run as deterministic, schema-valid JSON data (`kernelscope dump`); with `path`,
+        also written there as the same bytes `kernelscope dump -o PATH` writes."""
+        from kernelscope.store import dump_json
+        from kernelscope.store.dump import DumpOptions
+
+        data = self.view.dump(DumpOptions(include_volatile=include_volatile, absolute_paths=absolute_paths))
+        if path is not None:
+            write_text(path, dump_json(data))
+        return data
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data: what `kernelscope show RUN --json` prints."""
+        data = asdict(self.details)
+        profile = self.profile
+        if profile is not None:
+            from kernelscope.profile.report import profile_data
+
+            data["profile"] = profile_data(profile)
+        asm = self.asm
+        if asm:
+            data["asm"] = {key: asdict(info) for key, info in asm.items()}
+        distributed = self.distributed
+        from kernelscope.render.distributed import has_content
+
+        if has_content(distributed):
+            data["distributed"] = asdict(distributed)
+        decisions = self.decisions
+        if decisions.decisions or decisions.replay is not None or decisions.gpu:
+            from kernelscope.decisions.model import decision_to_dict
+
+            data["decisions"] = {"gpu": decisions.gpu, "counts": decisions.counts(),
+                                 "decisions": [decision_to_dict(d) for d in decisions.decisions],
+                                 "replay": None if decisions.replay is None else {
+                                     "source": decisions.replay.source, "recorded_on": decisions.replay.recorded_on,
+                                     "unused": [decision_to_dict(d) for d in decisions.replay.unused]}}
+        return data
+
+    def report(self) -> str:
+        """The text `kernelscope show RUN` prints."""
+        from kernelscope.render.report import run_report
+
+        return run_report(self.details, self.asm, self.distributed, self.profile, self.decisions)
+
+    # -- the fusion picture ----------------------------------------------------------
+
+    def fusion(self) -> Fusion:
+        """Which model lines were fused into (or call) which kernels."""
+        from kernelscope.render.fusion import fusion_of_run
+
+        return fusion_of_run(self.view)
+
+    def fusion_svg(self) -> str:
+        """The fusion picture as an SVG string (what the VS Code run overview draws)."""
+        from kernelscope.render.fusion import svg
+
+        return svg(self.fusion())
+
+    # -- display ---------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def __repr__(self) -> str:
+        summary = self.summary
+        return (f"<kernelscope run {self.id}: {summary.target} · {summary.device} · {summary.mode} · "
+                f"{summary.graph_count} graph(s), {summary.kernel_count} kernel(s)>")
+
+    def _repr_html_(self) -> str:
+        from kernelscope.render.html import run_html
+
+        return run_html(self.details, self.fusion_svg())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Run) and other.id == self.id and other.store.path == self.store.path
+
+    def __hash__(self) -> int:
+        return hash((self.store.path, self.id))
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write a dump; an unwritable path is a one-line UserError."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UserError(f"cannot write {path}: {error.strerror} — pick another path") from error

@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 
-from kernelscope import __version__
+from kernelscope.version import __version__
 from kernelscope.errors import (
     CLI_TRACEBACK_HINT,
     INTERNAL_EXIT_CODE,

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from kernelscope.asm import text as asm_text
 from kernelscope.asm.model import STAGES
 from kernelscope.cli import asm_ask
-from kernelscope.cli.common import open_store, parse_file_line, print_json
+from kernelscope.cli.common import open_store, parse_file_line, print_json, print_tree
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.render.query_tree import Branch, build_tree
 from kernelscope.store.asm_store import KernelBelow
@@ -156,6 +156,4 @@ def _first_per_kernel_line(lines):
 
 
 def _print(tree) -> None:
-    from kernelscope.cli.query_cmd import print_tree
-
     print_tree(tree)

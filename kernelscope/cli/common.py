@@ -11,6 +11,7 @@ import sys
 from kernelscope.api.answer import parse_location
 # The CLI's formatting, shared with the Python API (re-exported for the subcommands).
 from kernelscope.render.text import format_share, format_table, format_time, graph_break_details  # noqa: F401
+from kernelscope.render.query_tree import Branch, plain_lines
 from kernelscope.store import DEFAULT_STORE_DIR, Store
 from kernelscope.store.places import MAP_PATH_ENV, PathMap
 
@@ -85,3 +86,27 @@ def print_json(data) -> None:
 
 def stdout_is_tty() -> bool:
     return sys.stdout.isatty()
+
+
+def print_tree(tree: Branch) -> None:
+    """A rich tree on a terminal, indented plain lines otherwise."""
+    if stdout_is_tty():
+        _print_rich(tree)
+    else:
+        print("\n".join(plain_lines(tree)))
+
+
+def _print_rich(tree: Branch) -> None:
+    from rich.console import Console
+    from rich.text import Text
+    from rich.tree import Tree
+
+    def add(parent: Tree, branch: Branch) -> None:
+        node = parent.add(Text(branch.label, style=branch.style))
+        for child in branch.children:
+            add(node, child)
+
+    root = Tree(Text(tree.label, style=tree.style))
+    for child in tree.children:
+        add(root, child)
+    Console().print(root)

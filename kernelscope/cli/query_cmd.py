@@ -17,8 +17,7 @@ import sys
 
 from kernelscope.api.answer import ask
 from kernelscope.api.store import Store
-from kernelscope.cli.common import new_parser, parse_file_line, parse_run_id, print_json, stdout_is_tty
-from kernelscope.render.query_tree import Branch, plain_lines
+from kernelscope.cli.common import new_parser, parse_file_line, parse_run_id, print_json, print_tree
 from kernelscope.store import DEFAULT_STORE_DIR
 
 
@@ -79,27 +78,3 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print_tree(answer.tree())
     return 0
-
-
-def print_tree(tree: Branch) -> None:
-    """A rich tree on a terminal, indented plain lines otherwise."""
-    if stdout_is_tty():
-        _print_rich(tree)
-    else:
-        print("\n".join(plain_lines(tree)))
-
-
-def _print_rich(tree: Branch) -> None:
-    from rich.console import Console
-    from rich.text import Text
-    from rich.tree import Tree
-
-    def add(parent: Tree, branch: Branch) -> None:
-        node = parent.add(Text(branch.label, style=branch.style))
-        for child in branch.children:
-            add(node, child)
-
-    root = Tree(Text(tree.label, style=tree.style))
-    for child in tree.children:
-        add(root, child)
-    Console().print(root)

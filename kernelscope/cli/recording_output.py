@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from kernelscope.api.recording import write_run
-from kernelscope.api.run import Run
+from kernelscope.api.store import Run
 from kernelscope.cli.common import add_store_argument, format_share, graph_break_details
 from kernelscope.cli.progress import phase_display
 from kernelscope.errors import UserError

@@ -9,15 +9,10 @@ with each node's whole call stack."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kernelscope.record import SHARED_LINE_REASON_PREFIX
-from kernelscope.render.distributed import collective_answer
 from kernelscope.store.folding import group_title
 from kernelscope.store.results import GraphChain, LineOverview, LineRef, Location, ModuleGroup, NodeRef, QueryResult
-
-if TYPE_CHECKING:
-    from kernelscope.api.answer import Answer
 
 
 @dataclass
@@ -25,37 +20,6 @@ class Branch:
     label: str
     style: str = ""  # a rich style ("bold cyan"); HTML turns its words into classes
     children: list[Branch] = field(default_factory=list)
-
-
-def answer_tree(answer: Answer) -> Branch:
-    """The whole answer as `kernelscope query` prints it."""
-    if answer.overview is not None:
-        tree = build_overview(answer.overview)
-    elif answer.summary:
-        tree = build_summary(answer.result)
-    else:
-        tree = build_tree(answer.result)
-    if answer.collectives:
-        tree.children.insert(1 if answer.text.strip() else 0, Branch("collectives", "bold red", [
-            Branch(lines[0], "red", [Branch(line, "red") for line in lines[1:]])
-            for lines in map(collective_answer, answer.collectives)]))
-    if answer.empty:
-        if answer.module:
-            hint = f"none in module instance {answer.module!r}: drop --module to see all"
-        else:
-            hint = (f"lines with links in this file: {compact(answer.linked_lines)}" if answer.linked_lines
-                    else "no line of this file has links")
-        tree.children.append(Branch(f"nothing recorded at this line in run {answer.location.run_id} ({hint})",
-                                    "yellow"))
-    elif answer.summary:
-        tree.children.append(Branch(summary_hint(answer.groups), "dim"))
-    result = answer.result
-    if result is not None and result.profile and not answer.empty:  # device time from an attached profile
-        from kernelscope.profile.report import query_time_lines
-
-        tree.children.append(Branch("device time per step", "bold magenta",
-                                    [Branch(text, "magenta") for text in query_time_lines(result)]))
-    return tree
 
 
 def plain_lines(branch: Branch, depth: int = 0) -> list[str]:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
-from kernelscope import __version__
+from kernelscope.version import __version__
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import asm_dump, decisions_store, paths
 from kernelscope.store.catalog import resolve_run_id

@@ -13,9 +13,10 @@ Store, and not after the Store is closed.
 """
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kernelscope.errors import UserError
 from kernelscope.asm.model import STAGES
@@ -49,15 +50,25 @@ from kernelscope.store.results import (
 )
 from kernelscope.store.run_cache import cached, db_key
 
-if TYPE_CHECKING:
-    from kernelscope.store.store import Store
+class StoreReads(Protocol):
+    """What a RunView needs of the Store that hands it out (store.Store has all of it)."""
+
+    root: Path
+    conn: sqlite3.Connection
+    db_path: Path
+
+    def locate(self, path: str | Path, run_id: int | None = None) -> Location: ...
+
+    def lines_for_file(self, path: str | Path, run_id: int | None = None) -> FileLinks: ...
+
+    def absolute_path(self, stored_path: str) -> Path: ...
 
 
 @db.reads_damage_as_store_errors
 class RunView:
     """One run of a store, read-only (see the module docstring)."""
 
-    def __init__(self, store: Store, run_id: int):
+    def __init__(self, store: StoreReads, run_id: int):
         self._store = store
         self._conn = store.conn
         self.db_path = store.db_path
