@@ -17,7 +17,7 @@ from kernelscope.decisions import DecisionsError, load_file, resolve
 from kernelscope.decisions.keys import module_key, triton_config_key
 from kernelscope.decisions.model import DecisionSet, decision_to_dict, from_run, write_file
 from kernelscope.diff.compare import compare_runs
-from kernelscope.diff.model import run_view
+from kernelscope.diff.model import diff_side
 from kernelscope.diff.report import render
 from kernelscope.record import Decision, DecisionReplay
 from kernelscope.store import validate_dump
@@ -209,7 +209,7 @@ def test_diff_names_the_decisions_made_differently(mlp_store, workspace):
     other = gpu_run(workspace)
     other.decisions[0] = pad("no pad")
     other_id = mlp_store.write_run(other)
-    before, after = (run_view(mlp_store.run(run_id).dump(), f"run {run_id}") for run_id in (gpu_id, other_id))
+    before, after = (diff_side(mlp_store.run(run_id).dump(), f"run {run_id}") for run_id in (gpu_id, other_id))
     diff = compare_runs(before, after)
     assert not diff.is_empty and diff.decisions.same == 2
     [change] = diff.decisions.changed
@@ -225,7 +225,7 @@ def test_diff_names_the_decisions_made_differently(mlp_store, workspace):
     old["schema_version"] = "4.0"
     for name in ("gpu", "decisions", "replay"):
         del old["run"][name]
-    assert compare_runs(run_view(old, "old"), before).decisions.only_after == {"autotune": 1, "pad_mm": 1,
+    assert compare_runs(diff_side(old, "old"), before).decisions.only_after == {"autotune": 1, "pad_mm": 1,
                                                                                "triton_config": 1}
 
 

@@ -18,7 +18,7 @@ from conftest import EXAMPLES, REPO, example_line
 from synthetic_runs import GELU_LINE, mlp_store, workspace  # noqa: F401  (fixtures)
 
 import kernelscope.cli
-from kernelscope.diff import compare_runs, evaluate_gates, parse_gates, run_view
+from kernelscope.diff import compare_runs, diff_side, evaluate_gates, parse_gates
 from kernelscope.diff.gates import exit_code
 from kernelscope.errors import UserError
 from kernelscope.store import Store, dump_json
@@ -42,7 +42,7 @@ def cli(capsys):
 
 
 def diff_of(before: dict, after: dict, gates: str = ""):
-    diff = compare_runs(run_view(before, "before"), run_view(after, "after"))
+    diff = compare_runs(diff_side(before, "before"), diff_side(after, "after"))
     results = evaluate_gates(diff, parse_gates([gates]))
     return diff, results, exit_code(results)
 

@@ -341,7 +341,7 @@ def test_profiled_dumps_validate_and_diff_gates_on_device_time(imported, tmp_pat
     the same model and GPU (no optimizer: gradients accumulate eagerly, more time outside
     the graphs)."""
     from kernelscope.diff import compare_runs, evaluate_gates
-    from kernelscope.diff.model import run_view
+    from kernelscope.diff.model import diff_side
     from kernelscope.store.dump import schema_problems
 
     store, run_id = imported.store("mlp_train")
@@ -355,7 +355,7 @@ def test_profiled_dumps_validate_and_diff_gates_on_device_time(imported, tmp_pat
     assert len(job["profile"]["kernels"]) == 12
     outside = {item["op"] for item in runner["profile"]["outside_graphs"]}
     assert any("AccumulateGrad" in op for op in outside)
-    diff = compare_runs(run_view(job, "job"), run_view(runner, "runner"))
+    diff = compare_runs(diff_side(job, "job"), diff_side(runner, "runner"))
     assert diff.is_empty  # the same compile
     ratio = diff.device_time.ratio()
     assert ratio == pytest.approx(runner["profile"]["device_time_us"] / job["profile"]["device_time_us"])
@@ -366,18 +366,22 @@ def test_profiled_dumps_validate_and_diff_gates_on_device_time(imported, tmp_pat
     assert not evaluate_gates(diff, ["device-time"])[0].tripped
     unprofiled = {**job}
     unprofiled.pop("profile")
-    one_sided = compare_runs(run_view(unprofiled, "A"), run_view(runner, "B"))
+    one_sided = compare_runs(diff_side(unprofiled, "A"), diff_side(runner, "B"))
     assert "A has no profile" in evaluate_gates(one_sided, ["device-time"])[0].reasons[0]
 
 
 def test_the_profile_runner_uses_what_the_recorder_provides():
     """compile --profile records through the recorder's own pieces (so the profiled
     steps run the very compiled model that was recorded); a rename there breaks it."""
-    from kernelscope.engine import profiling, recorder
+    import importlib
 
-    for name in ("import_torch", "resolve_device", "Recording", "build_run", "scalar_loss",
-                 "_prepare_inputs", "_raise_compile_error", "_display_path", "_finish"):
-        assert callable(getattr(recorder, name, None)), name
+    from kernelscope.engine import profiling
+
+    for module, name in (("recording", "import_torch"), ("devices.device_target", "resolve_device"),
+                         ("recording", "Recording"), ("run_assembly", "build_run"), ("user_model", "scalar_loss"),
+                         ("user_model", "prepare_inputs"), ("error_translation", "raise_translated"),
+                         ("targets", "display_path"), ("run_assembly", "finish")):
+        assert callable(getattr(importlib.import_module(f"kernelscope.engine.{module}"), name, None)), name
     assert profiling.WARMUP_STEPS >= 1
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kernelscope.diff.compare import RunDiff, compare_runs
 from kernelscope.diff.gates import GATES, GateResult, evaluate_gates, parse_gates
-from kernelscope.diff.model import RunView, load_side, run_view
+from kernelscope.diff.model import DiffSide, diff_side, load_side
 
-__all__ = ["GATES", "GateResult", "RunDiff", "RunView", "compare_runs", "evaluate_gates", "load_side",
-           "parse_gates", "run_view"]
+__all__ = ["GATES", "DiffSide", "GateResult", "RunDiff", "compare_runs", "diff_side", "evaluate_gates", "load_side",
+           "parse_gates"]

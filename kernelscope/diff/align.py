@@ -13,11 +13,11 @@ import bisect
 import difflib
 from collections import defaultdict
 
-from kernelscope.diff.model import RunView, SourceKey
+from kernelscope.diff.model import DiffSide, SourceKey
 
 
 class LineAlignment:
-    def __init__(self, before: RunView, after: RunView):
+    def __init__(self, before: DiffSide, after: DiffSide):
         self._to_after: dict[SourceKey, int] = {}
         self._to_before: dict[SourceKey, int] = {}
         self._anchors: dict[str, list[tuple[int, int]]] = {}  # file -> sorted (line before, line after)
@@ -60,7 +60,7 @@ class LineAlignment:
         return line - before_anchor + after_anchor
 
 
-def _lines_by_file(run: RunView) -> dict[str, list[tuple[int, str]]]:
+def _lines_by_file(run: DiffSide) -> dict[str, list[tuple[int, str]]]:
     lines: dict[str, set[int]] = defaultdict(set)
     for kernel in run.kernels:
         for file, line in kernel.sources:

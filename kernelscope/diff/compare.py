@@ -16,7 +16,7 @@ from kernelscope.diff.align import LineAlignment
 from kernelscope.diff.decisions import DecisionDiff, compare_decisions
 from kernelscope.diff.device_time import DeviceTimeDiff, compare_device_time
 from kernelscope.diff.match import KernelPair, match_kernels
-from kernelscope.diff.model import BreakView, KernelView, RunView, SourceKey
+from kernelscope.diff.model import BreakView, KernelView, DiffSide, SourceKey
 from kernelscope.diff.resources import ResourceDiff, compare_resources
 
 TOTALS = ["graphs", "kernels", "extern_calls", "fallbacks", "kernel_lines", "wrapper_lines", "graph_breaks",
@@ -149,7 +149,7 @@ class RunDiff:
         return data
 
 
-def compare_runs(before: RunView, after: RunView) -> RunDiff:
+def compare_runs(before: DiffSide, after: DiffSide) -> RunDiff:
     alignment = LineAlignment(before, after)
     pairs = match_kernels(before.kernels, after.kernels, alignment)
     changed_pairs = [pair for pair in pairs if pair.status != "unchanged"]
@@ -172,11 +172,11 @@ def compare_runs(before: RunView, after: RunView) -> RunDiff:
     )
 
 
-def _side(run: RunView) -> Side:
+def _side(run: DiffSide) -> Side:
     return Side(run.label, run.target, run.device, run.mode, run.torch_version)
 
 
-def _notes(before: RunView, after: RunView) -> list[str]:
+def _notes(before: DiffSide, after: DiffSide) -> list[str]:
     notes = []
     for name in ("target", "device", "mode", "torch_version"):
         old, new = getattr(before, name), getattr(after, name)
@@ -185,7 +185,7 @@ def _notes(before: RunView, after: RunView) -> list[str]:
     return notes
 
 
-def _total(run: RunView, name: str) -> int:
+def _total(run: DiffSide, name: str) -> int:
     if name == "graphs":
         return len(run.graphs)
     if name == "graph_breaks":
@@ -200,7 +200,7 @@ def _graph_numbers(graph) -> dict:
             "kernel_lines": graph.kernel_lines, "wrapper_lines": graph.wrapper_lines}
 
 
-def _graph_changes(before: RunView, after: RunView) -> list[GraphChange]:
+def _graph_changes(before: DiffSide, after: DiffSide) -> list[GraphChange]:
     old = {(g.compile_id, g.kind): g for g in before.graphs}
     new = {(g.compile_id, g.kind): g for g in after.graphs}
     changes = []
@@ -272,7 +272,7 @@ class _Rows:
         return row
 
 
-def _source_line_changes(before: RunView, after: RunView, changed_pairs: list[KernelPair],
+def _source_line_changes(before: DiffSide, after: DiffSide, changed_pairs: list[KernelPair],
                          alignment: LineAlignment) -> list[SourceLineChange]:
     rows = _Rows(alignment)
     for pair in changed_pairs:
@@ -365,8 +365,8 @@ def _recompile_changes(before: list[str], after: list[str]) -> list[dict]:
     return changes
 
 
-def _fallback_changes(before: RunView, after: RunView) -> list[FallbackChange]:
-    def calls(run: RunView) -> dict[str, list[KernelView]]:
+def _fallback_changes(before: DiffSide, after: DiffSide) -> list[FallbackChange]:
+    def calls(run: DiffSide) -> dict[str, list[KernelView]]:
         found: dict[str, list[KernelView]] = defaultdict(list)
         for kernel in run.kernels:
             if kernel.is_fallback:

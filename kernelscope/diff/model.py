@@ -89,7 +89,9 @@ class BreakView:
 
 
 @dataclass
-class RunView:
+class DiffSide:
+    """One side of a diff (a run or a dump), as the comparison reads it."""
+
     label: str  # how the report names this side: a file name or `run 3`
     target: str
     device: str
@@ -106,7 +108,7 @@ class RunView:
     decisions: list[DecisionView] = field(default_factory=list)  # timing decisions (schema 5.0)
 
 
-def load_side(spec: str, store_dir: str | Path) -> RunView:
+def load_side(spec: str, store_dir: str | Path) -> DiffSide:
     """Read one side given on the command line (see the module docstring)."""
     if spec == "-":
         return _checked_view(_parse_dump(sys.stdin.read(), "<stdin>"), "<stdin>")
@@ -127,7 +129,7 @@ def load_side(spec: str, store_dir: str | Path) -> RunView:
 
     with Store(store_dir, create=False) as store:
         run_id = _resolve_reference(store, spec, reference)
-        return run_view(store.run(run_id).dump(), f"run {run_id}")
+        return diff_side(store.run(run_id).dump(), f"run {run_id}")
 
 
 def _resolve_reference(store, spec: str, reference: re.Match) -> int:
@@ -157,11 +159,11 @@ def _parse_dump(text: str, name: str) -> dict:
     return data
 
 
-def _checked_view(data: dict, name: str) -> RunView:
+def _checked_view(data: dict, name: str) -> DiffSide:
     """The views of a dump read from a file. The JSON Schema is checked only when the
     dump cannot be read: a full check costs seconds on a large dump (see docs/ci.md)."""
     try:
-        return run_view(data, name)
+        return diff_side(data, name)
     except (KeyError, TypeError, AttributeError, ValueError) as error:
         from kernelscope.store.dump import schema_problems
 
@@ -172,7 +174,7 @@ def _checked_view(data: dict, name: str) -> RunView:
         raise DiffInputError(f"{name}: invalid dump at {problems[0].path}: {problems[0].message}{more}") from error
 
 
-def run_view(data: dict, label: str) -> RunView:
+def diff_side(data: dict, label: str) -> DiffSide:
     """The views of a dump (schema 1.0 to 5.0)."""
     run = data["run"]
     graphs: list[GraphView] = []
@@ -211,7 +213,7 @@ def run_view(data: dict, label: str) -> RunView:
                   reason=_break_reason(brk), compile_id=brk["compile_id"])
         for brk in run["graph_breaks"]
     ]
-    return RunView(
+    return DiffSide(
         label=label,
         target=run["target"],
         device=run["device"],
