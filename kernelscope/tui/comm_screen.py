@@ -12,8 +12,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from kernelscope.store.distributed import DistributedRun
 from kernelscope.render import distributed as text
+from kernelscope.store.distributed import DistributedRun
 
 
 class CommScreen(ModalScreen):

@@ -10,12 +10,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.events import Click
+from textual.message import Message
 from textual.widgets import Input, Static
 
 from kernelscope.tui.kernel_table import GAP, KernelTable
-
 from kernelscope.tui.run_data import KernelFilter, KernelRow, shown_columns, sort_key
 
 COLUMNS = {"name": "kernel", "kind": "kind", "phase": "fw/bw", "lines": "lines", "sources": "src lines",

@@ -7,9 +7,10 @@ filter keeps only the nodes of one layer (`NodeRef.module`, recorded by the
 whole-stack provenance work; "" when the store has none).
 
 A model line without a module filter is answered from the file's source index
-(`source_link_set`: line numbers only, read once per file), every other move
-from `Store.query` (`link_set`): on a deep model a model line reaches thousands
-of generated lines, and listing them with their texts cost a second.
+(`source_link_set`: line numbers only, read once per file), a PTX/SASS line from
+`RunView.asm_line` (`asm_link_set`), every other move from `Store.query`
+(`link_set`): on a deep model a model line reaches thousands of generated lines,
+and listing them with their texts cost a second.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from kernelscope.store.source_index import LineAnswer
 
 PANES = (SOURCE, POST_GRAD, KERNEL, WRAPPER)  # left to right, top to bottom
 ASM = "asm"  # the PTX/SASS pane: shown in the wrapper pane's place (`a`), linked to the kernel pane
+STAGE_NAMES = {"sass": "SASS", "ptx": "PTX"}  # the stages below the kernel the ASM pane shows
 PANE_TITLES = {SOURCE: "model source", POST_GRAD: "post-grad graph", KERNEL: "kernel", WRAPPER: "wrapper",
                ASM: "below the kernel"}
 
@@ -144,6 +146,21 @@ def source_link_set(answer: LineAnswer, shown: dict[str, str | None]) -> LinkSet
     summary = describe(graph.graph.compile_id, graph.graph.kind, len(hits), graph.post_names, kernel_names,
                        kernel.kernel.name if kernel else None, sorted(graph.modules))
     return LinkSet(SOURCE, panes, summary, graphs, kernel_names)
+
+
+def asm_link_set(answer, shown: dict[str, str | None], module: tuple[str, ...], label: str) -> LinkSet:
+    """The linked lines of a PTX/SASS line: its kernel line(s) in the kernel pane, and the chain
+    of the first of them in the others."""
+    stage = STAGE_NAMES.get(answer.file.stage, answer.file.stage.upper())
+    if not answer.chains:
+        return LinkSet(ASM, {name: PaneLinks() for name in PANES},
+                       f"{stage} :{answer.line} {answer.text[:60]} · no kernel line: a declaration, label or directive")
+    links = link_set(answer.chains[0], ASM, shown, module, label)
+    kernel_lines = answer.kernel_lines
+    links.panes[KERNEL] = PaneLinks(answer.file.kernel_file, kernel_lines, kernel_lines[0])
+    lines = ", ".join(map(str, kernel_lines))
+    links.summary = f"{stage} :{answer.line} {answer.text[:60]} · kernel line {lines} · {links.summary}"
+    return links
 
 
 def add_kernel_launches(links: LinkSet, wrapper_path: str, launch_lines: list[int]) -> None:
