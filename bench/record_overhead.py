@@ -39,7 +39,8 @@ import torch._inductor.config as inductor_config
 from torch._inductor.utils import fresh_cache
 sys.path.insert(0, {repo!r})
 from kernelscope.engine import targets
-from kernelscope.engine.recorder import device_target, scalar_loss
+from kernelscope.engine.devices.device_target import device_target
+from kernelscope.engine.user_model import scalar_loss
 imported = time.perf_counter()
 model, inputs = targets.load_factory(targets.parse_factory_spec({spec!r}))
 with fresh_cache(), inductor_config.patch(force_disable_caches=True, compile_threads=1), \

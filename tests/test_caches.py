@@ -30,7 +30,8 @@ def test_a_warm_fx_graph_cache_yields_the_same_links(recordings, tmp_path, monke
     from torch._inductor import config
 
     from kernelscope.engine import targets
-    from kernelscope.engine.recorder import RecordOptions, device_target, record_factory
+    from kernelscope.engine.devices.device_target import device_target
+    from kernelscope.engine.recorder import RecordOptions, record_factory
 
     cold = recordings.get("mlp")
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))

@@ -136,7 +136,8 @@ def test_inductor_failing_names_the_node_and_the_user_line(tmp_path):
 def test_torch_older_than_2_11_is_refused_with_what_to_do(monkeypatch):
     import torch
 
-    from kernelscope.engine.recorder import RecordOptions, import_torch
+    from kernelscope.engine.record_options import RecordOptions
+    from kernelscope.engine.recording import import_torch
 
     monkeypatch.setattr(torch, "__version__", "2.10.1+cpu")
     with pytest.raises(UserError, match=r"torch 2.10.1\+cpu is too old: kernelscope needs torch 2.11 or newer"):

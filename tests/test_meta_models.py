@@ -121,15 +121,16 @@ def test_a_target_that_needs_values_names_a_meta_parameter(factories, run_cli, t
 def test_the_meta_check_refuses_cuda_and_names_the_first_meta_tensor():
     import torch
 
-    from kernelscope.engine.recorder import RecordOptions, _check_meta_model
+    from kernelscope.engine.record_options import RecordOptions
+    from kernelscope.engine.user_model import check_meta_model
     from kernelscope.errors import TargetError
 
     with torch.device("meta"):
         model = torch.nn.Sequential(torch.nn.Linear(4, 4))
     with pytest.raises(TargetError, match=r"--target cuda needs weight values, and `0.weight` is on the meta device"):
-        _check_meta_model(model, (torch.ones(2, 4),), RecordOptions(), "cuda")
-    assert _check_meta_model(model, (torch.ones(2, 4),), RecordOptions(), "virtual-cuda") == ["0.weight", "0.bias"]
+        check_meta_model(model, (torch.ones(2, 4),), RecordOptions(), "cuda")
+    assert check_meta_model(model, (torch.ones(2, 4),), RecordOptions(), "virtual-cuda") == ["0.weight", "0.bias"]
     plain = torch.nn.Linear(4, 4)
-    assert _check_meta_model(plain, (torch.ones(2, 4),), RecordOptions(), "cuda") == []
+    assert check_meta_model(plain, (torch.ones(2, 4),), RecordOptions(), "cuda") == []
     with pytest.raises(TargetError, match="`input 0` is on the meta device"):
-        _check_meta_model(plain, (torch.ones(2, 4, device="meta"),), RecordOptions(), "cpu-triton")
+        check_meta_model(plain, (torch.ones(2, 4, device="meta"),), RecordOptions(), "cpu-triton")

@@ -1,0 +1,70 @@
+"""The engine: drives a real torch.compile and records where every generated line came from.
+
+The only part of kernelscope that imports torch and triton (tests/test_layers.py holds every
+other package to that). Front ends reach it through `recorder` (in-process: the CLI, the
+Python API) or the `worker` subprocess (the language server, the TUI, watch mode).
+
+Map — one job per module, from the entry points down:
+
+Recording a compile
+- `recorder`        — the entry points: `record_factory`, `record_model`, `record_block`,
+  `record_script`; each orchestrates one recording with the modules below.
+- `record_options`  — `RecordOptions`: what one recording is asked to do.
+- `recording`       — `import_torch`, and `Recording`: the context around the user's code
+  (fresh codegen, probes and trace capture installed, the device target entered).
+- `user_model`      — the user's model made ready for the target and called compiled
+  (inputs, `--train`'s loss, `--execute`'s comparison with eager).
+- `error_translation` — an exception from the user's code or the compile as a one-line
+  UserError / TargetError / CompileError at the user's file:line.
+- `run_assembly`    — what the recording saw assembled into a `RunRecord` (graphs, breaks,
+  recompiles, decisions, warnings, timings).
+- `targets`         — loading what to compile: `path.py:factory`, a script, the workspace's
+  modules (from source, forgotten between recompiles in the worker).
+- `worker`          — the warm engine worker: JSON-RPC over stdio (`record`, `asm`).
+- `profiling`       — `compile --profile`: profiled GPU steps inside the same recording.
+
+Seeing what Inductor does
+- `probes`          — line-level provenance: which post-grad node each kernel line and
+  wrapper line came from (hooks into Inductor).
+- `distributed_probes` — DDP's graph splits, passes that move collectives, the rank.
+- `trace_capture`   — torch's structured-trace records received in-process.
+- `links`           — probes + trace -> GraphRecords with links, each with its reason.
+- `fx_nodes`        — an FX node as a record: its user stack, module instance, pass lineage.
+- `collectives`     — each collective of a post-grad graph and why it is there.
+- `rank_info`       — which rank of which distributed job this process is.
+- `asm_launches`    — `--target cuda`: the launch config each kernel's autotuner chose.
+- `asm_build`       — a stored Triton kernel compiled below Triton (PTX, SASS) without a GPU.
+- `decisions`       — timing decisions (pad_mm, max-autotune): recorded on a GPU,
+  replayed or guessed on virtual-cuda (its own map: `engine/decisions/__init__.py`).
+- `devices`         — the device targets: `cuda`, `virtual-cuda`, `cpu-triton`, and the
+  switch that enters one (its own map: `engine/devices/__init__.py`).
+
+Changing torch, one register (nothing else replaces anything inside torch or Triton)
+- `patching`        — the mechanism: `PatchPoint`, `Patches` (replace, wrap, set_item; all
+  put back), `install_groups`, `checked`.
+- `patch_points`    — the register: every place patched, declared once under its feature,
+  and `require(feature)` for features that cannot work in part.
+- `ports`           — ATen code ported to Python, with drift checks.
+- `torch_compat`    — every torch version gate, in one table.
+- `torch_fixes`     — upstream fixes for torch bugs, applied while recording.
+- `torch_doctor`    — `kernelscope doctor --torch`: every point, port and gate checked.
+
+Text parsing shared with `kernelscope import` (wrapper code, printed graphs, stack traces,
+structured-trace records, graph breaks) lives outside the engine, torch-free, in
+`kernelscope.compile_text`.
+
+Where new things go
+- a new device port (emulating what a GPU decides, e.g. another ATen backend choice):
+  a module in `devices/`, entered from `devices/virtual_cuda.py` (or `device_target`),
+  its patch points in `patch_points` under "virtual-cuda", and, if it ports ATen code,
+  an entry in `ports.PORTS` with its drift check;
+- a new device target: see `devices/device_target.py` (`DEVICES`, one branch of
+  `device_target`, a patch-point feature of its name);
+- a new probe: a group in `probes.Probes._probe_groups` (or `distributed_probes`), its
+  points in `patch_points` under "line provenance" (or "distributed"), what it saw read
+  in `links`;
+- a new patch point: declared once in `patch_points`, patched only through `patching`;
+  `kernelscope doctor --torch` lists it from there;
+- a new version difference: a gate in `torch_compat.GATES`;
+- a new timing decision: a hooks module in `decisions/`, entered from `decisions/session`.
+"""

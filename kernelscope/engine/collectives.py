@@ -21,6 +21,7 @@ import ast
 import functools
 import os
 
+from kernelscope.compile_text.stack_traces import parse_frames
 from kernelscope.engine import fx_nodes
 from kernelscope.engine.distributed_probes import is_collective_target
 from kernelscope.record import Collective, FxNode, PassStep, SourceLocation
@@ -179,7 +180,7 @@ def _peers(node, role: str) -> list[str]:
 
 def _issued_by(collective: Collective, stack_trace: str | None, torch_dir: tuple[str, ...],
                record: FxNode | None, pre: dict[str, dict]) -> None:
-    frames = fx_nodes.parse_frames(stack_trace)
+    frames = parse_frames(stack_trace)
     last_user = max((index for index, frame in enumerate(frames) if not frame.file.startswith(torch_dir)),
                     default=-1)
     user, below = frames[:last_user + 1], frames[last_user + 1:]  # below: torch's hooks, DTensor API

@@ -1,61 +1,20 @@
 """FX nodes as kernelscope records: where in user source a node came from (its
 whole user call stack and module instance), which passes made it, and where it
-sits in the printed graph file."""
+sits in the printed graph file. The texts it reads (stack traces, the printed graph)
+are parsed by `kernelscope.compile_text`; this module reads live torch objects."""
 from __future__ import annotations
 
 import os
 import re
 
-from kernelscope.record import FxNode, PassStep, SourceLocation
-
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\s*$')
-_NODE_LINE = re.compile(r"^\s+(\w+)(?:: \"[^\"]*\")? = ")
-_SIGNATURE = re.compile(r"^\s*def forward\(")
+from kernelscope.compile_text.stack_traces import user_frames
+from kernelscope.record import FxNode, PassStep
 
 
 def _torch_dir() -> str:
     import torch
 
     return os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-
-
-def parse_frames(stack_trace: str | None) -> list[SourceLocation]:
-    """Every `File "...", line N, in fn` frame of a printed traceback, outermost first."""
-    if not stack_trace:
-        return []
-    frames: list[SourceLocation] = []
-    lines = stack_trace.splitlines()
-    for index, line in enumerate(lines):
-        match = _FRAME.match(line)
-        if not match:
-            continue
-        code = lines[index + 1].strip() if index + 1 < len(lines) else ""
-        frames.append(
-            SourceLocation(
-                file=match["file"], line=int(match["line"]), function=match["function"], code=code
-            )
-        )
-    return frames
-
-
-def user_frames(stack_trace: str | None, skip_prefixes: tuple[str, ...]) -> list[SourceLocation]:
-    """The frames of a Dynamo stack trace that are not torch's own code, outermost first.
-
-    Library frames (transformers' `modeling_*.py`) are user code here: they are the
-    lines that produced the op. A trace made only of torch frames keeps its innermost
-    one, so a node is never left without a line when Dynamo recorded one.
-    """
-    frames = parse_frames(stack_trace)
-    kept = [frame for frame in frames if not frame.file.startswith(skip_prefixes)]
-    if not kept and frames:
-        kept = frames[-1:]
-    return kept
-
-
-def user_frame(stack_trace: str | None, skip_prefixes: tuple[str, ...]) -> SourceLocation | None:
-    """The innermost user frame of a Dynamo stack trace (the node's direct line)."""
-    frames = user_frames(stack_trace, skip_prefixes)
-    return frames[-1] if frames else None
 
 
 _MODULE_ROOT = re.compile(r"^L\['[^']*'\]\.?")
@@ -107,23 +66,6 @@ def pass_lineage(from_node) -> list[PassStep]:
                 steps.append(step)
         pending.extend(reversed(getattr(source, "from_node", None) or ()))
     return steps
-
-
-def node_lines(printed_graph: str) -> dict[str, int]:
-    """Map node name -> line in `GraphModule.print_readable()` output."""
-    lines: dict[str, int] = {}
-    signature_line = 0
-    for number, line in enumerate(printed_graph.splitlines(), 1):
-        if not signature_line and _SIGNATURE.match(line):
-            signature_line = number
-            continue
-        match = _NODE_LINE.match(line)
-        if match and match.group(1) not in lines:
-            lines[match.group(1)] = number
-        elif line.strip().startswith("return ") and signature_line:
-            lines.setdefault("output", number)
-    lines["__signature__"] = signature_line
-    return lines
 
 
 def target_name(target) -> str:

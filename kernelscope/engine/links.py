@@ -10,7 +10,9 @@ Links, each with a reason:
 """
 from __future__ import annotations
 
-from kernelscope.engine import collectives, fx_nodes, wrapper_code
+from kernelscope.compile_text import wrapper_code
+from kernelscope.compile_text.printed_graph import node_lines
+from kernelscope.engine import collectives, fx_nodes
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
 from kernelscope.record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
@@ -72,7 +74,7 @@ def _add_distributed(record: GraphRecord, capture: GraphCapture, pre_grad: PreGr
 
 
 def _pre_grad_nodes(pre_grad: PreGradCapture, skip_prefixes) -> list[FxNode]:
-    lines = fx_nodes.node_lines(pre_grad.text)
+    lines = node_lines(pre_grad.text)
     return [
         fx_nodes.to_fx_node(n["name"], n["op"], n["target"], n["stack_trace"], lines, skip_prefixes,
                             n.get("nn_module_stack"))
@@ -122,7 +124,7 @@ def _pre_grad_ancestors(node, pre_grad_graph_id: int) -> list[str]:
 def _post_grad_nodes(capture, pre_grad, forward_by_seq_nr, skip_prefixes):
     gm = capture.post_grad_gm
     text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
-    lines = fx_nodes.node_lines(text)
+    lines = node_lines(text)
     nodes: list[FxNode] = []
     for node in gm.graph.nodes:
         record = fx_nodes.to_fx_node(

@@ -12,12 +12,12 @@ Features and what happens when one of their points does not hold on a torch:
 - "launch configs" (asm_launches.py, --target cuda): launch configs not recorded, said in the run;
 - "upstream fixes" (torch_fixes.py): the fix is not applied, said in the run;
 - "recording", "virtual-cuda", "cpu-triton", "fake process group": they cannot work in part;
-  checked when a recording starts (`patching.require`), which stops with one message;
+  checked when a recording starts (`require`, below), which stops with one message;
 - "below the kernel" (asm_build.py): the kernel's build fails with the reason, stored with it.
 """
 from __future__ import annotations
 
-from kernelscope.engine.patching import CustomPoint, PatchPoint
+from kernelscope.engine.patching import CustomPoint, PatchPoint, PatchPointChanged
 
 # -- line provenance (probes.py) -----------------------------------------------------------
 
@@ -76,7 +76,7 @@ DDP_INIT = PatchPoint(_FAKE_PG, "torch.nn.parallel.DistributedDataParallel", "__
 DDP_REGISTER_COMM_HOOK = PatchPoint(_FAKE_PG, "torch.nn.parallel.DistributedDataParallel", "register_comm_hook",
                                     "a program's own comm hook is ignored", parameters=("self", "state", "hook"))
 
-# -- the recording itself (recorder.py) -----------------------------------------------------
+# -- the recording itself (recording.py) ----------------------------------------------------
 
 _RECORDING = "recording"
 CONFIG_FORCE_DISABLE_CACHES = PatchPoint(_RECORDING, "torch._inductor.config", "force_disable_caches",
@@ -180,10 +180,15 @@ def _cuda_guard_problem():
     return cuda_guard.registry_problem()
 
 
-def _fake_mode_slot_problem():
-    from kernelscope.engine.devices import real_compute
+def _fake_mode_slot_problem() -> str | None:
+    """Why the fake mode's dispatch slot cannot be taken on this torch (None: it can)."""
+    import torch
 
-    return real_compute.mode_slot_problem()
+    key = getattr(getattr(torch._C, "_TorchDispatchModeKey", None), "FAKE", None)
+    if key is None:
+        return "torch._C._TorchDispatchModeKey.FAKE is missing"
+    missing = [name for name in ("_set_dispatch_mode", "_unset_dispatch_mode") if not hasattr(torch._C, name)]
+    return f"torch._C.{', '.join(missing)} missing" if missing else None
 
 
 CUDA_DEVICE_GUARD = CustomPoint(_VIRTUAL, "c10::impl::device_guard_impl_registry[CUDA] (ctypes)",
@@ -278,3 +283,21 @@ def _declared():
 
 
 POINTS: list = _declared()
+
+
+def problems_of(feature: str) -> list[str]:
+    """Why each point of `feature` that applies to this torch does not hold (empty: all hold)."""
+    return [problem for point in POINTS
+            if point.feature == feature and point.applies() and (problem := point.check())]
+
+
+def require(feature: str, consequence: str) -> None:
+    """Raise PatchPointChanged, before anything is compiled, when a point of `feature` does
+    not hold on this torch (a feature that cannot work in part, such as virtual-cuda)."""
+    problems = problems_of(feature)
+    if problems:
+        import torch
+
+        raise PatchPointChanged(
+            f"{feature} is unavailable on torch {torch.__version__}: {'; '.join(problems)} ({consequence}; "
+            "`kernelscope doctor --torch` lists every patch point)")

@@ -15,10 +15,11 @@ parameter names a wrapper relies on, the torch versions it applies to). This mod
 - installs groups of points that switch their feature off together (`install_groups`):
   a group with a point that does not hold is left out whole and said in a line the run
   carries in its warnings ("line-level provenance ... kernel-level only (kernel_lines: ...)");
-- checks every point of a feature that cannot work in part (`require`): virtual-cuda is
-  checked when a recording starts, so a changed torch stops it there with one message,
-  never in the middle of a compile.
+- raises PatchPointChanged, before anything is replaced, naming every point of a list
+  that does not hold (`checked`).
 
+Which points there are, and the check of a whole feature that cannot work in part
+(`patch_points.require`), is the register's (patch_points.py); this module knows no point.
 `kernelscope doctor --torch` lists every point with its status (engine/torch_doctor.py).
 """
 from __future__ import annotations
@@ -289,23 +290,3 @@ def checked(*points) -> None:
     problems = [problem for point in points if (problem := point.check())]
     if problems:
         raise PatchPointChanged(f"{points[0].feature}: {'; '.join(problems)}")
-
-
-def problems_of(feature: str) -> list[str]:
-    """Why each point of `feature` that applies to this torch does not hold (empty: all hold)."""
-    from kernelscope.engine import patch_points
-
-    return [problem for point in patch_points.POINTS
-            if point.feature == feature and point.applies() and (problem := point.check())]
-
-
-def require(feature: str, consequence: str) -> None:
-    """Raise PatchPointChanged, before anything is compiled, when a point of `feature` does
-    not hold on this torch (a feature that cannot work in part, such as virtual-cuda)."""
-    problems = problems_of(feature)
-    if problems:
-        import torch
-
-        raise PatchPointChanged(
-            f"{feature} is unavailable on torch {torch.__version__}: {'; '.join(problems)} ({consequence}; "
-            "`kernelscope doctor --torch` lists every patch point)")

@@ -30,10 +30,10 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from kernelscope.compile_text import wrapper_code
 from kernelscope.engine import patch_points as points
-from kernelscope.engine import wrapper_code
-from kernelscope.engine.patching import Patches, install_groups
 from kernelscope.engine.fx_nodes import target_name
+from kernelscope.engine.patching import Patches, install_groups
 
 _local = threading.local()
 

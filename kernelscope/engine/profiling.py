@@ -36,22 +36,24 @@ def check_profile_target(device: str) -> None:
 
 def record_and_profile(spec: str, options, steps: int, trace_path: Path) -> RunRecord:
     """Record `spec` like `kernelscope compile`, then profile `steps` steps into `trace_path`."""
-    from kernelscope.engine import recorder, targets
+    from kernelscope.engine import error_translation, run_assembly, targets, user_model
+    from kernelscope.engine.devices.device_target import resolve_device
+    from kernelscope.engine.recording import Recording, import_torch
 
     if steps < 1:
         raise UserError(f"--steps must be at least 1, not {steps}")
     target = targets.parse_factory_spec(spec)
-    import_seconds = recorder.import_torch(options)
+    import_seconds = import_torch(options)
     import torch
 
     device = "cuda" if options.device == "auto" and torch.cuda.is_available() else options.device
     check_profile_target(device)
-    device = recorder.resolve_device(device)
+    device = resolve_device(device)
     options.on_phase("import", str(target.path))
     model, inputs = targets.load_factory(target)
-    inputs = recorder._prepare_inputs(model, inputs, options, device)
+    inputs = user_model.prepare_inputs(model, inputs, options, device)
     started = time.perf_counter()
-    with recorder.Recording(device, options) as recording:
+    with Recording(device, options) as recording:
         try:
             options.on_phase("capture", "Dynamo, AOTAutograd")
             compiled = torch.compile(model, dynamic=True if options.dynamic else None)
@@ -65,12 +67,12 @@ def record_and_profile(spec: str, options, steps: int, trace_path: Path) -> RunR
         except UserError:
             raise
         except Exception as error:  # noqa: BLE001 - reported as a one-line error
-            recorder._raise_compile_error(error, target.path, recording.probes)
-    shown = f"{recorder._display_path(target.path, options.workspace)}:{target.factory}"
-    run = recorder.build_run(recording, shown, options, device)
+            error_translation.raise_translated(error, target.path, recording.probes)
+    shown = f"{targets.display_path(target.path, options.workspace)}:{target.factory}"
+    run = run_assembly.build_run(recording, shown, options, device)
     if not run.graphs:
         raise UserError(f"{target.path}: torch.compile produced no graph to record")
-    run = recorder._finish(run, recording.probes, import_seconds, compile_seconds)
+    run = run_assembly.finish(run, recording.probes, import_seconds, compile_seconds)
     run.timings["profile"] = round(profile_seconds, 4)
     run.config = {**run.config, "profile_steps": steps}
     return run
@@ -81,7 +83,7 @@ def _make_step(compiled, inputs, train: bool):
     synchronize, so a ProfilerStep range holds the step's device work."""
     import torch
 
-    from kernelscope.engine.recorder import scalar_loss
+    from kernelscope.engine.user_model import scalar_loss
 
     def step():
         if train:

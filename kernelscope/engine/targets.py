@@ -57,6 +57,14 @@ def user_error_location(error: BaseException, user_file: Path) -> str:
     return location
 
 
+def display_path(path: Path, workspace: Path) -> str:
+    """How a run names a target file: relative to the workspace, else absolute."""
+    try:
+        return path.resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return str(path.resolve())
+
+
 TARGET_MODULE_PREFIX = "kernelscope_target_"
 
 

@@ -175,7 +175,8 @@ class Worker:
 
     def preload(self, device: str, execute: bool) -> None:
         """Import torch and Inductor before the first request (and report a failure then)."""
-        from kernelscope.engine.recorder import RecordOptions, import_torch
+        from kernelscope.engine.record_options import RecordOptions
+        from kernelscope.engine.recording import import_torch
 
         try:
             self.import_seconds = import_torch(RecordOptions(device=device, execute=execute))
@@ -276,7 +277,8 @@ class Worker:
 
     def _record(self, target: str, options: dict, workspace: Path, store: Path):
         from kernelscope.decisions import resolve
-        from kernelscope.engine.recorder import RecordOptions, record_factory
+        from kernelscope.engine.record_options import RecordOptions
+        from kernelscope.engine.recorder import record_factory
 
         unknown = set(options) - {"device", "train", "dynamic", "execute", "asm", "decisions"}
         if unknown:

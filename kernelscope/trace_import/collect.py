@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kernelscope.trace_import.log_reader import LogRecord
+from kernelscope.trace_import.log_reader import TraceLogRecord
 
 CompileKey = tuple[int, int, int, int | None]  # frame, frame compile, attempt, compiled-autograd id
 
@@ -64,13 +64,13 @@ class RankLog:
         return compile_
 
 
-def compile_key(record: LogRecord) -> CompileKey | None:
+def compile_key(record: TraceLogRecord) -> CompileKey | None:
     if record.compile_id is None:
         return None
     return (*record.compile_id, record.compiled_autograd_id)
 
 
-def _json_payload(log: RankLog, record: LogRecord):
+def _json_payload(log: RankLog, record: TraceLogRecord):
     try:
         value = json.loads(record.payload or "")
     except ValueError:
@@ -85,7 +85,7 @@ _PRE_GRAD_PREFERENCE = {"artifact:after_pre_grad_graph": 3, "artifact:before_pre
                         "dynamo_output_graph": 1}
 
 
-def _pre_grad(log: RankLog, record: LogRecord) -> None:
+def _pre_grad(log: RankLog, record: TraceLogRecord) -> None:
     key = compile_key(record)
     if key is None or not record.payload:
         return
@@ -94,7 +94,7 @@ def _pre_grad(log: RankLog, record: LogRecord) -> None:
         log.pre_grad[key] = (preference, record.payload)
 
 
-def _post_grad(log: RankLog, record: LogRecord) -> None:
+def _post_grad(log: RankLog, record: TraceLogRecord) -> None:
     key = compile_key(record)
     if key is not None and record.payload:
         # A post-grad graph always starts a new Inductor compilation.
@@ -102,32 +102,32 @@ def _post_grad(log: RankLog, record: LogRecord) -> None:
         log.compiles.append(compile_)
 
 
-def _output_code(log: RankLog, record: LogRecord) -> None:
+def _output_code(log: RankLog, record: TraceLogRecord) -> None:
     key = compile_key(record)
     if key is not None and record.payload:
         log.latest_compile(key, record.line, "wrapper_text").wrapper_text = record.payload
 
 
-def _node_mappings(log: RankLog, record: LogRecord) -> None:
+def _node_mappings(log: RankLog, record: TraceLogRecord) -> None:
     key = compile_key(record)
     value = _json_payload(log, record)
     if key is not None and value is not None:
         log.latest_compile(key, record.line, "node_mappings").node_mappings = value
 
 
-def _kernel_stack_traces(log: RankLog, record: LogRecord) -> None:
+def _kernel_stack_traces(log: RankLog, record: TraceLogRecord) -> None:
     key = compile_key(record)
     value = _json_payload(log, record)
     if key is not None and value is not None:
         log.latest_compile(key, record.line, "kernel_stack_traces").kernel_stack_traces = value
 
 
-def _graph_break(log: RankLog, record: LogRecord) -> None:
+def _graph_break(log: RankLog, record: TraceLogRecord) -> None:
     if record.payload:
         log.graph_breaks.append(GraphBreakEntry(record.payload, record.compile_id, record.line))
 
 
-def _compilation_metrics(log: RankLog, record: LogRecord) -> None:
+def _compilation_metrics(log: RankLog, record: TraceLogRecord) -> None:
     metrics = record.metadata.get("compilation_metrics")
     if not isinstance(metrics, dict) or record.compile_id is None:
         return
@@ -141,19 +141,19 @@ def _compilation_metrics(log: RankLog, record: LogRecord) -> None:
                             f"{str(metrics.get('fail_reason') or '').strip()[:300]}")
 
 
-def _aot_backward(log: RankLog, record: LogRecord) -> None:
+def _aot_backward(log: RankLog, record: TraceLogRecord) -> None:
     key = compile_key(record)
     if key is not None:
         log.aot_backward.add(key)
 
 
-def _torch_version(log: RankLog, record: LogRecord) -> None:
+def _torch_version(log: RankLog, record: TraceLogRecord) -> None:
     value = _json_payload(log, record)
     if value and isinstance(value.get("pytorch_version"), str):
         log.torch_version = value["pytorch_version"]
 
 
-Handler = Callable[[RankLog, LogRecord], None]
+Handler = Callable[[RankLog, TraceLogRecord], None]
 
 PARSERS: dict[str, Handler] = {
     "artifact:after_pre_grad_graph": _pre_grad,
@@ -190,7 +190,7 @@ def wants_payload(kind: str) -> bool:
     return kind in PARSERS and kind not in METADATA_ONLY
 
 
-def handle(log: RankLog, record: LogRecord) -> None:
+def handle(log: RankLog, record: TraceLogRecord) -> None:
     handler = PARSERS.get(record.kind)
     if handler is not None:
         handler(log, record)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kernelscope.engine import fx_nodes
+from kernelscope.compile_text.printed_graph import node_lines
 from kernelscope.record import FxNode, SourceLocation
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -43,7 +43,7 @@ class ParsedGraph:
 
 def parse_graph(text: str) -> ParsedGraph:
     lines = [_ANSI.sub("", line) for line in text.splitlines()]
-    graph_lines = fx_nodes.node_lines("\n".join(lines))
+    graph_lines = node_lines("\n".join(lines))
     parsed = ParsedGraph()
     start = next((i for i, line in enumerate(lines) if _DEF.match(line)), None)
     if start is None:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelscope.engine.trace_capture import record_kind
+from kernelscope.compile_text.trace_records import record_kind
 from kernelscope.errors import UserError
 
 _PREFIX = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} \d+ [^:\]]+:\d+\] ")
@@ -43,7 +43,10 @@ class TraceLogError(UserError):
 
 
 @dataclass
-class LogRecord:
+class TraceLogRecord:
+    """A structured-trace record read from a TORCH_TRACE log (a live recording receives the
+    same records in-process: engine/trace_capture.py's TraceRecord)."""
+
     kind: str  # "inductor_output_code", "artifact:<name>", ... (see record_kind)
     metadata: dict
     payload: str | None  # None when not asked for, absent, or damaged
@@ -94,7 +97,7 @@ def read_log(
     stats: ReadStats,
     strict: bool = False,
     on_progress: Callable[[int], None] | None = None,
-) -> Iterator[LogRecord]:
+) -> Iterator[TraceLogRecord]:
     """Yield the records of one log file, in order.
 
     `wants_payload(kind)` says which records need their payload (decoded and
@@ -145,7 +148,7 @@ def read_log(
         on_progress(stats.bytes)
 
 
-def _finish(pending, payload_lines, interned, wants_payload, stats, fail) -> LogRecord | None:
+def _finish(pending, payload_lines, interned, wants_payload, stats, fail) -> TraceLogRecord | None:
     text, line = pending
     try:
         metadata = json.loads(text)
@@ -190,7 +193,7 @@ def _finish(pending, payload_lines, interned, wants_payload, stats, fail) -> Log
             return None
     if "stack" in metadata and isinstance(metadata["stack"], list):
         metadata["stack"] = [_unintern(frame, interned) for frame in metadata["stack"]]
-    return LogRecord(kind, metadata, payload, line, compile_id, autograd_id, rank)
+    return TraceLogRecord(kind, metadata, payload, line, compile_id, autograd_id, rank)
 
 
 def _join_payload(lines: list[bytes]) -> bytes:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kernelscope.engine import wrapper_code
+from kernelscope.compile_text import wrapper_code
 from kernelscope.record import FxNode, Kernel, LineOrigin
 
 _ATEN_MAPPING_HEADER = "# Source node to ATen node mapping:"

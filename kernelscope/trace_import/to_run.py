@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kernelscope.engine import fx_nodes
-from kernelscope.engine.trace_capture import parse_graph_break
+from kernelscope.compile_text.graph_breaks import parse_graph_break
+from kernelscope.compile_text.stack_traces import user_frames
 from kernelscope.record import GraphBreak, GraphRecord, Recompile, RunRecord, SourceLocation
 from kernelscope.trace_import import graph_text, output_code
 from kernelscope.trace_import.collect import RankLog
@@ -173,7 +173,7 @@ def _sources_from_kernel_stack_traces(graph: GraphRecord, traces: dict) -> None:
             continue
         stacks = stacks_by_kernel.setdefault(str(key).rpartition(":")[0], {})
         for trace in frames:
-            stack = fx_nodes.user_frames(trace, skip_prefixes=()) if isinstance(trace, str) else []
+            stack = user_frames(trace, skip_prefixes=()) if isinstance(trace, str) else []
             stack = [frame for frame in stack if not _TORCH_FILE.search(frame.file)] or stack[-1:]
             if stack:
                 stacks.setdefault((stack[-1].file, stack[-1].line), stack)

@@ -436,34 +436,5 @@ def _tensors(args):
             yield arg
 
 
-def fake_cuda_like(tensor, fake_mode, fresh_symbols: bool = False):
-    """A fresh leaf FakeTensor on cuda:0 in `fake_mode`, with `tensor`'s sizes (symbolic
-    ones kept), strides, dtype and requires_grad. `fresh_symbols`: each symbolic size and
-    stride on a SymNode of its own (the same expression), as AOTAutograd's fakification of
-    a real graph input makes them on a GPU: a size read from the tensor is then traced as
-    `sym_size` of that input, apart from the size Dynamo passes as an input of its own."""
-    import torch
-    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
-
-    shape, stride = tuple(tensor.shape), tensor.stride()
-    if fresh_symbols:
-        shape, stride = [_fresh_symbol(size) for size in shape], [_fresh_symbol(step) for step in stride]
-    with unset_fake_temporarily():
-        meta = torch.empty_strided(shape, stride, dtype=tensor.dtype, device="meta")
-    fake = FakeTensor(fake_mode, meta, torch.device("cuda", 0))
-    if tensor.requires_grad:
-        fake.requires_grad_(True)
-    return fake
-
-
-def _fresh_symbol(value):
-    import torch
-
-    if not isinstance(value, torch.SymInt):
-        return value
-    node = value.node
-    return torch.SymInt(type(node)(node.expr, node.shape_env, int, node.hint))
-
-
 if __name__ == "__main__":
     print("\n".join(ops_a_gpu_keeps()))

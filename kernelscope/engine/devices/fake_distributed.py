@@ -2,7 +2,7 @@
 
 - DTensor (tensor parallelism) parameters reach the compile as tensor subclasses. Dynamo
   captured them on the CPU; virtual-cuda hands AOTAutograd the same subclass with its
-  inner tensors made fake cuda tensors (`fake_cuda_like`), so AOTAutograd desugars it
+  inner tensors made fake cuda tensors (`cuda_fakes.fake_cuda_like`), so AOTAutograd desugars it
   as on a GPU and the functional collectives DTensor traces work on fake cuda tensors.
 - `collectives_as_on_a_gpu_build()`: while compiling, NCCL is available, as on a CUDA
   build (async TP fuses only then).
@@ -21,27 +21,7 @@ from __future__ import annotations
 import contextlib
 
 from kernelscope.engine import patch_points as points
-from kernelscope.engine.devices import fake_cuda
 from kernelscope.engine.patching import Patches, replaced
-
-
-def fake_cuda_like(tensor, fake_mode, fresh_symbols: bool = False):
-    """`fake_cuda.fake_cuda_like`, for tensor subclasses too (DTensor): the same subclass
-    around fake cuda inner tensors, with the outer sizes and strides kept."""
-    import torch
-    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-
-    if not is_traceable_wrapper_subclass(tensor):
-        return fake_cuda.fake_cuda_like(tensor, fake_mode, fresh_symbols)
-    names, context = tensor.__tensor_flatten__()
-    inner = {}
-    for name in names:
-        value = getattr(tensor, name)
-        inner[name] = fake_cuda_like(value, fake_mode, fresh_symbols) if isinstance(value, torch.Tensor) else value
-    made = type(tensor).__tensor_unflatten__(inner, context, tensor.size(), tensor.stride())
-    if tensor.requires_grad and not made.requires_grad:
-        made.requires_grad_(True)
-    return made
 
 
 @contextlib.contextmanager

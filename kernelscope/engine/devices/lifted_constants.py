@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import functools
 
+from kernelscope.engine.devices.cuda_fakes import fake_cuda_like
+
 _lifting: list[bool] = []  # inside a creator call asked for cuda
 _constant_class = []
 
@@ -182,6 +184,4 @@ def lifted_fake(fake_mode, func, args):
     tensor = args[0]
     if not (is_cuda_constant(tensor) or (_lifting and _is_plain_cpu_tensor(tensor))):
         return None
-    from kernelscope.engine.devices import fake_cuda
-
-    return fake_cuda.fake_cuda_like(tensor, fake_mode)
+    return fake_cuda_like(tensor, fake_mode)

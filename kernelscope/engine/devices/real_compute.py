@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 
 from kernelscope.engine import patch_points as points
-from kernelscope.engine.devices import fake_cuda
+from kernelscope.engine.devices.cuda_fakes import fake_cuda_like
 from kernelscope.engine.patching import wrapped
 
 
@@ -68,17 +68,6 @@ def _cpu_mode():
             return func(*_cpu(tuple(args)), **kwargs)
 
     return RealComputeOnCpu()
-
-
-def mode_slot_problem() -> str | None:
-    """Why the fake mode's dispatch slot cannot be taken on this torch (None: it can)."""
-    import torch
-
-    key = getattr(getattr(torch._C, "_TorchDispatchModeKey", None), "FAKE", None)
-    if key is None:
-        return "torch._C._TorchDispatchModeKey.FAKE is missing"
-    missing = [name for name in ("_set_dispatch_mode", "_unset_dispatch_mode") if not hasattr(torch._C, name)]
-    return f"torch._C.{', '.join(missing)} missing" if missing else None
 
 
 @contextlib.contextmanager
@@ -154,7 +143,7 @@ def _constants_moved_as_fakes(fake_mode):
             if device_override is None or constant.device == device_override \
                     or torch.device(device_override).type != "cuda":
                 return constant_name(self, name, device_override)
-            copy = fake_cuda.fake_cuda_like(constant, fake_mode)
+            copy = fake_cuda_like(constant, fake_mode)
             with inductor_config.patch({"aot_inductor.use_runtime_constant_folding": True}):  # no de-duplication
                 copy_name = self.allocate_non_dup_const_name(
                     f"{name}_{device_override.type}{device_override.index or 0}", copy)

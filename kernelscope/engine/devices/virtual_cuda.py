@@ -17,10 +17,10 @@ import contextlib
 import types
 
 from kernelscope.engine import patch_points as points
+from kernelscope.engine.devices import (codegen_only, device_audit, fake_cuda, fake_distributed, lifted_constants,
+                                        meta_models, real_compute, triton_driver)
+from kernelscope.engine.devices.cuda_fakes import fake_cuda_like
 from kernelscope.engine.patching import Patches
-from kernelscope.engine.devices import codegen_only, device_audit, fake_cuda, lifted_constants, meta_models, real_compute
-from kernelscope.engine.devices import triton_driver
-from kernelscope.engine.devices import fake_distributed
 
 ARCH = 90
 
@@ -96,7 +96,7 @@ def pretend_cuda_present():
         patches.replace(points.CUDA_WORKER["get_device_properties"], staticmethod(lambda d=None: props))
         # What a GPU decides by timing (pad_mm, max-autotune, fusion benchmarks) is replayed
         # from a recording or guessed by Inductor's own rules: engine/decisions/, entered by
-        # the recording (recorder.device_target) around the whole compile.
+        # the recording (device_target.device_target) around the whole compile.
         # Generated modules would switch Triton to its real CUDA driver (needs libcuda).
         patches.replace(points.SET_DRIVER_TO_GPU, lambda: None)
         triton_driver.install(patches, points.TRITON_ACTIVE_DRIVER, ARCH)
@@ -181,7 +181,7 @@ def _fake_cuda_inputs(gm, example_inputs, fake_mode):
             fakes.append(fake_mode.from_tensor(value))
             continue
         like = traced if isinstance(traced, torch.Tensor) else fake_mode.from_tensor(value)
-        fake = fake_distributed.fake_cuda_like(like, fake_mode, fresh_symbols=True)  # DTensor parameters too
+        fake = fake_cuda_like(like, fake_mode, fresh_symbols=True, subclasses=True)  # DTensor parameters too
         if value.requires_grad and not fake.requires_grad:
             fake.requires_grad_(True)
         fakes.append(fake)
@@ -200,7 +200,7 @@ def _rederive_example_values(gm, fake_inputs, fake_mode) -> None:
 
     values = {}
 
-    class Recorder(torch.fx.Interpreter):
+    class ValueCollector(torch.fx.Interpreter):
         def run_node(self, node):
             result = super().run_node(node)
             values[node] = result
@@ -211,13 +211,13 @@ def _rederive_example_values(gm, fake_inputs, fake_mode) -> None:
         # ops (linear, matmul) take their symbolic-size Python kernels and add no guards
         # (C++ `sizes()` on a symbolic size specializes it: seen on GPT-2 --dynamic)
         with fake_mode, enable_python_dispatcher():
-            Recorder(gm).run(*fake_inputs)
+            ValueCollector(gm).run(*fake_inputs)
     except Exception:  # noqa: BLE001 - fall back to re-making each value on cuda
         values = {}
         for node in gm.graph.nodes:
             value = node.meta.get("example_value", node.meta.get("val"))
             if isinstance(value, FakeTensor) and value.fake_device.type == "cpu":
-                values[node] = fake_cuda.fake_cuda_like(value, fake_mode)
+                values[node] = fake_cuda_like(value, fake_mode)
             elif isinstance(value, torch.Tensor):
                 values[node] = value
     for node, value in values.items():

@@ -1,0 +1,100 @@
+"""Errors from the user's code or from the compile, as kernelscope's one-line errors.
+
+`raise_translated` turns an exception raised while recording into a CompileError (Inductor
+failed: the node it was lowering and that node's user line) or a TargetError (the model
+raised), located at the user's `file:line` (the innermost frame outside torch and
+kernelscope, or the frame Dynamo reports), and saying that the last good run in the store
+is unchanged; a UserError passes through as it is. `mixed_devices_error` is the advice for
+a `--target cuda` model that mixes CPU and GPU tensors.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from kernelscope.compile_text.stack_traces import user_frame
+from kernelscope.errors import CompileError, TargetError, UserError
+
+_TWO_DEVICES = r"two (different )?devices|on the same device"
+
+
+def mixed_devices_error(error: BaseException) -> TargetError | None:
+    """The TargetError for a `--target cuda` model that mixes CPU and GPU tensors; None when
+    `error` is not about that."""
+    if not _mixes_devices(error):
+        return None
+    return TargetError(
+        f"--target cuda: the model mixes CPU and GPU tensors ({_first_line(error)}). "
+        "kernelscope moves an nn.Module and the example inputs the factory returns to the GPU, "
+        "but not tensors held elsewhere (a function closing over a CPU model, tensors made "
+        "in forward without a device): give the factory a `device` parameter and build the "
+        "model and inputs on it (kernelscope calls it with device='cuda'), or create them "
+        "on 'cuda' directly (the last good run in the store is unchanged)"
+    )
+
+
+def _mixes_devices(error: BaseException) -> bool:
+    # "... found two different devices cpu, cuda:0" (FakeTensor), "Expected all tensors to be
+    # on the same device, but found at least two devices" (eager and Dynamo)
+    return bool(re.search(_TWO_DEVICES, str(error)))
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    found = next((line for line in lines if re.search(_TWO_DEVICES, line)),
+                 lines[0] if lines else type(error).__name__)
+    return found[:300]
+
+
+def raise_translated(error: BaseException, target_file: Path | None, probes=None) -> None:
+    """Turn an exception from the user's run into a one-line error naming file:line."""
+    import traceback
+
+    from kernelscope.engine import fx_nodes
+
+    if isinstance(error, UserError):
+        raise error
+    skip = fx_nodes.skip_prefixes() + (os.path.dirname(os.path.dirname(__file__)) + os.sep,)
+    location = ""
+    for frame in traceback.extract_tb(error.__traceback__):
+        if not frame.filename.startswith(skip):
+            location = f"{frame.filename}:{frame.lineno}"
+    text = str(error)
+    message = text.strip().splitlines()
+    first = message[0] if message else type(error).__name__
+    if first.endswith(":"):  # "backend='inductor' raised:" — the cause is on the next line
+        first = " ".join([first] + [line.strip() for line in message[1:] if line.strip()][:1])
+    # Dynamo's errors carry the user's frames as text ("from user code: File ...").
+    for marker in ("from user code:", "Original traceback:"):
+        if marker in text:
+            frame = user_frame(text.split(marker, 1)[1], skip)
+            if frame is not None:
+                location = f"{frame.file}:{frame.line}"
+                break
+    explanation = next((line.strip().removeprefix("Explanation: ") for line in message
+                        if line.strip().startswith("Explanation: ")), "")
+    if explanation:
+        first = f"{first}: {explanation[-300:]}"
+    failed_node = getattr(probes, "failed_node", None)
+    inductor_failed = failed_node is not None or type(error).__name__ in (
+        "InductorError", "BackendCompilerFailed", "LoweringException")
+    if inductor_failed:
+        node_text = ""
+        if failed_node is not None:
+            name, op_target, stack_trace = failed_node
+            node_text = f" while lowering node {name} ({op_target})"
+            source = user_frame(stack_trace, fx_nodes.skip_prefixes())
+            if source is not None:
+                location = f"{source.file}:{source.line}"
+        location = location or str(target_file or "")
+        cause = first.replace("LoweringException: ", "")
+        raise CompileError(
+            f"{location}: Inductor failed{node_text}: {cause[:400]} "
+            "(the last good run in the store is unchanged)"
+        ) from error
+    location = location or str(target_file or "")
+    raise TargetError(
+        f"{location}: the model raised {type(error).__name__}: {first[:400]} "
+        "(the last good run in the store is unchanged)"
+    ) from error

@@ -1,0 +1,28 @@
+"""What one recording is asked to do: `RecordOptions`, as the CLI, the Python API and the
+engine worker fill it in (engine/recorder.py takes it)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kernelscope.decisions.model import DecisionSet
+
+
+@dataclass
+class RecordOptions:
+    device: str = "auto"
+    train: bool = False
+    dynamic: bool = False
+    execute: bool = False  # cpu-triton: run the kernels in Triton's interpreter
+    workspace: Path = field(default_factory=Path.cwd)
+    # A distributed job recorded in this one process on torch's fake process group
+    # (devices/fake_distributed.py): its world size and this process's rank; `job` names
+    # the job its ranks' runs share (engine/rank_info.py).
+    world_size: int | None = None
+    rank: int = 0
+    job: str | None = None
+    on_phase: Callable[[str, str], None] = lambda phase, detail: None
+    # virtual-cuda: a GPU's recorded timing decisions to replay (kernelscope.decisions;
+    # docs/decisions.md); those it does not hold are guessed, and the run says which.
+    decisions: DecisionSet | None = None

@@ -1,0 +1,147 @@
+"""What a recording saw, assembled into a RunRecord.
+
+`build_run` turns the probes' captures and the structured trace into graphs with links
+(links.py), adds the graph breaks and recompiles the trace reports, the launch configs and
+timing decisions (engine/decisions/), and every warning the run must carry (probes off or
+failed, the device target's, upstream fixes, distributed probes, decisions replayed or
+guessed); `finish` adds the timings per phase and the peak memory.
+"""
+from __future__ import annotations
+
+import resource
+import time
+from typing import TYPE_CHECKING
+
+from kernelscope.engine import rank_info
+from kernelscope.engine.record_options import RecordOptions
+from kernelscope.record import GraphSplit, Recompile, RunRecord
+
+if TYPE_CHECKING:
+    from kernelscope.engine.recording import Recording
+
+
+def _recompiles(trace) -> list[Recompile]:
+    found = []
+    for record in trace.of_kind("compilation_metrics"):
+        metrics = record.metadata.get("compilation_metrics") or {}
+        reason = metrics.get("recompile_reason")
+        if reason and record.compile_id:
+            cid = record.compile_id
+            found.append(Recompile(f"{cid[0]}/{cid[1]}", str(reason)))
+    return found
+
+
+def build_run(recording: Recording, target: str, options: RecordOptions, device: str) -> RunRecord:
+    import torch
+    import triton
+
+    from kernelscope.compile_text.graph_breaks import parse_graph_break
+    from kernelscope.engine import fx_nodes, links
+
+    probes, trace = recording.probes, recording.trace
+    skip = fx_nodes.skip_prefixes()
+    mappings = [
+        (index, record) for index, record in enumerate(trace.records)
+        if record.kind == "artifact:inductor_provenance_tracking_node_mappings"
+    ]
+    forward_by_seq_nr: dict[tuple, dict] = {}
+    graphs = []
+    for capture in probes.graphs:
+        pre = next((p for p in reversed(probes.pre_grad) if p.compile_id == capture.compile_id), None)
+        mapping = next(
+            (r for i, r in mappings if i >= capture.trace_position and r.compile_id == capture.compile_id),
+            None,
+        )
+        mapping_json = _json_or_none(mapping.payload) if mapping else None
+        per_compile = forward_by_seq_nr.setdefault(capture.compile_id, {})
+        graphs.append(links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed))
+
+    from kernelscope.engine.decisions import session
+
+    decisions = recording.decisions
+    if recording.autotuners is not None:  # the configs the GPU launched (below the kernel)
+        from kernelscope.engine import asm_launches
+
+        session.launch_decisions(graphs, asm_launches.attach(graphs, recording.autotuners), decisions)
+        recording.autotuners = None
+    elif device == "virtual-cuda":
+        session.replay_launches(graphs, decisions)
+    gpu = session.gpu_of(device)
+    warnings = list(probes.disabled and [
+        f"line-level provenance unavailable on torch {torch.__version__}: kernel-level only "
+        f"({'; '.join(probes.disabled)})"
+    ])
+    warnings += recording.device_warnings
+    warnings += recording.fixes.warnings(torch.__version__)
+    warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
+    warnings += _distributed_warnings(recording.distributed, graphs)
+    warnings += list(dict.fromkeys(decisions.problems))
+    warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))
+    return RunRecord(
+        target=target,
+        device=device,
+        mode="train" if options.train or any(g.kind == "backward" for g in graphs) else "inference",
+        dynamic=options.dynamic,
+        torch_version=torch.__version__,
+        triton_version=getattr(triton, "__version__", "unknown"),
+        provenance="line" if probes.line_level else "kernel",
+        created=time.time(),
+        workspace=str(options.workspace.resolve()),
+        graphs=graphs,
+        graph_breaks=[parse_graph_break(r.payload, r.compile_id)
+                      for r in trace.of_kind("artifact:dynamo_graph_break_reason")],
+        recompiles=_recompiles(trace),
+        warnings=warnings,
+        config={"execute": options.execute},
+        rank=recording.distributed.rank or rank_info.current(options.job),
+        gpu=gpu,
+        decisions=list(decisions.decisions),
+        replay=decisions.replay_record(),
+    )
+
+
+def _distributed_warnings(distributed, graphs) -> list[str]:
+    """Probes of distributed programs that were off or failed, where the run needed them;
+    graphs that share a compile id and kind (a split no probe named) are told apart."""
+    found = [f"a distributed probe failed and was skipped: {error.splitlines()[0]}"
+             for error in distributed.errors[:5]]
+    keys: dict[str, list] = {}
+    for graph in graphs:
+        keys.setdefault(graph.key, []).append(graph)
+    repeated = [same for same in keys.values() if len(same) > 1]
+    for same in repeated:
+        for part, graph in enumerate(same):
+            graph.split = GraphSplit(part=part, parts=len(same), splitter="")
+    if repeated:
+        found.append(f"{len(repeated)} compile(s) made several graphs of one kind (a split no probe named): "
+                     "numbered as parts")
+    if distributed.disabled and (repeated or any(graph.collectives for graph in graphs)):
+        found.append(f"distributed probes off on torch {_torch_version()}: {'; '.join(distributed.disabled)}")
+    return found
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def _json_or_none(payload: str | None):
+    import json
+
+    try:
+        return json.loads(payload) if payload else None
+    except ValueError:
+        return None
+
+
+def finish(run: RunRecord, probes, import_seconds: float, total_seconds: float) -> RunRecord:
+    lower, codegen = probes.seconds["lower"], probes.seconds["codegen"]
+    run.timings = {
+        "import": round(import_seconds, 4),
+        "capture": round(max(total_seconds - lower - codegen, 0.0), 4),
+        "lower": round(lower, 4),
+        "codegen": round(codegen, 4),
+    }
+    run.peak_memory_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return run
