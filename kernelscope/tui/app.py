@@ -1,18 +1,10 @@
 """The kernelscope explorer's shell: four linked code panes, the kernel list, the keys.
 
-`KernelscopeApp` lays the screen out, owns the two store gateways and the
-controllers, and does no work of its own: a key calls an action, which hands over
+`KernelscopeApp` lays the screen out, owns the two store gateways and one of each
+controller (`self.runs`, `self.links`, … in `__init__`; kernelscope/tui/__init__.py
+has the map), and does no work of its own: a key calls an action, which hands over
 to a controller; every message a worker posts comes back here and goes to the
-controller that applies it ("messages -> controllers" below). The controllers, one
-job each (kernelscope/tui/__init__.py has the map):
-
-    runs       run_loader.RunLoader         the run on screen, its facts
-    links      link_follower.LinkFollower   cursor move -> linked lines; enter/u; gutter marks
-    asm        asm_mode.AsmMode             below the kernel: the PTX/SASS pane, `B` builds
-    files      file_opener.FileOpener       a file opened from a list (kernel, break, collective)
-    dialogs    dialogs.Dialogs              r b m x o ?: the modal screens and their choices
-    compiling  compile_status.CompileStatus the compile/watch session's events
-    errors     error_report.ErrorReport     failed workers -> the status line, full errors kept
+controller that applies it ("messages -> controllers" below).
 
 Every store read and every compile runs in a thread worker that posts a message
 back; the UI thread only draws. One query per cursor move computes the linked

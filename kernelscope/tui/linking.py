@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, GraphChain, KernelRef, NodeRef, QueryResult
 from kernelscope.store.source_index import LineAnswer
+from kernelscope.tui.run_data import in_instance
 
 PANES = (SOURCE, POST_GRAD, KERNEL, WRAPPER)  # left to right, top to bottom
 ASM = "asm"  # the PTX/SASS pane: shown in the wrapper pane's place (`a`), linked to the kernel pane
@@ -40,8 +41,6 @@ class LinkSet:
     origin: str  # the pane whose cursor asked
     panes: dict[str, PaneLinks]
     summary: str  # one line: graph, nodes, kernels, source lines
-    graphs: list[str] = field(default_factory=list)  # "[0/0] forward" of every graph the line reaches
-    kernels: list[str] = field(default_factory=list)  # kernel names in the chosen graph
 
     @property
     def empty(self) -> bool:
@@ -54,8 +53,7 @@ def in_module(node: NodeRef, module: str | tuple[str, ...]) -> bool:
     if not module:
         return True
     node_module = getattr(node, "module", "") or ""
-    return any(node_module == m or node_module.startswith(m + ".")
-               for m in ((module,) if isinstance(module, str) else module))
+    return any(in_instance(node_module, m) for m in ((module,) if isinstance(module, str) else module))
 
 
 def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], module: str | tuple[str, ...] = "",
@@ -69,10 +67,9 @@ def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], mod
     chains = [_filtered(chain, module) for chain in result.graphs]
     chains = [chain for chain in chains if chain.pre_nodes or chain.post_nodes or chain.kernels]
     panes = {name: PaneLinks() for name in PANES}
-    graphs = [f"[{chain.graph.compile_id}] {chain.graph.kind}" for chain in chains]
     if not chains:
         where = f" in module {label or module}" if module else ""
-        return LinkSet(origin, panes, f"line {result.line}: no links{where}", graphs)
+        return LinkSet(origin, panes, f"line {result.line}: no links{where}")
 
     # Source lines do not depend on the graph: every chain's count.
     source_path = shown.get(SOURCE) if origin != SOURCE else None
@@ -116,7 +113,7 @@ def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], mod
     modules = sorted({getattr(node, "module", "") for node in chain.post_nodes} - {""})
     summary = describe(chain.graph.compile_id, chain.graph.kind, len(chains), [node.name for node in chain.post_nodes],
                        kernel_names, kernel.name if kernel else None, modules)
-    return LinkSet(origin, panes, summary, graphs, kernel_names)
+    return LinkSet(origin, panes, summary)
 
 
 def source_link_set(answer: LineAnswer, shown: dict[str, str | None]) -> LinkSet:
@@ -124,9 +121,8 @@ def source_link_set(answer: LineAnswer, shown: dict[str, str | None]) -> LinkSet
     which graph and kernel are shown)."""
     hits = [hit for hit in answer.graphs if hit.post_nodes or hit.kernels]
     panes = {name: PaneLinks() for name in PANES}
-    graphs = [f"[{hit.graph.compile_id}] {hit.graph.kind}" for hit in hits]
     if not hits:
-        return LinkSet(SOURCE, panes, f"line {answer.line}: no links", graphs)
+        return LinkSet(SOURCE, panes, f"line {answer.line}: no links")
     current = shown.get(POST_GRAD)
     graph = next((hit for hit in hits if current and hit.graph.files.get("post_grad") == current), hits[0])
     post_file = graph.graph.files.get("post_grad")
@@ -145,7 +141,7 @@ def source_link_set(answer: LineAnswer, shown: dict[str, str | None]) -> LinkSet
     kernel_names = [hit.kernel.name for hit in graph.kernels]
     summary = describe(graph.graph.compile_id, graph.graph.kind, len(hits), graph.post_names, kernel_names,
                        kernel.kernel.name if kernel else None, sorted(graph.modules))
-    return LinkSet(SOURCE, panes, summary, graphs, kernel_names)
+    return LinkSet(SOURCE, panes, summary)
 
 
 def asm_link_set(answer, shown: dict[str, str | None], module: tuple[str, ...], label: str) -> LinkSet:
