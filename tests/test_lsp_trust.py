@@ -138,3 +138,37 @@ async def test_trust_can_be_taken_back_but_not_given_later(untrusted_workspace):
         assert markers(untrusted_workspace) == []
     finally:
         await session.stop()
+
+
+async def test_untrusted_hover_says_building_is_off_instead_of_how_to_build(untrusted_workspace):
+    """Where a trusted server's hover says how to build PTX/SASS, an untrusted one's says that
+    building is off until the workspace is trusted (it refuses `kernelscope.buildAsm`): on a
+    model line, on a kernel line, and in `kernelscope/asmForLine`'s `how`."""
+    from pygls.uris import to_fs_path
+
+    workspace = untrusted_workspace
+    source = workspace / "examples" / "mlp.py"
+    session = await start_session(workspace, {"trusted": False})
+    try:
+        await session.wait_for_status(lambda s: s["state"] == "idle", timeout=30)
+        session.open(source)
+        gelu = line_of(source, "gelu(h)")
+        off = "not built yet — building is off until the workspace is trusted"
+        hover = (await session.hover(source, gelu)).contents.value
+        assert f"**PTX/SASS**: {off}" in hover, hover
+        assert "Build PTX/SASS" not in hover and "kernelscope.buildAsm" not in hover, hover
+
+        target = next(t for t in await session.definition(source, gelu) if "triton_poi_fused_gelu" in t.uri)
+        kernel = Path(to_fs_path(target.uri))
+        on_kernel = (await session.hover(kernel, target.range.start.line)).contents.value
+        assert f"**PTX/SASS**: {off}" in on_kernel, on_kernel
+        assert "Build PTX/SASS" not in on_kernel and "--asm" not in on_kernel, on_kernel
+
+        below = _plain(await session.request("kernelscope/asmForLine", {
+            "textDocument": {"uri": uri(source)}, "position": {"line": gelu, "character": 0}}))
+        assert below["kernels"] and {k["status"] for k in below["kernels"]} == {"not built"}
+        assert below["how"].startswith("building is off until the workspace is trusted"), below["how"]
+        assert "buildAsm" not in below["how"]
+    finally:
+        await session.stop()
+    assert markers(workspace) == []

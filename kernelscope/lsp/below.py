@@ -3,12 +3,14 @@ spills), the PTX and SASS lines of a kernel line, and a stage file's line up the
 
 Everything is read through the read model (RunView.asm_*); nothing is built here. A
 kernel without a build is answered with how to build it (the `kernelscope.buildAsm`
-command, or `compile --asm`): a hover never waits on a compile.
+command, or `query --asm`): a hover never waits on a compile. In an untrusted workspace
+(`trusted: false`), where the server refuses every build, it says instead that building
+is off until the workspace is trusted.
 """
 from __future__ import annotations
 
 from kernelscope.asm import text as asm_text
-from kernelscope.lsp.render import Link, generated_hover
+from kernelscope.lsp.render import Link, generated_hover, spans
 from kernelscope.store import RunView
 from kernelscope.store.asm_store import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu
 from kernelscope.store.source_index import LineAnswer
@@ -18,9 +20,15 @@ STAGE_NAMES = {"ttir": "TTIR", "ttgir": "TTGIR", "ptx": "PTX", "sass": "SASS"}
 SHOWN_STAGES = ("ptx", "sass")  # what hovers, definitions and highlights go to
 MAX_KERNELS = 3  # kernels listed with their facts in a model line's hover
 MAX_RANGES = 100  # runs of consecutive lines per stage file in a definition answer
+UNTRUSTED_HINT = ("building is off until the workspace is trusted "
+                  "(kernelscope compiles nothing in an untrusted workspace)")
 
 
-def how_to_build(path: str, line: int) -> str:
+def how_to_build(path: str, line: int, trusted: bool = True) -> str:
+    """How to build the kernels of `path`:`line` below Triton; in an untrusted workspace
+    (`trusted` False), that building is off (the server refuses `kernelscope.buildAsm`)."""
+    if not trusted:
+        return UNTRUSTED_HINT
     return ("run the command *kernelscope: Build PTX/SASS* (`kernelscope.buildAsm`), "
             f"or `kernelscope query {path}:{line} --asm`")
 
@@ -41,11 +49,11 @@ def kernel_hits(answer: LineAnswer) -> list:
     return hits
 
 
-def source_line_text(view: RunView, answer: LineAnswer, link: Link) -> str:
+def source_line_text(view: RunView, answer: LineAnswer, link: Link, trusted: bool = True) -> str:
     """The hover's part about a model line's kernels below Triton: `3 kernels · max 96
     registers · 0 spills`, each kernel's facts with a link to its first SASS line of the
-    line's ops; or what is not built yet and how to build it. "" when the line reached no
-    Triton kernel."""
+    line's ops; or what is not built yet and how to build it (`trusted`: see how_to_build).
+    "" when the line reached no Triton kernel."""
     hits = kernel_hits(answer)
     if not hits or not buildable(view):
         return ""
@@ -65,8 +73,8 @@ def source_line_text(view: RunView, answer: LineAnswer, link: Link) -> str:
         lines.append(f"**below the kernel**: {len(failed)} kernel(s) could not be built: {failed[0].error}")
     if missing:
         what = "PTX/SASS" if not lines else f"{missing} more kernel(s)"
-        lines.append(f"**{what}**: not built yet — {how_to_build(answer.path, answer.line)}"
-                     if not lines else f"{what} not built yet — {how_to_build(answer.path, answer.line)}")
+        how = how_to_build(answer.path, answer.line, trusted)
+        lines.append(f"**{what}**: not built yet — {how}" if not lines else f"{what} not built yet — {how}")
     return "\n".join(lines)
 
 
@@ -84,15 +92,15 @@ def _kernel_facts(view: RunView, hit, info: KernelAsmInfo, link: Link) -> str:
     return text
 
 
-def kernel_line_text(view: RunView, kernel_file: str, line: int, link: Link) -> str:
+def kernel_line_text(view: RunView, kernel_file: str, line: int, link: Link, trusted: bool = True) -> str:
     """The hover's part about one kernel line: its PTX and SASS lines and the kernel's facts,
-    or how to build them."""
+    or how to build them (`trusted`: see how_to_build)."""
     if not buildable(view):
         return ""
     below = view.asm_below(kernel_file, [line], SHOWN_STAGES)
     info = below.info
     if info is None:
-        return f"**PTX/SASS**: not built yet — {how_to_build(kernel_file, line)}"
+        return f"**PTX/SASS**: not built yet — {how_to_build(kernel_file, line, trusted)}"
     if info.facts is None:
         return f"**PTX/SASS**: could not be built: {info.error}"
     out = [f"**below the kernel**: {asm_text.facts_line(info.facts)}"]
@@ -120,13 +128,7 @@ def stage_ranges(below: KernelBelow) -> list[tuple[str, int, int]]:
         numbers = sorted({line.line for line in below.stage_lines(stage)})
         if not path or not numbers:
             continue
-        runs: list[list[int]] = []
-        for number in numbers:
-            if runs and number == runs[-1][1] + 1:
-                runs[-1][1] = number
-            else:
-                runs.append([number, number])
-        found += [(path, first, last) for first, last in runs[:MAX_RANGES]]
+        found += [(path, first, last) for first, last in spans(numbers)[:MAX_RANGES]]
     return found
 
 

@@ -159,10 +159,6 @@ class Compiler:
             on_restart(f"{reason}; restarted the engine worker (pid {self._client.pid})")
         return True
 
-    def kill_worker(self) -> None:
-        if self._client is not None:
-            self._client.kill()
-
     def stop(self) -> None:
         if self._client is not None:
             self._client.stop()

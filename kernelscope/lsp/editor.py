@@ -1,11 +1,14 @@
 """Store answers as LSP types: 1-based stored lines <-> 0-based editor positions,
-stored paths -> URIs and links, and the checks every position request makes."""
+stored paths -> URIs and links, file URIs -> paths, and the checks every request makes
+of its parameters (a position inside the document, a run id)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import to_fs_path
 
 if TYPE_CHECKING:  # the store side loads after `initialize` (see server.py)
     from kernelscope.lsp.provenance import Document, Provenance
@@ -49,6 +52,11 @@ def location(provenance: Provenance, stored_path: str, line: int, workspace: str
             "range": {"start": {"line": line - 1, "character": 0}, "end": {"line": line, "character": 0}}}
 
 
+def range_of(loc: dict | None) -> dict | None:
+    """The range of a location in JSON form (None for None)."""
+    return None if loc is None else loc["range"]
+
+
 def typed(loc: dict) -> types.Location:
     start, end = loc["range"]["start"], loc["range"]["end"]
     return types.Location(uri=loc["uri"], range=types.Range(start=types.Position(**start), end=types.Position(**end)))
@@ -61,6 +69,12 @@ def link(provenance: Provenance, workspace: str | None = None):
         return f"{uri}#L{line}" if line else uri
 
     return make
+
+
+def path_of(uri: str) -> Path | None:
+    """The file a `file:` URI names (None for other schemes)."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    return Path(path) if path else None
 
 
 def param(params, *names, default=None):
@@ -82,3 +96,10 @@ def text_position(params) -> tuple[str, types.Position]:
         raise JsonRpcInvalidParams("expected {textDocument: {uri}, position: {line, character}} "
                                    "with a 0-based line")
     return uri, types.Position(line=line, character=max(character, 0))
+
+
+def checked_run_id(value):
+    """A `runId` parameter: a run id, or None when not given; InvalidParams otherwise."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise JsonRpcInvalidParams(f"runId must be a run id, got {value!r}")
+    return value

@@ -14,12 +14,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
+from kernelscope.lsp.editor import path_of
 from kernelscope.lsp.positions import IDENTITY, LineMap, build_line_map
 from kernelscope.store import Location, QueryResult, RunSummary, RunView, Store
 from kernelscope.store.paths import generated_path
 from kernelscope.store.places import PathMap
 from kernelscope.store.results import SOURCE
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import from_fs_path
 
 
 @dataclass
@@ -42,6 +43,12 @@ class Document:
     @property
     def stale(self) -> bool:
         return self.line_map.stale
+
+    def shown_line(self, recorded: int) -> int | None:
+        """Where recorded line `recorded` is in the text now; None when it was edited away or
+        lies past the end of the text."""
+        current = self.line_map.current_line(recorded)
+        return None if current is None or current > len(self.lines) else current
 
 
 class Provenance:
@@ -108,12 +115,6 @@ class Provenance:
 
     # -- URIs and paths ----------------------------------------------------------------------
 
-    def path_of_uri(self, uri: str) -> Path | None:
-        if not uri.startswith("file:"):
-            return None
-        path = to_fs_path(uri)
-        return Path(path) if path else None
-
     def uri_for(self, stored_path: str, workspace: str | None = None) -> str:
         """The URI of a stored path: generated files (`runs/...`) live under the store,
         source files under the run's workspace (or are absolute)."""
@@ -143,7 +144,7 @@ class Provenance:
         latest run that has them; generated files: the run they belong to), or None
         when no run knows it. `text` is the editor's current text of a source file."""
         store = self.store()
-        path = self.path_of_uri(uri)
+        path = path_of(uri)
         if store is None or path is None:
             return None
         runs = store.fingerprint()  # new or deleted runs

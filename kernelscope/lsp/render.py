@@ -302,6 +302,18 @@ def fold_note(overviews: list[GraphOverview]) -> str:
     return ""
 
 
+def device_time_suffix(times, line: int) -> str:
+    """` · 0.42 ms · 31% of step` (`shared` when the kernels also serve other lines), from
+    `RunView.file_line_times`; empty when the run has no profile or the line no time."""
+    if times is None or line not in times[0]:
+        return ""
+    from kernelscope.profile.report import time_label
+
+    us, shared = times[0][line]
+    label = time_label(us, us / times[1] if times[1] else None)
+    return f" · {label}" + (" (shared)" if shared else "")
+
+
 def kernel_lens_title(sources: list[tuple[str, int]]) -> str:
     """`from model.py:27, 31` (lines grouped by file)."""
     if not sources:
@@ -334,16 +346,22 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
+def spans(numbers: list[int]) -> list[tuple[int, int]]:
+    """Runs of consecutive numbers, in the order given: [3, 4, 5, 9] -> [(3, 5), (9, 9)]."""
+    found: list[tuple[int, int]] = []
+    for number in numbers:
+        if found and number == found[-1][1] + 1:
+            found[-1] = (found[-1][0], number)
+        else:
+            found.append((number, number))
+    return found
+
+
 def _ranges(numbers: list[int]) -> str:
     """[3, 4, 5, 9] -> 'L3-5, L9' (capped)."""
-    spans: list[tuple[int, int]] = []
-    for number in numbers:
-        if spans and number == spans[-1][1] + 1:
-            spans[-1] = (spans[-1][0], number)
-        else:
-            spans.append((number, number))
-    texts = [f"L{a}" if a == b else f"L{a}-{b}" for a, b in spans[:4]]
-    return ", ".join(texts) + (" …" if len(spans) > 4 else "")
+    runs = spans(numbers)
+    texts = [f"L{a}" if a == b else f"L{a}-{b}" for a, b in runs[:4]]
+    return ", ".join(texts) + (" …" if len(runs) > 4 else "")
 
 
 def _short(path: str) -> str:

@@ -1,9 +1,14 @@
 """Create the language server and register its features.
 
-Each module of `features/` registers its handlers with `setup(server)`. A feature
-whose handler fails logs the error and answers that request with an LSP error;
-the other features, and the server, go on. Requests whose parameters do not
-parse get an InvalidParams error response (pygls alone would drop them).
+The server object every feature gets: options and trust (`require_trust`), the store as
+the features see it (`provenance`), the engine worker (`compiler`), the open documents,
+the `kernelscope/status` notification (`set_state`) and the refresh after new runs
+(`on_runs_changed`, `runs_changed`; the store is polled for runs others write).
+
+Each module listed in `kernelscope.lsp.features.FEATURES` registers its handlers with
+`setup(server)`. A feature whose handler fails logs the error and answers that request
+with an LSP error; the other features, and the server, go on. Requests whose parameters
+do not parse get an InvalidParams error response (pygls alone would drop them).
 
 Start-up: the server answers `initialize` before it loads the store side
 (`kernelscope.store`, `provenance`, `render`, the engine worker client).
@@ -27,10 +32,11 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
-from pygls.uris import to_fs_path
 
 from kernelscope import __version__
 from kernelscope.errors import ENV_TRACEBACK_HINT, OneLineLogs, full_error, one_line, traceback_wanted
+from kernelscope.lsp.editor import path_of
+from kernelscope.lsp.features import FEATURES
 from kernelscope.lsp.options import OptionsError, ServerOptions
 
 if TYPE_CHECKING:
@@ -39,10 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FEATURES = [
-    "documents", "hover", "navigation", "code_lens", "inlay_hints", "diagnostics",
-    "commands", "generated_files", "symbols", "custom",
-]
 POLL_SECONDS = 0.5  # how often the store is checked for runs written by others (the CLI, a watch)
 UNTRUSTED = -32003  # error code of a compile, watch or PTX/SASS build refused in an untrusted workspace
 UNTRUSTED_WHY = (
@@ -109,6 +111,7 @@ class KernelscopeServer(LanguageServer):
         self._monitor_stop = threading.Event()
         self._on_runs_changed: list = []  # callbacks(server), registered by features
         self.document_listeners: list = []  # callbacks(server, uri, event): open, change, save, close
+        self.map_hint_shown = False  # said once that a store recorded elsewhere needs the pathMap option
 
     # -- configuration ------------------------------------------------------------------
 
@@ -184,8 +187,7 @@ class KernelscopeServer(LanguageServer):
         return list(self.workspace.text_documents)
 
     def path_of(self, uri: str) -> Path | None:
-        path = to_fs_path(uri) if uri.startswith("file:") else None
-        return Path(path) if path else None
+        return path_of(uri)
 
     # -- state and notifications ----------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from kernelscope.lsp.editor import line_range
-from kernelscope.lsp.features.navigation import kernel_def_line
+from kernelscope.lsp.lookup import kernel_def_line
 
 
 def setup(server) -> None:
@@ -31,11 +31,12 @@ def lenses(server, uri: str) -> list[types.CodeLens]:
         times = run.file_line_times(document.location.path)
         overviews = run.file_overviews(document.location)
         for line, summary in run.line_summaries(document.location).items():
-            current = document.line_map.current_line(line)
-            if current is None or current > len(document.lines):
+            current = document.shown_line(line)
+            if current is None:
                 continue
             folded = render.fold_note(overviews.get(line, []))
-            title = render.lens_title(summary) + (f" · {folded}" if folded else "") + device_time_suffix(times, line)
+            title = (render.lens_title(summary) + (f" · {folded}" if folded else "")
+                     + render.device_time_suffix(times, line))
             if document.stale:
                 title += f" (run {document.run_id}, stale)"
             found.append(types.CodeLens(range=line_range(current), command=types.Command(title=title, command="")))
@@ -66,21 +67,9 @@ def _collective_lenses(run, document) -> list[types.CodeLens]:
 
     found = []
     for line, collectives in run.file_collectives(document.location).items():
-        current = document.line_map.current_line(line)
-        if current is None or current > len(document.lines):
+        current = document.shown_line(line)
+        if current is None:
             continue
         title = f"⇄ {collectives_brief(collectives)}"
         found.append(types.CodeLens(range=line_range(current), command=types.Command(title=title, command="")))
     return found
-
-
-def device_time_suffix(times, line: int) -> str:
-    """` · 0.42 ms · 31% of step` (`shared` when the kernels also serve other lines), from
-    `RunView.file_line_times`; empty when the run has no profile or the line no time."""
-    if times is None or line not in times[0]:
-        return ""
-    from kernelscope.profile.report import time_label
-
-    us, shared = times[0][line]
-    label = time_label(us, us / times[1] if times[1] else None)
-    return f" · {label}" + (" (shared)" if shared else "")

@@ -27,7 +27,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcServerError
 
 from kernelscope.errors import ENV_TRACEBACK_HINT, TargetError, traceback_wanted
+from kernelscope.lsp.editor import checked_run_id, recorded_line
 from kernelscope.lsp.features import diagnostics
+from kernelscope.lsp.lookup import ASM
 
 if TYPE_CHECKING:  # loaded on the first command, after `initialize` (see server.py)
     from kernelscope.lsp.compiler import CompileFailed
@@ -89,18 +91,11 @@ async def run_compile(server, argument: dict) -> dict:
 
     server.require_trust("compiling")
     target = _target(server, argument)
-    if server.compiler.busy:
-        raise JsonRpcServerError("a compile is already running: wait for it to finish", BUSY)
+    _refuse_when_busy(server)
     loop = asyncio.get_running_loop()
     token = await _begin_progress(server, "kernelscope: compiling", target.spec)
     server.set_state("compiling", f"compiling {target.spec} ({target.device})", target=target.spec)
-
-    def on_phase(phase: str, detail: str) -> None:
-        loop.call_soon_threadsafe(_report_progress, server, token, f"{phase}: {detail}" if detail else phase)
-
-    def on_restart(message: str) -> None:
-        loop.call_soon_threadsafe(server.show, message, types.MessageType.Warning)
-
+    on_phase, on_restart = _worker_callbacks(server, loop, token)
     compile_ = functools.partial(server.compiler.compile, target, server.store_dir, server.options.python,
                                  server.options.compile_timeout, on_phase, on_restart, server.options.memory_limit,
                                  server.options.asm_after_compile, server.options.decisions)
@@ -233,20 +228,13 @@ async def build_asm(server, argument: dict) -> dict:
     pending = server.provenance.run(run_id).asm_unbuilt(kernel_files) if kernel_files != [] else []
     if not pending:
         return {"runId": run_id, "asked": 0, "built": 0, "failed": [], "seconds": 0.0}
-    if server.compiler.busy:
-        raise JsonRpcServerError("a compile is already running: wait for it to finish", BUSY)
+    _refuse_when_busy(server)
     loop = asyncio.get_running_loop()
     what = f"{len(pending)} kernel(s) of run {run_id}"
     token = await _begin_progress(server, "kernelscope: compiling to PTX and SASS", what)
     previous = server.state.get("state", "idle")
     server.set_state("compiling", f"compiling {what} to PTX and SASS")
-
-    def on_phase(phase: str, detail: str) -> None:
-        loop.call_soon_threadsafe(_report_progress, server, token, f"{phase}: {detail}" if detail else phase)
-
-    def on_restart(message: str) -> None:
-        loop.call_soon_threadsafe(server.show, message, types.MessageType.Warning)
-
+    on_phase, on_restart = _worker_callbacks(server, loop, token)
     build = functools.partial(server.compiler.build_asm, server.store_dir, run_id, kernel_files,
                               server.options.python, server.options.compile_timeout, on_phase, on_restart,
                               server.options.memory_limit, server.options.device_target)
@@ -272,8 +260,7 @@ def _asm_request(server, argument: dict) -> tuple[int, list[str] | None]:
     if uri is not None and not isinstance(uri, str) or line is not None and (isinstance(line, bool) or
                                                                              not isinstance(line, int) or line < 0):
         raise JsonRpcInvalidParams("kernelscope.buildAsm takes {uri?, line? (0-based), runId?}")
-    if run_id is not None and (isinstance(run_id, bool) or not isinstance(run_id, int)):
-        raise JsonRpcInvalidParams(f"runId must be a run id, got {run_id!r}")
+    checked_run_id(run_id)
     if uri is None:
         run_id = run_id if run_id is not None else server.provenance.shown_run_id()
         if run_id is None or server.provenance.run_summary(run_id) is None:
@@ -284,14 +271,13 @@ def _asm_request(server, argument: dict) -> tuple[int, list[str] | None]:
     if document is None:
         raise JsonRpcInvalidParams(f"no run of {server.store_dir} knows {uri}")
     view = server.provenance.run(document.run_id)
-    if document.location.kind == "asm":
+    if document.location.kind == ASM:
         ref = view.asm_file(document.location)
         return document.run_id, [ref.kernel_file] if ref is not None else []
     if document.location.kind == "kernel":
         return document.run_id, [document.location.path]
     if document.is_source and line is not None:
         from kernelscope.lsp.below import kernel_hits
-        from kernelscope.lsp.editor import recorded_line
 
         recorded = recorded_line(document, types.Position(line=line, character=0))
         if recorded is None:
@@ -312,6 +298,23 @@ def select_run(server, run_id) -> dict:
     shown = server.provenance.shown_run_id()
     server.set_state(server.state["state"], f"showing run {shown}" + (" (latest)" if run_id is None else ""), shown)
     return {"runId": run_id}
+
+
+def _refuse_when_busy(server) -> None:
+    if server.compiler.busy:
+        raise JsonRpcServerError("a compile is already running: wait for it to finish", BUSY)
+
+
+def _worker_callbacks(server, loop, token):
+    """(on_phase, on_restart) for a worker request run in a thread: the worker's phases
+    become `$/progress` reports, a restarted worker a warning."""
+    def on_phase(phase: str, detail: str) -> None:
+        loop.call_soon_threadsafe(_report_progress, server, token, f"{phase}: {detail}" if detail else phase)
+
+    def on_restart(message: str) -> None:
+        loop.call_soon_threadsafe(server.show, message, types.MessageType.Warning)
+
+    return on_phase, on_restart
 
 
 async def _begin_progress(server, title: str, message: str):

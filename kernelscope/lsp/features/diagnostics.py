@@ -84,8 +84,8 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
     stale = f" (run {document.run_id}, recorded before your last edit)" if document.stale else ""
 
     def at(line: int | None) -> types.Range | None:
-        current = document.line_map.current_line(line) if line else None
-        if current is None or current > len(document.lines):
+        current = document.shown_line(line) if line else None
+        if current is None:
             return None
         return line_range(current, document.lines[current - 1])
 

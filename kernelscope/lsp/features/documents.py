@@ -112,7 +112,7 @@ def _explain_unknown_file(server, uri: str) -> None:
     workspace is not (a store recorded elsewhere): say once how to map it, instead of
     answering nothing on every line without a word."""
     path, store = server.path_of(uri), server.provenance.store()
-    if path is None or store is None or path.suffix != ".py" or getattr(server, "map_hint_shown", False):
+    if path is None or store is None or path.suffix != ".py" or server.map_hint_shown:
         return
     recorded = store.recorded_workspaces()
     if not recorded or any(Path(candidate) in (path, *path.parents) for workspace in store.candidate_workspaces()

@@ -1,11 +1,18 @@
-"""Hover: what a model line became (down the chain), or where a generated line came from (up)."""
+"""Hover: what a model line became (down the chain), or where a generated line came from (up).
+
+A model line: `render.source_hover` (per graph and module instance), then its sections
+below the kernel (`below.source_line_text`), collectives (`render.collectives_text`) and
+GPU time (`render.device_time_suffix`). A kernel, wrapper or graph line:
+`render.generated_hover`, below the kernel on kernel lines (`below.kernel_line_text`),
+collectives. A PTX or SASS line: `below.stage_file_hover`. A new section: its text in
+`render.py` (or `below.py`), appended in `hover_text`.
+"""
 from __future__ import annotations
 
 from lsprotocol import types
 
 from kernelscope.errors import UserError
 from kernelscope.lsp.editor import checked_line, link, recorded_line
-from kernelscope.lsp.features.code_lens import device_time_suffix
 
 
 def setup(server) -> None:
@@ -45,7 +52,8 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
             return None
         hover = render.generated_hover(result, run, links, rank)
         if document.location.kind == KERNEL and result.origins:
-            below_text = below.kernel_line_text(view, document.location.path, line, links)
+            below_text = below.kernel_line_text(view, document.location.path, line, links,
+                                                server.options.trusted)
             hover += f"\n\n{below_text}" if below_text else ""
         if collectives:
             hover += "\n\n" + render.collectives_text(collectives, links)
@@ -68,12 +76,12 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
     overviews = view.file_overviews(document.location).get(line, [])
     open_one = f"kernelscope query {document.location.path}:{line} --module"
     hover = render.source_hover(answer, text, summary, run, links, stale, overviews, open_one, rank)
-    below_text = below.source_line_text(view, answer, links)
+    below_text = below.source_line_text(view, answer, links, server.options.trusted)
     if below_text:
         hover += f"\n\n{below_text}"
     if collectives:
         hover += "\n\n" + render.collectives_text(collectives, links)
-    device_time = device_time_suffix(view.file_line_times(document.location.path), line)
+    device_time = render.device_time_suffix(view.file_line_times(document.location.path), line)
     if device_time:
         hover += f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} (profiled; shared = the kernels also serve other lines)"
     return hover

@@ -17,8 +17,8 @@ def setup(server) -> None:
         first, last = params.range.start.line + 1, params.range.end.line + 1
         hints = []
         for line, summary in server.provenance.run(document.run_id).line_summaries(document.location).items():
-            current = document.line_map.current_line(line)
-            if current is None or not first <= current <= min(last, len(document.lines)):
+            current = document.shown_line(line)
+            if current is None or not first <= current <= last:
                 continue
             text = document.lines[current - 1]
             hints.append(types.InlayHint(

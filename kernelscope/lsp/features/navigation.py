@@ -7,10 +7,16 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from kernelscope.errors import StoreError, UserError
-from kernelscope.lsp.editor import checked_line, location, recorded_line
-
-ASM = "asm"  # kernelscope.store.results.ASM (the store side loads after `initialize`)
+from kernelscope.lsp.editor import checked_line, location
+from kernelscope.lsp.lookup import (
+    ASM,
+    answer_at,
+    asm_chains,
+    first_kernel_line,
+    kernel_def_line,
+    model_location,
+    query_at,
+)
 
 if TYPE_CHECKING:  # the store side loads after `initialize` (see server.py)
     from kernelscope.store import QueryResult
@@ -24,38 +30,6 @@ def setup(server) -> None:
     @server.guarded_feature(types.TEXT_DOCUMENT_REFERENCES)
     def references(server, params: types.ReferenceParams) -> list[dict] | None:
         return reference_locations(server, params.text_document.uri, params.position) or None
-
-
-def asm_chains(server, document, position: types.Position, direction: str) -> list:
-    """The chains (QueryResult) of the kernel line(s) a PTX or SASS line came from."""
-    return server.provenance.run(document.run_id).asm_line(document.location, checked_line(document, position),
-                                                           direction).chains
-
-
-def query_at(server, uri: str, position: types.Position, direction: str):
-    """(document, QueryResult) for the line at `position`; (document, None) without an answer."""
-    document = server.document(uri)
-    if document is None or document.location.kind == ASM:  # stage files: asm_chains
-        return document, None
-    line = recorded_line(document, position) if document.is_source else checked_line(document, position)
-    if line is None:
-        return document, None
-    try:
-        result = server.provenance.query(document, line, direction)
-    except (StoreError, UserError):
-        return document, None
-    return document, result
-
-
-def answer_at(server, uri: str, position: types.Position):
-    """(document, LineAnswer) for a model source line; (document, None) without one."""
-    document = server.document(uri)
-    if document is None or not document.is_source:
-        return document, None
-    line = recorded_line(document, position)
-    if line is None:
-        return document, None
-    return document, server.provenance.run(document.run_id).source_line(document.location, line)
 
 
 def definitions(server, uri: str, position: types.Position) -> list[dict]:
@@ -109,13 +83,12 @@ def definitions(server, uri: str, position: types.Position) -> list[dict]:
 
 def collective_model_lines(server, collectives, run_id: int) -> list[dict | None]:
     """The model lines whose ops needed these collectives, where they are in the files now."""
-    found = []
+    found, line_maps = [], {}
     for collective in collectives:
         model = collective.model_line
         if model is None:
             continue
-        line_map = server.provenance.line_map(model.file, run_id, server.text_of(server.provenance.uri_for(model.file)))
-        found.append(location(server.provenance, model.file, model.line, line_map=line_map))
+        found.append(model_location(server, model.file, model.line, run_id, line_maps))
     return found
 
 
@@ -162,32 +135,11 @@ def entry_locations(server, answer) -> list[dict | None]:
 
 def source_locations(server, result: QueryResult) -> list[dict | None]:
     """The model lines of an answer, where they are in the files now."""
-    found = []
+    found, line_maps = [], {}
     for chain in result.graphs:
         for source in chain.sources:
-            uri = server.provenance.uri_for(source.file)
-            line_map = server.provenance.line_map(source.file, result.location.run_id, server.text_of(uri))
-            found.append(location(server.provenance, source.file, source.line, line_map=line_map))
+            found.append(model_location(server, source.file, source.line, result.location.run_id, line_maps))
     return found
-
-
-def first_kernel_line(provenance, hit) -> int:
-    """The first kernel line that computes a value of the line's nodes: Inductor
-    names every value it computes `tmpN`, so that line, not the index set-up linked to
-    the same node (`r0_1 = r0_index`); else the first line of the nodes' own, else
-    the first linked line, else the `def` line."""
-    return hit.first_value or hit.first_own or (hit.lines[0] if hit.lines else
-                                                kernel_def_line(provenance, hit.kernel.file))
-
-
-def kernel_def_line(provenance, kernel_file: str) -> int:
-    """The `def` line of a Triton kernel file (1 when there is none)."""
-    from kernelscope.lsp.provenance import generated_lines
-
-    for number, text in enumerate(generated_lines(str(provenance.absolute_path(kernel_file))), 1):
-        if text.startswith("def "):
-            return number
-    return 1
 
 
 def _unique(locations: list[dict | None]) -> list[dict]:

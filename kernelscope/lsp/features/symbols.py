@@ -4,7 +4,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from kernelscope.lsp.editor import location, typed
-from kernelscope.lsp.features.navigation import kernel_def_line
+from kernelscope.lsp.lookup import kernel_def_line
 
 MAX_SYMBOLS = 500
 
