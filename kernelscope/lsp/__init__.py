@@ -10,8 +10,8 @@ outlives any crash of the user's code.
 - `features/`      what it answers: one module per feature (the commands together), one
                    per custom request in `features/custom/` (see `features/__init__.py`);
 - `options.py`     the initialization options (and didChangeConfiguration's section);
-- `provenance.py`  the store as the features see it: documents located in runs, the
-                   shown run, a Store per thread;
+- `provenance.py`  the store as the features see it: URIs <-> stored paths, documents
+                   located in runs, the shown run, a Store per thread;
 - `positions.py`   stale files: recorded lines found again by their content;
 - `lookup.py`      what is at an editor position (a line's answer), the lines features
                    point at (a kernel's `def`, the first line it computes for a model line);

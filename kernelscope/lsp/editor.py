@@ -1,14 +1,12 @@
 """Store answers as LSP types: 1-based stored lines <-> 0-based editor positions,
-stored paths -> URIs and links, file URIs -> paths, and the checks every request makes
-of its parameters (a position inside the document, a run id)."""
+stored paths -> URIs and links, and the checks every request makes of its parameters (a
+position inside the document, a run id)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
-from pygls.uris import to_fs_path
 
 if TYPE_CHECKING:  # the store side loads after `initialize` (see server.py)
     from kernelscope.lsp.provenance import Document, Provenance
@@ -69,12 +67,6 @@ def link(provenance: Provenance, workspace: str | None = None):
         return f"{uri}#L{line}" if line else uri
 
     return make
-
-
-def path_of(uri: str) -> Path | None:
-    """The file a `file:` URI names (None for other schemes)."""
-    path = to_fs_path(uri) if uri.startswith("file:") else None
-    return Path(path) if path else None
 
 
 def param(params, *names, default=None):

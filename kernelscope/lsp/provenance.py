@@ -14,13 +14,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
-from kernelscope.lsp.editor import path_of
 from kernelscope.lsp.positions import IDENTITY, LineMap, build_line_map
 from kernelscope.store import Location, QueryResult, RunSummary, RunView, Store
 from kernelscope.store.paths import generated_path
 from kernelscope.store.places import PathMap
 from kernelscope.store.results import SOURCE
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
 
 @dataclass
@@ -185,6 +184,12 @@ class Provenance:
             except StoreError:
                 pass  # the selected run does not have this file: show the latest that has
         return store.locate(path)
+
+
+def path_of(uri: str) -> Path | None:
+    """The file a `file:` URI names (None for other schemes)."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    return Path(path) if path else None
 
 
 @lru_cache(maxsize=256)

@@ -35,7 +35,6 @@ from pygls.protocol import LanguageServerProtocol
 
 from kernelscope import __version__
 from kernelscope.errors import ENV_TRACEBACK_HINT, OneLineLogs, full_error, one_line, traceback_wanted
-from kernelscope.lsp.editor import path_of
 from kernelscope.lsp.features import FEATURES
 from kernelscope.lsp.options import OptionsError, ServerOptions
 
@@ -187,6 +186,9 @@ class KernelscopeServer(LanguageServer):
         return list(self.workspace.text_documents)
 
     def path_of(self, uri: str) -> Path | None:
+        """The file a `file:` URI names (None for other schemes)."""
+        from kernelscope.lsp.provenance import path_of
+
         return path_of(uri)
 
     # -- state and notifications ----------------------------------------------------------
