@@ -33,7 +33,6 @@ TRACE_IMPORT = "kernelscope.trace_import"
 # 28): other packages' to break (the failure lists the cycles there are now). When the last
 # is gone, the xfail below XPASSes and fails: remove the mark then.
 KNOWN_CYCLES = (
-    "lsp.editor <-> lsp.provenance (editor's under TYPE_CHECKING); "
     "tui.controller -> tui.app (TYPE_CHECKING) -> the controllers tui.app imports -> tui.controller"
 )
 
