@@ -29,12 +29,6 @@ ENGINE = "kernelscope.engine"
 PARSERS = "kernelscope.compile_text"
 TRACE_IMPORT = "kernelscope.trace_import"
 
-# Cycles outside the engine and the parsers, known when this test was last changed (issue
-# 28): other packages' to break (the failure lists the cycles there are now). When the last
-# is gone, the xfail below XPASSes and fails: remove the mark then.
-KNOWN_CYCLES = (
-    "tui.controller -> tui.app (TYPE_CHECKING) -> the controllers tui.app imports -> tui.controller"
-)
 
 
 def _module_name(path: Path) -> str:
@@ -198,7 +192,6 @@ def test_no_import_cycle_involves_the_engine_or_the_parsers():
     assert touching == [], "\n".join(_describe(group) for group in touching)
 
 
-@pytest.mark.xfail(strict=True, reason=f"known cycles outside the engine, to be broken there: {KNOWN_CYCLES}")
 def test_no_import_cycles_in_kernelscope():
     cycles = _cycles()
     assert cycles == [], f"{len(cycles)} import cycle(s):\n" + "\n".join(_describe(group) for group in cycles)

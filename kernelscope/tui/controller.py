@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial, wraps
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from kernelscope.tui.app import KernelscopeApp
+from typing import Any
 
 
 class Controller:
-    def __init__(self, app: KernelscopeApp):
+    """A controller of the app (app.py's KernelscopeApp) that owns it. `app` is typed
+    loosely on purpose: app.py imports every controller, so a controller naming the
+    app's class would make the two import each other."""
+
+    def __init__(self, app: Any):
         self.app = app
 
 
