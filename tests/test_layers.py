@@ -21,7 +21,6 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "kernelscope"
