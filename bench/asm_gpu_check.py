@@ -69,7 +69,7 @@ from unittest import mock
 from kernelscope.engine.recorder import RecordOptions, record_factory
 from kernelscope.engine.asm_build import build_run_asm
 from kernelscope.asm import linemaps, tools
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from kernelscope.decisions.model import from_run, load_file, write_file
 
 gpu_built = []
@@ -139,7 +139,7 @@ if {device!r} == "cuda":
                               sass=sass, ptx=ptx))
 
 kernels = []
-with tempfile.TemporaryDirectory() as directory, Store(Path(directory) / ".kernelscope") as store:
+with tempfile.TemporaryDirectory() as directory, StoreBackend(Path(directory) / ".kernelscope") as store:
     run_id = store.write_run(run)
     summary = build_run_asm(store, run_id)
     for info in store.asm.run_infos(run_id).values():

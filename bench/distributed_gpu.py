@@ -70,7 +70,7 @@ def runs_by_rank(store: Path, env: dict) -> dict[int, int]:
 def summary(data: dict, store: Path, run_id: int) -> dict:
     """What is compared: per graph key, kernels (their source without the GPU index a rank
     compiled for, as `show` compares ranks), extern calls, collectives, split."""
-    from kernelscope.store.writer import code_digest
+    from kernelscope.store.parts.distributed import code_digest
 
     run_dir = store / "runs" / str(run_id)
     graphs = {}
@@ -92,11 +92,11 @@ def summary(data: dict, store: Path, run_id: int) -> dict:
 def rank_differences(store: Path, runs: dict[int, int], env: dict) -> dict:
     """Per graph, the lines where rank 0's and rank 1's wrappers differ: `raw` only without
     cache directories and the workspace (what a dump hashes), `compared` as `show` compares
-    ranks (store.writer.comparable_code). Both dumps are written by check_job."""
+    ranks (store.parts.distributed.comparable_code). Both dumps are written by check_job."""
     import difflib
 
-    from kernelscope.store.dump import portable_text
-    from kernelscope.store.writer import comparable_code
+    from kernelscope.store.export.dump import portable_text
+    from kernelscope.store.parts.distributed import comparable_code
 
     def wrappers(rank: int) -> dict[str, str]:
         data = json.loads((store.parent / f"real-rank{rank}.json").read_text())

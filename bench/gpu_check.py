@@ -100,7 +100,7 @@ sys.path.insert(0, {repo!r})
 from pathlib import Path
 from kernelscope.engine.recorder import RecordOptions, record_factory
 from kernelscope.engine.devices.device_audit import log_device_queries
-from kernelscope.store.coverage import compute_coverage
+from kernelscope.store.writing.coverage import compute_coverage
 from kernelscope.decisions.model import from_run, load_file, write_file
 decisions = load_file(Path({decisions_in!r})) if {decisions_in!r} else None
 with log_device_queries() as audit:

@@ -38,8 +38,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kernelscope.record import SourceLocation  # noqa: E402
-from kernelscope.store import Store  # noqa: E402
+from kernelscope.run_record import SourceLocation  # noqa: E402
+from kernelscope.store import StoreBackend  # noqa: E402
 
 
 def record(spec: str, device: str, train: bool):
@@ -244,11 +244,11 @@ def main() -> int:
             return 0
         big, copies = replicate(run, workspace, args.kernels, args.layers)
         started = time.perf_counter()
-        with Store(store_dir) as store:
+        with StoreBackend(store_dir) as store:
             store.write_run(big)
         print(f"recorded {args.target} ({args.device}, train) in {recorded:.1f}s; "
               f"{copies} copies written in {time.perf_counter() - started:.1f}s")
-    with Store(store_dir, create=False) as store:
+    with StoreBackend(store_dir, create=False) as store:
         run_id = store.latest_run_id()
         conn = store.conn
         kernels = conn.execute("SELECT COUNT(*) FROM kernels WHERE run_id = ?", (run_id,)).fetchone()[0]

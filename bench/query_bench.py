@@ -4,7 +4,7 @@
 
 Records bench/models/gpt2.py:make_12_layers once (virtual-cuda, fresh Inductor
 caches) into a store on disk, then, in the same run:
-- query latency, p50/p99 over N queries each (a fresh Store per round, as a CLI
+- query latency, p50/p99 over N queries each (a fresh StoreBackend per round, as a CLI
   would see it) of
   * the outer line `hidden_states = block(...)` in transformers' modeling_gpt2.py
     (reaches every node of the 12 blocks via call): the summary the CLI prints by
@@ -44,11 +44,11 @@ def _percentile(samples: list[float], share: float) -> float:
 
 
 def _time_queries(store_dir: Path, path: str, line: int, rounds: int, **options) -> tuple[list[float], int]:
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     samples, nodes = [], 0
     for _ in range(rounds):
-        with Store(store_dir, create=False) as store:
+        with StoreBackend(store_dir, create=False) as store:
             started = time.perf_counter()
             result = store.query(path, line, **options)
             samples.append((time.perf_counter() - started) * 1000)
@@ -85,12 +85,12 @@ def _db_size(store_dir: Path, strip: bool) -> int:
 
 
 def _write_seconds(record, repeat: int = 5) -> float:
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     samples = []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as directory:
-            with Store(Path(directory) / "store") as store:
+            with StoreBackend(Path(directory) / "store") as store:
                 started = time.perf_counter()
                 store.write_run(record)
                 samples.append(time.perf_counter() - started)
@@ -106,7 +106,7 @@ def main() -> int:
     from torch._inductor.utils import fresh_cache
 
     from kernelscope.engine.recorder import RecordOptions, record_factory
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     spec = f"{REPO / 'bench/models/gpt2.py'}:make_12_layers"
     with fresh_cache():
@@ -125,7 +125,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as directory:
         store_dir = Path(directory) / "store"
-        with Store(store_dir) as store:
+        with StoreBackend(store_dir) as store:
             store.write_run(record)
         summary = {"detail": False, "rollup": True}
         cases = [
@@ -136,7 +136,7 @@ def main() -> int:
             ("inner line, every generated line (--detail)", inner, {}),
             ("inner line, --direct-only --detail (the old answer)", inner, {"direct_only": True}),
         ]
-        print(f"\nquery latency over {args.queries} queries each, fresh Store per query "
+        print(f"\nquery latency over {args.queries} queries each, fresh StoreBackend per query "
               f"({Path(model_file).name}:{outer} / :{inner})")
         print(f"{'case':52} {'nodes':>6} {'p50 ms':>8} {'p99 ms':>8}")
         for label, line, options in cases:

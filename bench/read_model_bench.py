@@ -6,12 +6,12 @@
 Records bench/models/nanogpt_deep.py (examples/nanogpt.py at width 768 with `--layers`
 blocks; virtual-cuda, forward and backward) once into a store under `--cache`
 (default ~/.cache/kernelscope-bench) and reuses it on later runs (`--fresh` records
-again). Then, each case over `--rounds` rounds with a fresh Store per round (as a
+again). Then, each case over `--rounds` rounds with a fresh StoreBackend per round (as a
 one-shot CLI sees the store):
 
-- old: what `query FILE:LINE` computed before the read model, `Store.query(...,
+- old: what `query FILE:LINE` computed before the read model, `StoreBackend.query(...,
   detail=False, rollup=True)`: every node of the line and its generated lines, per run;
-- new: `Store.run().line_overview(FILE, LINE)`, the counts the store keeps per line;
+- new: `StoreBackend.run().line_overview(FILE, LINE)`, the counts the store keeps per line;
 - the whole command in-process (`kernelscope.cli.main(["query", ...])`, output
   discarded), which adds opening the store, locating the file and printing;
 
@@ -56,7 +56,7 @@ def _percentile(samples: list[float], share: float) -> float:
 def record(store_dir: Path, layers: int) -> None:
     """Record the deep model into `store_dir` (what `kernelscope compile ... --train` does)."""
     from kernelscope.engine.recorder import RecordOptions, record_factory
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     factory = {48: "make_48", 12: "make_12", 2: "make_2"}.get(layers)
     if factory is None:
@@ -70,19 +70,19 @@ def record(store_dir: Path, layers: int) -> None:
           "post-grad nodes")
     # The same write without counting the line overviews (what writing cost before them), done
     # twice (a process's first write also pays for warming up), then the store the bench reads.
-    from kernelscope.store import overviews
+    from kernelscope.store.reading import line_overviews
 
-    counting = overviews.write_run
-    overviews.write_run = lambda conn, run_id: None
+    counting = line_overviews.write_run
+    line_overviews.write_run = lambda conn, run_id: None
     try:
         for _ in range(2):
-            with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "store") as store:
+            with tempfile.TemporaryDirectory() as scratch, StoreBackend(Path(scratch) / "store") as store:
                 started, cpu = time.perf_counter(), time.process_time()
                 store.write_run(run)
                 without, without_cpu = time.perf_counter() - started, time.process_time() - cpu
     finally:
-        overviews.write_run = counting
-    with Store(store_dir) as store:
+        line_overviews.write_run = counting
+    with StoreBackend(store_dir) as store:
         started, cpu = time.perf_counter(), time.process_time()
         store.write_run(run)
         written, written_cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -91,12 +91,12 @@ def record(store_dir: Path, layers: int) -> None:
 
 
 def time_rounds(store_dir: Path, rounds: int, answer) -> tuple[list[float], list[float]]:
-    """(wall ms, CPU ms) of `answer(store)` per round, a fresh Store each round."""
-    from kernelscope.store import Store
+    """(wall ms, CPU ms) of `answer(store)` per round, a fresh StoreBackend each round."""
+    from kernelscope.store import StoreBackend
 
     wall, cpu = [], []
     for _ in range(rounds):
-        with Store(store_dir, create=False) as store:
+        with StoreBackend(store_dir, create=False) as store:
             started, used = time.perf_counter(), time.process_time()
             answer(store)
             wall.append((time.perf_counter() - started) * 1000)
@@ -151,9 +151,9 @@ def main() -> int:
     else:
         print(f"reusing the recorded run in {store_dir} (--fresh records again)")
 
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    with Store(store_dir, create=False) as store:
+    with StoreBackend(store_dir, create=False) as store:
         run = store.run()
         location = run.locate(FILE)
         started = time.perf_counter()
@@ -166,7 +166,7 @@ def main() -> int:
 
     cases = [("outer", "x = block(x)", _line("    x = block(x)")),
              ("inner", "GELU of the MLP", _line('approximate="tanh"'))]
-    print(f"\n{args.rounds} rounds per case, a fresh Store per round; wall ms p50 / p99 [CPU ms p50]; "
+    print(f"\n{args.rounds} rounds per case, a fresh StoreBackend per round; wall ms p50 / p99 [CPU ms p50]; "
           "ratio = old p50 / new p50")
     print(f"{'line':30} {'old query':>24} {'new overview':>22} {'ratio':>7} {'whole command':>22} {'target':>8}")
     verdicts = []
@@ -174,7 +174,7 @@ def main() -> int:
         old, old_cpu = time_rounds(store_dir, args.rounds, lambda s: s.query(FILE, line, detail=False, rollup=True))
         new, new_cpu = time_rounds(store_dir, args.rounds, lambda s: s.run().line_overview(FILE, line))
         command, command_cpu, out = time_command(store_dir, args.rounds, line)
-        with Store(store_dir, create=False) as store:
+        with StoreBackend(store_dir, create=False) as store:
             before = unfolded_line_count(store.query(FILE, line, detail=False, rollup=True))
         target = TARGETS_MS[kind]
         met = _percentile(new, 0.5) <= target and _percentile(command, 0.5) <= target

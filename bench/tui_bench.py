@@ -19,7 +19,7 @@ and opened with the real app under Textual's headless driver (`run_test`):
   four panes;
 - cursor move -> highlights: from moving the cursor one line to the linked lines
   being applied in the other panes (one store read off the UI thread: a model line
-  from the file's source index, any other line `Store.query`; the redraw follows on
+  from the file's source index, any other line `StoreBackend.query`; the redraw follows on
   the next frame), p50/p99 over `--moves` moves in each pane, next to the store's own
   time for the same reads.
 """
@@ -40,8 +40,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
-from kernelscope.record import FxNode, GraphRecord, Kernel, LineOrigin, RunRecord  # noqa: E402
-from kernelscope.store import Store  # noqa: E402
+from kernelscope.run_record import FxNode, GraphRecord, Kernel, LineOrigin, RunRecord  # noqa: E402
+from kernelscope.store import StoreBackend  # noqa: E402
 
 SIZE = (160, 48)
 
@@ -214,7 +214,7 @@ async def cursor_moves(store_root: Path, moves: int) -> tuple[dict[str, list[flo
                     await asyncio.sleep(0.001)
             await pilot.pause()
     store_times: dict[str, list[float]] = {}
-    with Store(store_root, create=False) as store:  # what the app asks the store, alone
+    with StoreBackend(store_root, create=False) as store:  # what the app asks the store, alone
         for role, (path, lines) in visited.items():
             store_times[role] = []
             if role == "source":
@@ -237,7 +237,7 @@ def build(workspace: Path, kernels: int, instances: int) -> None:
     workspace.mkdir(parents=True, exist_ok=True)
     run = big_run(run, kernels, instances, workspace)
     started = time.perf_counter()
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         store.write_run(run)
     print(f"built a run of {sum(len(g.kernels) for g in run.graphs)} kernels, each model line in {instances} "
           f"instances (store write {time.perf_counter() - started:.1f}s)")
@@ -271,7 +271,7 @@ def main() -> int:
         store_root = workspace / ".kernelscope"
         if not (store_root / "kernelscope.sqlite").exists():
             build(workspace, args.kernels, args.instances)
-        with Store(store_root, create=False) as store:
+        with StoreBackend(store_root, create=False) as store:
             summary = store.runs()[0]
             details = store.show(summary.id)
             wrapper_lines = max(store.locate(graph.files["wrapper"]).line_count for graph in details.graphs)

@@ -21,8 +21,6 @@ never import torch, and `record`/`recording` load the engine (and torch) when ca
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 from kernelscope.version import __version__
@@ -50,22 +48,6 @@ if TYPE_CHECKING:
     from kernelscope.api.recording import Recorder, record, recording
     from kernelscope.api.store import Run, Runs, Store, open
     from kernelscope.errors import CompileError, StoreError, TargetError, UserError
-
-
-class _Package(types.ModuleType):
-    """The `kernelscope` module itself. `kernelscope.record` is the API's function, while the
-    submodule `kernelscope/record.py` (the dataclasses a recording is made of) shares its
-    name: importing that submodule would set the attribute to the module, so that one
-    assignment is skipped. `from kernelscope.record import RunRecord` reads the submodule
-    from sys.modules as always (`importlib.import_module("kernelscope.record")` too)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "record" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

@@ -86,11 +86,11 @@ def gpt2_asm(recordings, tmp_path_factory):
     compiled below Triton (PTX, SASS): (store root, softmax file, softmax line, kernel files).
     Read it, never write it (tests that build copy the recording into a store of their own)."""
     from kernelscope.engine.asm_build import build_run_asm
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     root = tmp_path_factory.mktemp("gpt2-asm") / ".kernelscope"
     path, line = gpt2_softmax_line()
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         run_id = store.write_run(recordings.get_zoo("gpt2", "make_eager_attention"))
         assert run_id == 1
         result = store.query(path, line, run_id=run_id)
@@ -104,7 +104,7 @@ def gpt2_asm(recordings, tmp_path_factory):
 def gloo_ranks(tmp_path_factory):
     """A real 2-rank job: examples/distributed/llama_tp.py under torchrun on gloo (CPU), every
     rank recorded into `<dir>/.kernelscope/rank-<R>`; returns `<dir>/.kernelscope`. Merge
-    the rank stores into a store of your own (Store.merge_from): they are shared."""
+    the rank stores into a store of your own (StoreBackend.merge_from): they are shared."""
     import subprocess
 
     directory = tmp_path_factory.mktemp("gloo")
@@ -136,7 +136,7 @@ def run_cli():
 def assert_full_links(run):
     """Every kernel agrees with Inductor's mapping and every kernel line, wrapper line and
     post-grad node is linked (the floors of a run at 100%)."""
-    from kernelscope.store.coverage import compute_coverage
+    from kernelscope.store.writing.coverage import compute_coverage
 
     coverage = compute_coverage(run)
     assert coverage["kernel_agreement"]["share"] == 1.0, coverage

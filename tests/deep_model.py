@@ -20,9 +20,9 @@ def deep_run(recordings):
 
 
 def deep_store(recordings, root: Path):
-    """A store at `root` holding the deep model's run (a Store, open)."""
-    from kernelscope.store import Store
+    """A store at `root` holding the deep model's run (a StoreBackend, open)."""
+    from kernelscope.store import StoreBackend
 
-    store = Store(root)
+    store = StoreBackend(root)
     store.write_run(deep_run(recordings))
     return store

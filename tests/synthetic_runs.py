@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelscope.record import (
+from kernelscope.run_record import (
     FxNode,
     GraphBreak,
     GraphRecord,
@@ -384,7 +384,7 @@ def make_big_run(workspace: Path, kernel_count: int) -> RunRecord:
 
 import pytest  # noqa: E402
 
-from kernelscope.store import Store  # noqa: E402
+from kernelscope.store import StoreBackend  # noqa: E402
 
 
 @pytest.fixture
@@ -399,7 +399,7 @@ def workspace(tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def mlp_store(workspace):
     """A store in `<workspace>/.kernelscope` holding one MLP run (run id 1)."""
-    store = Store(workspace / ".kernelscope")
+    store = StoreBackend(workspace / ".kernelscope")
     run_id = store.write_run(make_mlp_run(workspace))
     assert run_id == 1
     yield store

@@ -258,10 +258,10 @@ _gpt2_softmax_line = gpt2_softmax_line
 def gpt2_store(gpt2_asm):
     """GPT-2 (eager attention) stored, with the kernels of its softmax line built below Triton
     (conftest's gpt2_asm, shared with the front ends' tests)."""
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     root, _path, _line, files = gpt2_asm
-    store = Store(root)
+    store = StoreBackend(root)
     yield store, 1, files
     store.close()
 
@@ -354,7 +354,7 @@ def test_attach_gives_each_kernel_its_own_autotuners_launch():
     """Identical kernel names in two graphs: each kernel gets the autotuner whose function
     source its file holds (data objects stand for what Inductor made on the GPU)."""
     from kernelscope.engine import asm_launches
-    from kernelscope.record import GraphRecord, Kernel
+    from kernelscope.run_record import GraphRecord, Kernel
 
     def autotuner(source, xblock):
         config = types.SimpleNamespace(kwargs={"XBLOCK": xblock}, num_warps=4, num_stages=1)
@@ -387,9 +387,9 @@ def test_cli_query_asm_down_and_up_then_show(recordings, run_cli, tmp_path):
     """`query --asm` builds the line's kernels in the engine worker (first ask), prints the
     SASS of the softmax line with the kernel's facts; a SASS line goes back up; `show` lists
     the built kernel's registers."""
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    with Store(tmp_path / ".kernelscope") as store:
+    with StoreBackend(tmp_path / ".kernelscope") as store:
         run_id = store.write_run(recordings.get_zoo("gpt2", "make_eager_attention"))
         assert store.asm.run_infos(run_id) == {}  # a recording compiles nothing below Triton
     path, line = _gpt2_softmax_line()
@@ -399,7 +399,7 @@ def test_cli_query_asm_down_and_up_then_show(recordings, run_cli, tmp_path):
     assert re.search(r"SASS :\d+  MUFU\.EX2 R\d+, R\d+", done.stdout), done.stdout[-3000:]
     assert "sm_90 · XBLOCK=" in done.stdout and "occupancy" in done.stdout
     sass_line = re.search(r"SASS :(\d+)  MUFU\.EX2", done.stdout).group(1)
-    with Store(tmp_path / ".kernelscope") as store:
+    with StoreBackend(tmp_path / ".kernelscope") as store:
         [info] = store.asm.run_infos(run_id).values()
     up = run_cli(["query", f"{tmp_path / '.kernelscope' / info.files['sass']}:{sass_line}",
                   "--store", str(tmp_path / ".kernelscope")])
@@ -478,9 +478,9 @@ def test_spills_increase_gate_and_a_side_without_builds(width_dumps, run_cli):
 def test_a_cpu_triton_kernel_is_stored_as_not_buildable(recordings, tmp_path):
     """cpu-triton kernels run on the CPU: the build says so and keeps the reason, once."""
     from kernelscope.engine.asm_build import build_run_asm
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    with Store(tmp_path / ".kernelscope") as store:
+    with StoreBackend(tmp_path / ".kernelscope") as store:
         run_id = store.write_run(recordings.get("function", device="cpu-triton"))
         summary = build_run_asm(store, run_id)
         assert summary.built == 0 and summary.failed
@@ -515,9 +515,9 @@ def test_two_runs_of_one_model_dump_the_same_builds(recordings, tmp_path):
     """The stage files name their run's kernel file; the dump's hashes leave the run and
     the machine out, so two runs of one model dump the same below the kernel."""
     from kernelscope.engine.asm_build import build_run_asm
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    with Store(tmp_path / ".kernelscope") as store:
+    with StoreBackend(tmp_path / ".kernelscope") as store:
         runs = [store.write_run(recordings.get("mlp")) for _ in range(2)]
         for run_id in runs:
             assert build_run_asm(store, run_id).built >= 1

@@ -55,9 +55,9 @@ def test_runs_json(mlp_store, cli):
 
 
 def test_runs_with_an_empty_store(workspace, cli):
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    Store(workspace / ".kernelscope").close()
+    StoreBackend(workspace / ".kernelscope").close()
     assert cli("runs") == (0, "no runs yet — record one with `kernelscope compile FILE.py:FACTORY`\n", "")
 
 

@@ -19,7 +19,7 @@ from kernelscope.decisions.model import DecisionSet, decision_to_dict, from_run,
 from kernelscope.diff.compare import compare_runs
 from kernelscope.diff.model import diff_side
 from kernelscope.diff.report import render
-from kernelscope.record import Decision, DecisionReplay
+from kernelscope.run_record import Decision, DecisionReplay
 from kernelscope.store import validate_dump
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "capability": [9, 0], "sm_count": 132}
@@ -266,8 +266,8 @@ def test_pad_mm_hooks_record_what_the_gpu_timed_and_replay_it():
     import torch._inductor.fx_passes.pad_mm as pad_mm
     from torch._inductor.utils import fresh_cache
 
-    from kernelscope.engine.decisions import pad_mm_hooks
-    from kernelscope.engine.decisions.log import DecisionLog
+    from kernelscope.engine.decision_hooks import pad_mm_hooks
+    from kernelscope.engine.decision_hooks.log import DecisionLog
 
     log = DecisionLog()
     with fresh_cache(), pad_mm_hooks.recording(log):
@@ -298,8 +298,8 @@ def test_autotune_hooks_record_choice_timings_and_replay_them():
     from torch._inductor.select_algorithm import AlgorithmSelectorCache
     from torch._inductor.utils import fresh_cache
 
-    from kernelscope.engine.decisions import autotune_hooks
-    from kernelscope.engine.decisions.log import DecisionLog
+    from kernelscope.engine.decision_hooks import autotune_hooks
+    from kernelscope.engine.decision_hooks.log import DecisionLog
 
     class Choice:  # what select_algorithm reads of a ChoiceCaller here
         def __init__(self, name, description=""):
@@ -338,8 +338,8 @@ def test_autotune_hooks_record_choice_timings_and_replay_them():
 def test_fusion_benchmarks_are_recorded_by_the_code_they_time(tmp_path, monkeypatch):
     from torch._inductor.codegen.triton import TritonScheduling
 
-    from kernelscope.engine.decisions import autotune_hooks
-    from kernelscope.engine.decisions.log import DecisionLog
+    from kernelscope.engine.decision_hooks import autotune_hooks
+    from kernelscope.engine.decision_hooks.log import DecisionLog
 
     module_file = tmp_path / "cfused.py"
     module_file.write_text("def get_args(): pass\ndef call(args): pass\n")
@@ -361,8 +361,8 @@ def test_fusion_benchmarks_are_recorded_by_the_code_they_time(tmp_path, monkeypa
 
 
 def test_a_recording_from_another_gpu_architecture_is_not_replayed():
-    from kernelscope.engine.decisions import session
-    from kernelscope.engine.decisions.log import DecisionLog
+    from kernelscope.engine.decision_hooks import session
+    from kernelscope.engine.decision_hooks.log import DecisionLog
 
     a100 = {"name": "NVIDIA A100-SXM4-80GB", "capability": [8, 0], "sm_count": 108}
     log = DecisionLog(DecisionSet("a100.json", {"gpu": a100, "torch": "2.11.0", "triton": "3.6.0"}, [pad()]))
@@ -375,8 +375,8 @@ def test_a_recording_from_another_gpu_architecture_is_not_replayed():
 
 
 def test_launch_configs_become_decisions_and_replay_onto_the_same_kernel(workspace):
-    from kernelscope.engine.decisions import session
-    from kernelscope.engine.decisions.log import DecisionLog
+    from kernelscope.engine.decision_hooks import session
+    from kernelscope.engine.decision_hooks.log import DecisionLog
 
     run = gpu_run(workspace)
     log = DecisionLog()

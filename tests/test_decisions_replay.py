@@ -15,7 +15,7 @@ from conftest import EXAMPLES, ZOO
 
 from kernelscope.decisions.keys import triton_config_key
 from kernelscope.decisions.model import DecisionSet, write_file
-from kernelscope.record import Decision
+from kernelscope.run_record import Decision
 
 pytestmark = pytest.mark.slow
 
@@ -146,7 +146,7 @@ def test_a_replayed_launch_config_is_the_one_built_below_the_kernel(recordings, 
     from kernelscope.asm.model import LaunchConfig
     from kernelscope.engine.asm_build import KernelToBuild, _heuristics_observed, _load_autotuner, build_run_asm
     from kernelscope.engine.devices import virtual_cuda
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     plain = recordings.get_spec(MLP)
     kernel = next(k for graph in plain.graphs for k in graph.kernels if k.name.startswith("triton_per_fused__softmax"))
@@ -168,7 +168,7 @@ def test_a_replayed_launch_config_is_the_one_built_below_the_kernel(recordings, 
     replayed = recordings.get_spec(MLP, decisions=str(path))
     launched = next(k for graph in replayed.graphs for k in graph.kernels if k.name == kernel.name).launch
     assert launched["config"] == chosen.to_dict() and launched["replayed_from"] == str(path)
-    with Store(tmp_path / ".kernelscope") as store:
+    with StoreBackend(tmp_path / ".kernelscope") as store:
         run_id = store.write_run(replayed)
         kernel_id = next(k.kernel_id for k in store.asm.pending(run_id) if k.name == kernel.name)
         summary = build_run_asm(store, run_id, [kernel_id])

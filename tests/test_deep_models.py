@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO
 from deep_model import GELU_LINE, LOOP_LINE, NANOGPT, deep_store
 from kernelscope.store import ModuleSummary
-from kernelscope.store.folding import fold_modules, instances_label
+from kernelscope.store.reading.folding import fold_modules, instances_label
 
 # -- folding (synthetic) ------------------------------------------------------------------------
 
@@ -110,13 +110,13 @@ def test_line_overviews_agree_with_the_query_on_every_line(deep, tmp_path):
     conn.execute("DROP TABLE line_overviews")  # as a store written before line overviews
     conn.commit()
     conn.close()
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    with Store(tmp_path / "old", create=False) as old:
+    with StoreBackend(tmp_path / "old", create=False) as old:
         assert [_overview_counts(g) for g in old.run().line_overview(NANOGPT, LOOP_LINE).graphs] == \
                [_overview_counts(g) for g in loop.graphs]
         assert old.run().linked_lines(NANOGPT) == lines
-    with Store(tmp_path / "old", create=False) as again:  # counted once, then kept
+    with StoreBackend(tmp_path / "old", create=False) as again:  # counted once, then kept
         assert again.run().linked_lines(NANOGPT) == lines
     kept = sqlite3.connect(tmp_path / "old" / "kernelscope.sqlite")
     assert kept.execute("SELECT COUNT(*) FROM line_overviews WHERE line = ?", (LOOP_LINE,)).fetchone()[0] == 1

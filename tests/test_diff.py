@@ -21,7 +21,7 @@ import kernelscope.cli
 from kernelscope.diff import compare_runs, diff_side, evaluate_gates, parse_gates
 from kernelscope.diff.gates import exit_code
 from kernelscope.errors import UserError
-from kernelscope.store import Store, dump_json
+from kernelscope.store import StoreBackend, dump_json
 
 MLP = "examples/mlp.py"
 GELU_FUSED = "triton_per_fused_addmm_gelu_native_layer_norm_0"
@@ -170,7 +170,7 @@ def real_runs(recordings, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("diff")
     store_dir = root / ".kernelscope"
-    with Store(store_dir) as store:
+    with StoreBackend(store_dir) as store:
         assert store.write_run(recordings.get("mlp")) == 1
 
     same = root / "same"
@@ -187,7 +187,7 @@ def real_runs(recordings, tmp_path_factory):
     relu = _edited_copy(root / "relu", lambda text: text.replace("h = F.gelu(h)", "h = F.relu(h)"))
     brk = _edited_copy(root / "brk", lambda text: text.replace(
         "        h = F.gelu(h)\n", "        h = F.gelu(h)\n        print('kernelscope test: graph break')\n"))
-    with Store(store_dir) as store:
+    with StoreBackend(store_dir) as store:
         for path in (relu, brk):
             options = RecordOptions(device="virtual-cuda", workspace=path.parent.parent)
             store.write_run(record_factory(f"{path}:make", options))

@@ -17,8 +17,8 @@ from conftest import REPO
 from synthetic_runs import FC2_LINE, MLP_PATH, make_mlp_run, workspace  # noqa: F401 - fixture
 
 from kernelscope.errors import UserError
-from kernelscope.record import Collective, GraphSplit, RankInfo, SourceLocation
-from kernelscope.store import Store
+from kernelscope.run_record import Collective, GraphSplit, RankInfo, SourceLocation
+from kernelscope.store import StoreBackend
 
 EXAMPLES = REPO / "examples" / "distributed"
 STYLE = "torch/distributed/tensor/parallel/style.py"
@@ -68,7 +68,7 @@ def write_rank_stores(workspace: Path, ranks=(0, 1), edit=None) -> list[Path]:
     for rank in ranks:
         run = run_of_rank(workspace, rank, edit)
         root = workspace / ".kernelscope" / f"rank-{rank}"
-        with Store(root) as store:
+        with StoreBackend(root) as store:
             store.write_run(run)
         roots.append(root)
     return roots
@@ -92,16 +92,16 @@ def cli(*args, cwd: Path):
 
 
 def test_merge_brings_rank_stores_together_with_new_ids_files_and_profiles(workspace):
-    from kernelscope.store.profiles import ProfileRecord
+    from kernelscope.store.parts.profiles import ProfileRecord
 
     roots = write_rank_stores(workspace)
-    with Store(roots[1]) as store:  # a table created on first use travels too, its kernel ids renumbered
+    with StoreBackend(roots[1]) as store:  # a table created on first use travels too, its kernel ids renumbered
         kernel_id = store.conn.execute("SELECT id FROM kernels WHERE name = 'triton_poi_fused_gelu_0'").fetchone()[0]
         store.attach_profile(1, ProfileRecord(source="profile TRACE", trace_name="t.json", device_name="H100",
                                               steps=1, step_markers=True, step_time_us=100.0, device_total_us=40.0,
                                               kernel_times={kernel_id: (40.0, 1)}, in_graphs_other={}, outside={},
                                               graph_calls={}))
-    with Store(workspace / ".kernelscope") as main:
+    with StoreBackend(workspace / ".kernelscope") as main:
         main.write_run(make_mlp_run(workspace, created=5.0))  # a run already here: merged ids come after it
         results = [main.merge_from(root) for root in roots]
         assert [result.merged for result in results] == [[(1, 2)], [(1, 3)]]
@@ -121,12 +121,12 @@ def test_merge_brings_rank_stores_together_with_new_ids_files_and_profiles(works
             [("all_reduce", "fc2", "RowwiseParallel output", FC2_LINE)]
         again = main.merge_from(roots[0])
         assert again.merged == [] and again.skipped == [(1, "already here as run 2")]
-    with Store(roots[0]) as source:  # the sources are left as they were
+    with StoreBackend(roots[0]) as source:  # the sources are left as they were
         assert [run.id for run in source.runs()] == [1]
 
 
 def test_merge_refuses_what_is_not_a_store_and_the_store_itself(workspace):
-    with Store(workspace / ".kernelscope") as main:
+    with StoreBackend(workspace / ".kernelscope") as main:
         with pytest.raises(UserError, match="no kernelscope store there"):
             main.merge_from(workspace / "nowhere")
         with pytest.raises(UserError, match="is the store being merged into"):
@@ -193,7 +193,7 @@ def test_query_a_collective_wrapper_line_names_the_model_line_and_layer(workspac
 def test_dump_carries_rank_collectives_and_split_but_not_the_job(workspace):
     from kernelscope.store import validate_dump
 
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         run_id = store.write_run(rank_run(workspace, 1, job="torchrun:uuid-that-differs"))
         data = store.dump(run_id)
     validate_dump(data)
@@ -325,7 +325,7 @@ def test_fake_8_rank_tensor_parallel_block_collectives_answer_model_line_and_lay
     assert sorted(node for nodes in calls.values() for node in nodes) == sorted(c.node for c in forward.collectives)
     assert all(len(nodes) == 1 for nodes in calls.values())
 
-    with Store(tmp_path / "ks") as store:
+    with StoreBackend(tmp_path / "ks") as store:
         run_id = store.write_run(tp8)
         view = store.run(run_id).distributed()
         graph = view.graphs[0]
@@ -376,7 +376,7 @@ def test_ddp_splits_are_marked_with_their_bucket(tmp_path, run_cli):
             for graph in run.graphs[::2]] == [
         (part, 4, [f"layers.{part}.weight", f"layers.{part}.bias"], "DDPOptimizer") for part in range(4)]
     assert all(graph.split.cap_bytes == 1 << 20 for graph in run.graphs)
-    with Store(tmp_path / ".kernelscope") as store:
+    with StoreBackend(tmp_path / ".kernelscope") as store:
         store.write_run(run)
     result = run_cli(["show", "--store", str(tmp_path / ".kernelscope")])
     assert "[4/0 backward] DDPOptimizer part 4 of 4: bucket 1 MiB (cap 1 MiB): layers.3.weight" in result.stdout
@@ -401,7 +401,7 @@ def test_two_gloo_ranks_under_torchrun_record_merge_and_compare(gloo_ranks, tmp_
     assert "rank 1 of 2 (gloo)" in shown and "identical code on ranks 0, 1" in shown
     assert "over 2 ranks" in shown
     assert "no differences" in kernelscope("diff", "rank0", "rank1")
-    with Store(store) as merged:
+    with StoreBackend(store) as merged:
         graph = merged.run(1).distributed().graphs[0]
         wrapper, line = graph.wrapper_file, graph.collectives[0].wrapper_lines[0]
     answer = kernelscope("query", f"{wrapper}:{line}")
@@ -422,7 +422,7 @@ def test_torchtitan_debug_llama_tensor_parallel_recorded_and_queried(tmp_path):
         return done.stdout
 
     kernelscope("run", str(EXAMPLES / "torchtitan_llama.py"), "--world-size", "2", "--json")
-    with Store(store) as recorded:
+    with StoreBackend(store) as recorded:
         view = recorded.run(1).distributed()
         block = next(graph for graph in view.graphs if len([c for c in graph.collectives if c.role == "issue"]) == 4)
         first = next(c for c in block.collectives if c.role == "issue")

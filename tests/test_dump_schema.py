@@ -4,7 +4,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import importlib
 import json
 import shutil
 from pathlib import Path
@@ -14,12 +13,10 @@ from conftest import EXAMPLES
 from synthetic_runs import LIBRARY_FILE, make_mlp_run, mlp_store, workspace  # noqa: F401  (fixtures)
 
 from kernelscope.decisions.model import decision_to_dict
-from kernelscope.record import RunRecord
-from kernelscope.store import InvalidDumpError, Store, dump_json, load_schema, schema_problems, validate_dump
-from kernelscope.store.dump import DUMP_FIELD_CHANGES, SCHEMA_VERSION, DumpOptions, dump_run, portable_text
-
-# kernelscope.record is the Python API's function: the dataclasses' module is read from sys.modules.
-record_module = importlib.import_module("kernelscope.record")
+from kernelscope import run_record
+from kernelscope.run_record import RunRecord
+from kernelscope.store import InvalidDumpError, StoreBackend, dump_json, load_schema, schema_problems, validate_dump
+from kernelscope.store.export.dump import DUMP_FIELD_CHANGES, SCHEMA_VERSION, DumpOptions, dump_run, portable_text
 
 PORTABLE_LIBRARY_FILE = "<site-packages>/torch/nn/modules/linear.py"
 
@@ -178,7 +175,7 @@ def test_dump_does_not_depend_on_record_order_or_machine(tmp_path):
         record.warnings.append("a second warning")
         if reverse:
             record = reversed_lists(record)
-        with Store(workspace / ".kernelscope") as store:
+        with StoreBackend(workspace / ".kernelscope") as store:
             dumps.append(dump_json(store.dump(store.write_run(record))))
     assert dumps[0] == dumps[1]
 
@@ -203,7 +200,7 @@ def test_two_real_recordings_dump_byte_identically(run_cli, tmp_path):
         result = run_cli(["compile", "examples/mlp.py:make", "--train", "--dump", "dump.json"], cwd=workspace)
         assert result.returncode == 0, result.stderr
         dumps.append((workspace / "dump.json").read_bytes())
-        stores.append(Store(workspace / ".kernelscope", create=False))
+        stores.append(StoreBackend(workspace / ".kernelscope", create=False))
     assert dumps[0] == dumps[1]
     data = json.loads(dumps[0])
     validate_dump(data)
@@ -226,7 +223,7 @@ def test_two_recordings_in_one_process_dump_byte_identically(recordings, tmp_pat
                             RecordOptions(device="virtual-cuda", train=True, workspace=EXAMPLES.parent))
     texts = []
     for name, record in (("one", first), ("two", second)):
-        with Store(tmp_path / name / ".kernelscope") as store:
+        with StoreBackend(tmp_path / name / ".kernelscope") as store:
             texts.append(dump_json(store.dump(store.write_run(record))))
     assert texts[0] == texts[1]
 
@@ -277,8 +274,8 @@ def test_schema_is_draft_2020_12_with_id_and_closed_objects():
 
 
 def test_schema_properties_agree_with_the_record_dataclasses():
-    record_classes = {obj.__name__: obj for obj in vars(record_module).values()
-                      if dataclasses.is_dataclass(obj) and obj.__module__ == record_module.__name__}
+    record_classes = {obj.__name__: obj for obj in vars(run_record).values()
+                      if dataclasses.is_dataclass(obj) and obj.__module__ == run_record.__name__}
     assert set(record_classes) == set(DUMP_FIELD_CHANGES), "a dataclass in record.py has no place in the dump"
     definitions = load_schema()["$defs"]
     for name, changes in DUMP_FIELD_CHANGES.items():

@@ -9,8 +9,8 @@ import gzip
 import pytest
 
 from kernelscope.profile.attach import attach_trace
-from kernelscope.store import Store
-from kernelscope.store.profiles import line_times
+from kernelscope.store import StoreBackend
+from kernelscope.store.parts.profiles import line_times
 from kernelscope.trace_import import ImportOptions, import_log
 from lsp_support import REPO, line_of, start_session, uri
 from test_profile import DATA, JOB_CHECKOUT
@@ -24,7 +24,7 @@ def profiled_store(tmp_path_factory):
     log = root / "dedicated_log_torch_trace_job.log"
     log.write_bytes(gzip.decompress((DATA / "mlp_train.torch_trace.log.gz").read_bytes()))
     result = import_log(log, ImportOptions(workspace=REPO, path_map=[(JOB_CHECKOUT, str(REPO))]))
-    with Store(root / "store") as store:
+    with StoreBackend(root / "store") as store:
         run_id = store.write_run(result.runs[0].run)
         profile, _ = attach_trace(store, DATA / "mlp_train.trace.json.gz", run_id)
         times = {line: us for (file, line), (us, _shared) in line_times(profile).items()

@@ -154,13 +154,13 @@ def test_the_tui_keeps_the_full_error_for_after_the_screen(tmp_path, monkeypatch
     from synthetic_runs import make_mlp_run
     from test_tui import SIZE, settle
 
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
     from kernelscope.tui.app import KernelscopeApp
     from kernelscope.watch.events import BuildFailed
 
     monkeypatch.setenv("KERNELSCOPE_TRACEBACK", "1" if wanted else "")
     monkeypatch.chdir(tmp_path)  # the TUI opens the run's files from where it is started
-    with Store(tmp_path / ".kernelscope") as store:
+    with StoreBackend(tmp_path / ".kernelscope") as store:
         store.write_run(make_mlp_run(tmp_path))
     chain = "Traceback (most recent call last):\n  ...\nRuntimeError: no lowering for erf today\n"
 

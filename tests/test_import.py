@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from kernelscope.trace_import import ImportOptions, TraceLogError, find_logs, import_log
 from kernelscope.trace_import.importer import rank_from_name
 
@@ -235,7 +235,7 @@ def test_names_from_a_log_never_leave_the_store(tmp_path):
     store_root = tmp_path / "a" / "b" / "c" / "store"
     result = import_log(path, ImportOptions())
     assert result.stats.malformed == 6  # every record (but the "str" one) of the compile with a path for a frame id
-    with Store(store_root) as store:
+    with StoreBackend(store_root) as store:
         for imported in result.runs:
             store.write_run(imported.run)
     outside = [p for p in tmp_path.rglob("*") if store_root not in p.parents and p != store_root
@@ -326,7 +326,7 @@ def traced(tmp_path_factory):
 
 
 def _recorded(store_path: Path) -> dict:
-    with Store(store_path, create=False) as store:
+    with StoreBackend(store_path, create=False) as store:
         return store.dump()["run"]
 
 
@@ -336,7 +336,7 @@ def _dump_links(run: dict) -> dict[str, dict[str, list[str]]]:
 
 def _imported_dump(log: Path, tmp_path: Path) -> dict:
     result = import_log(log, ImportOptions(workspace=REPO))
-    with Store(tmp_path / "imported") as store:
+    with StoreBackend(tmp_path / "imported") as store:
         run_id = store.write_run(result.runs[0].run)
         return store.dump(run_id)["run"]
 
@@ -404,7 +404,7 @@ def test_two_rank_log_from_two_processes(tmp_path):
     runs = [r for log in logs for r in import_log(log, ImportOptions()).runs]
     assert [(r.rank, r.run.config["rank"]) for r in runs] == [(0, 0), (1, 1)]
     for rank, imported in zip((0, 1), runs):
-        with Store(tmp_path / "imported") as store:
+        with StoreBackend(tmp_path / "imported") as store:
             run_id = store.write_run(imported.run)
             # under a launcher (RANK, WORLD_SIZE) each rank records into STORE/rank-<R>
             assert _dump_links(store.dump(run_id)["run"]) == \

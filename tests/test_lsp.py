@@ -15,7 +15,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from lsp_support import REPO, _plain, line_of, start_session, uri
 from synthetic_runs import make_mlp_run
 
@@ -52,7 +52,7 @@ def test_help_ends_with_examples(run_cli):
 @pytest.fixture
 def synthetic(tmp_path):
     record = make_mlp_run(tmp_path)
-    with Store(tmp_path / ".kernelscope") as store:
+    with StoreBackend(tmp_path / ".kernelscope") as store:
         store.write_run(record)
     return tmp_path
 
@@ -122,7 +122,7 @@ async def test_stale_file_maps_lines_by_content_and_says_so(synthetic):
 def example_store(recordings, tmp_path_factory):
     """mlp (train: forward and backward) and graph_break, recorded for real, in one store."""
     root = tmp_path_factory.mktemp("lsp-store")
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         runs = {
             "mlp": store.write_run(recordings.get("mlp", device=DEVICE, train=True)),
             "graph_break": store.write_run(recordings.get("graph_break", device=DEVICE)),
@@ -154,7 +154,7 @@ async def test_hover_on_a_model_line_shows_kernels_per_graph(examples):
 @pytest.mark.slow
 async def test_hover_on_an_outer_line_summarises_per_module_instance(recordings, tmp_path):
     blocks = REPO / "tests" / "data" / "lsp_blocks.py"
-    with Store(tmp_path / "store") as store:
+    with StoreBackend(tmp_path / "store") as store:
         store.write_run(recordings.get_spec(f"{blocks}:make", DEVICE))
     session = await start_session(REPO, {"store": str(tmp_path / "store")})
     try:
@@ -181,7 +181,7 @@ async def test_definition_lands_on_a_kernel_line_that_computes_the_line(examples
     kernel_targets = [t for t in targets if "/kernels/" in t.uri]
     assert any("gelu" in Path(t.uri).name for t in kernel_targets)
     # Each kernel target is a line the store links back to the GELU line (not shared indexing).
-    with Store(example_store[0]) as store:
+    with StoreBackend(example_store[0]) as store:
         for target in kernel_targets:
             path = target.uri.removeprefix("file://")
             answer = store.query(path, target.range.start.line + 1, direction="up")
@@ -235,7 +235,7 @@ async def test_graph_breaks_are_diagnostics_with_a_quick_fix(examples):
 @pytest.mark.slow
 async def test_fallbacks_to_eager_are_diagnostics(recordings, tmp_path):
     model = REPO / "bench" / "models" / "transformer_encoder.py"
-    with Store(tmp_path / "store") as store:
+    with StoreBackend(tmp_path / "store") as store:
         store.write_run(recordings.get_zoo("transformer_encoder"))
     session = await start_session(REPO, {"store": str(tmp_path / "store")})
     try:
@@ -283,7 +283,7 @@ async def test_custom_requests_of_the_vscode_contract(examples, example_store):
 
 @pytest.mark.slow
 async def test_generated_files_links_highlights_and_symbols(examples, example_store):
-    with Store(example_store[0]) as store:
+    with StoreBackend(example_store[0]) as store:
         details = store.show(example_store[1]["mlp"])
     wrapper = example_store[0] / details.graphs[0].files["wrapper"]
     links = await examples.client.text_document_document_link_async(types.DocumentLinkParams(

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from conftest import gpt2_softmax_line
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from lsp_support import REPO, _plain, start_session, uri
 from synthetic_runs import workspace  # noqa: F401 - fixture
 
 
 
-def exp_kernel_line(store: Store, path: str, line: int) -> tuple[str, int]:
+def exp_kernel_line(store: StoreBackend, path: str, line: int) -> tuple[str, int]:
     """(stored kernel file, 1-based line) of the softmax line's `exp` in its Triton kernel."""
     result = store.query(path, line, run_id=1)
     [kernel] = [kernel for chain in result.graphs for kernel in chain.kernels if kernel.kind == "triton"]
@@ -30,7 +30,7 @@ def exp_kernel_line(store: Store, path: str, line: int) -> tuple[str, int]:
 @pytest.mark.slow
 async def test_gpt2_softmax_line_reaches_mufu_ex2_in_the_language_server(gpt2_asm):
     root, path, line, [kernel_file] = gpt2_asm
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         _, exp_line = exp_kernel_line(store, path, line)
         [info] = store.run(1).asm_builds().values()
         mufu = [asm.line for asm in store.run(1).asm_below(kernel_file, [exp_line], ("sass",)).lines
@@ -102,7 +102,7 @@ async def test_gpt2_softmax_line_reaches_mufu_ex2_in_the_language_server(gpt2_as
 async def test_hover_says_how_to_build_and_the_command_builds_in_the_engine_worker(recordings, tmp_path):
     path, line = gpt2_softmax_line()
     root = tmp_path / ".kernelscope"
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         store.write_run(recordings.get_zoo("gpt2", "make_eager_attention"))
     session = await start_session(REPO, {"store": str(root)})
     try:
@@ -121,7 +121,7 @@ async def test_hover_says_how_to_build_and_the_command_builds_in_the_engine_work
         assert again["asked"] == 0  # built once, read from the store after that
     finally:
         await session.stop()
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         assert store.run(1).asm_status().built == 1
     shutil.rmtree(root)
 
@@ -136,7 +136,7 @@ async def test_stage_files_answer_labels_and_bad_lines_and_unbuilt_kernels_say_h
     from pygls.exceptions import JsonRpcException
 
     root = workspace / ".kernelscope"
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         store.write_run(make_mlp_run(workspace))
         kernel_file, erf = write_hand_made_build(store, 1)
         [info] = store.run(1).asm_builds().values()

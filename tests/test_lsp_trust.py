@@ -15,7 +15,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from kernelscope.lsp.server import UNTRUSTED
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from lsp_support import _plain, line_of, start_session, uri
 from synthetic_runs import make_mlp_run
 
@@ -35,7 +35,7 @@ def untrusted_workspace(tmp_path):
     """A workspace with a recorded run of examples/mlp.py, and code that must never run."""
     workspace = tmp_path / "cloned"
     workspace.mkdir()
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         store.write_run(make_mlp_run(workspace))
     (workspace / "evil.py").write_text(EVIL_FACTORY)
     (workspace / "pyproject.toml").write_text('[tool.kernelscope]\ntarget = "evil.py:make"\n')

@@ -86,8 +86,8 @@ def test_trust_defaults_on_and_once_off_stays_off():
 
 def test_hover_on_a_big_answer_stays_short():
     from kernelscope.lsp import render
-    from kernelscope.store.run_facts import GraphInfo, KernelInfo
-    from kernelscope.store.source_index import GraphHit, KernelHit, LineAnswer
+    from kernelscope.store.reading.graphs_and_kernels import GraphInfo, KernelInfo
+    from kernelscope.store.reading.source_index import GraphHit, KernelHit, LineAnswer
 
     answer = LineAnswer(run_id=1, path="model.py", line=7)
     for graph_id in range(6):

@@ -14,12 +14,12 @@ from synthetic_runs import GELU_LINE, LIBRARY_FILE, MLP_PATH, make_mlp_run
 
 from kernelscope.cli import main as cli_main
 from kernelscope.errors import StoreError
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from kernelscope.store.places import PathMap
 
 
 def record_synthetic(workspace) -> None:
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         store.write_run(make_mlp_run(workspace))
 
 
@@ -44,7 +44,7 @@ def test_a_copied_workspace_answers_from_its_own_store(tmp_path, monkeypatch, ca
     assert "gelu" in out and f"{MLP_PATH}:{GELU_LINE}" in out
     code, out, err = cli(capsys, "query", f"{copy / MLP_PATH}:{GELU_LINE}", "--direction", "down")
     assert code == 0, err
-    with Store(copy / ".kernelscope", create=False) as store:
+    with StoreBackend(copy / ".kernelscope", create=False) as store:
         location = store.locate(copy / MLP_PATH)
         assert location.absolute_path == str(copy / MLP_PATH)  # the copy's file, not the original's
         assert store.show().workspace == str(copy)
@@ -60,7 +60,7 @@ def test_the_store_alone_moved_still_reads_the_recorded_workspace(tmp_path, monk
     monkeypatch.chdir(workspace)
     code, out, err = cli(capsys, "query", f"{MLP_PATH}:{GELU_LINE}", "--store", str(elsewhere))
     assert code == 0, err
-    with Store(elsewhere, create=False) as store:
+    with StoreBackend(elsewhere, create=False) as store:
         assert store.locate(workspace / MLP_PATH).absolute_path == str(workspace / MLP_PATH)
 
 
@@ -69,7 +69,7 @@ def test_map_path_points_a_store_at_files_recorded_elsewhere(tmp_path, monkeypat
     recorded_workspace = tmp_path / "job" / "repo"
     recorded_workspace.mkdir(parents=True)
     store_dir = tmp_path / "job-stores" / "run-7"
-    with Store(store_dir) as store:
+    with StoreBackend(store_dir) as store:
         store.write_run(make_mlp_run(recorded_workspace))
     mine = tmp_path / "me" / "repo"
     shutil.copytree(recorded_workspace, mine)
@@ -85,7 +85,7 @@ def test_map_path_points_a_store_at_files_recorded_elsewhere(tmp_path, monkeypat
     code, out, err = cli(capsys, "query", f"{MLP_PATH}:{GELU_LINE}", "--store", str(store_dir), "--map-path", mapping)
     assert code == 0, err
     monkeypatch.setenv("KERNELSCOPE_MAP_PATH", mapping)
-    with Store(store_dir, create=False) as store:
+    with StoreBackend(store_dir, create=False) as store:
         assert store.locate(MLP_PATH, 1).absolute_path == str(mine / MLP_PATH)
 
 
@@ -93,7 +93,7 @@ def test_map_path_maps_absolute_library_files(tmp_path):
     record_synthetic(tmp_path / "ws")
     local_site = tmp_path / "venv-here"
     recorded_site = LIBRARY_FILE.rsplit("/torch/", 1)[0]
-    mapped = Store(tmp_path / "ws" / ".kernelscope", create=False,
+    mapped = StoreBackend(tmp_path / "ws" / ".kernelscope", create=False,
                    path_map=PathMap.parse([f"{recorded_site}={local_site}"]))
     with mapped:
         local_file = local_site / "torch/nn/modules/linear.py"
@@ -177,7 +177,7 @@ async def test_language_server_says_how_to_map_a_store_recorded_elsewhere(tmp_pa
 
     recorded = tmp_path / "job" / "repo"
     store_dir = tmp_path / "stores" / "run-7"
-    with Store(store_dir) as store:
+    with StoreBackend(store_dir) as store:
         store.write_run(make_mlp_run(recorded))
     here = tmp_path / "me" / "repo"
     shutil.copytree(recorded, here)

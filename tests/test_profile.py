@@ -22,9 +22,9 @@ import pytest
 
 from kernelscope.profile import ProfileMismatch, TraceError
 from kernelscope.profile.attach import attach_trace
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from kernelscope.profile.report import time_label
-from kernelscope.store.profiles import file_line_times, line_times
+from kernelscope.store.parts.profiles import file_line_times, line_times
 from kernelscope.trace_import import ImportOptions, import_log
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,16 +48,16 @@ class Imported:
         self.root = root
         self.runs: dict[str, int] = {}
 
-    def store(self, job: str) -> tuple[Store, int]:
+    def store(self, job: str) -> tuple[StoreBackend, int]:
         store_dir = self.root / job / "store"
         if job not in self.runs:
             log = self.root / job / "dedicated_log_torch_trace_job.log"
             log.parent.mkdir(parents=True)
             log.write_bytes(gzip.decompress((DATA / f"{job}.torch_trace.log.gz").read_bytes()))
             result = import_log(log, ImportOptions(workspace=REPO, path_map=[(JOB_CHECKOUT, str(REPO))]))
-            with Store(store_dir) as store:
+            with StoreBackend(store_dir) as store:
                 self.runs[job] = store.write_run(result.runs[0].run)
-        return Store(store_dir, create=False), self.runs[job]
+        return StoreBackend(store_dir, create=False), self.runs[job]
 
 
 @pytest.fixture(scope="module")
@@ -342,7 +342,7 @@ def test_profiled_dumps_validate_and_diff_gates_on_device_time(imported, tmp_pat
     the graphs)."""
     from kernelscope.diff import compare_runs, evaluate_gates
     from kernelscope.diff.model import diff_side
-    from kernelscope.store.dump import schema_problems
+    from kernelscope.store.export.dump import schema_problems
 
     store, run_id = imported.store("mlp_train")
     with store:

@@ -18,7 +18,7 @@ from synthetic_runs import (  # noqa: F401  (fixtures)
 )
 
 from kernelscope.errors import StoreError, UserError
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 
 FW = "runs/1/graphs/0_0_0-forward"
 BW = "runs/1/graphs/0_0_0-backward"
@@ -305,7 +305,7 @@ def test_lines_for_kernel_wrapper_and_graph_files(mlp_store):
 
 def test_queries_use_indexes_not_scans(workspace):
     """Every statement a lookup runs on a 2,000-kernel run is answered from an index."""
-    store = Store(workspace / ".kernelscope")
+    store = StoreBackend(workspace / ".kernelscope")
     store.write_run(make_mlp_run(workspace))
     store.write_run(make_big_run(workspace, kernel_count=2000))
     kernel = ".kernelscope/runs/2/graphs/0_0_0-inference/kernels/triton_poi_fused_mul_1234.py"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from synthetic_runs import GELU_LINE, make_mlp_run
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 
 
 def _socket_inodes(pid: int) -> set[str]:
@@ -58,7 +58,7 @@ def _named_or_listening_unix(inodes: set[str]) -> list[str]:
 async def test_the_language_server_and_its_worker_speak_only_stdio(tmp_path):
     from lsp_support import start_session, uri
 
-    with Store(tmp_path / ".kernelscope") as store:
+    with StoreBackend(tmp_path / ".kernelscope") as store:
         store.write_run(make_mlp_run(tmp_path))
     model = tmp_path / "examples" / "mlp.py"
     model.write_text(model.read_text() + "\n\ndef factory():\n    return MLP(), (torch.randn(8, 32),)\n")

@@ -19,14 +19,15 @@ from synthetic_runs import (  # noqa: F401  (fixtures)
 )
 
 from kernelscope.errors import StoreError
-from kernelscope.store import Store, writer
-from kernelscope.store.tables import STORE_SCHEMA_VERSION
+from kernelscope.store import StoreBackend
+from kernelscope.store.database.tables import STORE_SCHEMA_VERSION
+from kernelscope.store.writing import writer
 
 FW = "runs/1/graphs/0_0_0-forward"
 BW = "runs/1/graphs/0_0_0-backward"
 
 
-def rows(store: Store, sql: str, *params) -> list[tuple]:
+def rows(store: StoreBackend, sql: str, *params) -> list[tuple]:
     return [tuple(row) for row in store.conn.execute(sql, params)]
 
 
@@ -124,7 +125,7 @@ def test_coverage_is_computed_at_write_time(mlp_store):
 def test_kernel_disagreeing_with_inductor_lowers_agreement(workspace):
     record = make_mlp_run(workspace)
     record.graphs[0].kernels[1].inductor_nodes = ["mul", "erf"]
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         store.write_run(record)
         assert store.runs()[0].coverage["kernel_agreement"] == {"covered": 0, "total": 1, "share": 0.0, "excluded": 1}
 
@@ -136,7 +137,7 @@ def test_database_is_wal_with_schema_version(mlp_store):
 
 
 def test_runs_listing_and_latest_per_target(workspace):
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         first = store.write_run(make_mlp_run(workspace, created=100.0))
         other = make_mlp_run(workspace, created=200.0)
         other.target = "examples/mlp.py:make_small"
@@ -151,7 +152,7 @@ def test_runs_listing_and_latest_per_target(workspace):
 
 def test_delete_run_removes_rows_and_files_only_of_that_run(workspace):
     root = workspace / ".kernelscope"
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         store.write_run(make_mlp_run(workspace))
         store.write_run(make_mlp_run(workspace))
         store.delete_run(1)
@@ -169,7 +170,7 @@ def test_delete_run_removes_rows_and_files_only_of_that_run(workspace):
 # -- all or nothing -------------------------------------------------------------------
 
 
-def _store_state(store: Store, root) -> tuple:
+def _store_state(store: StoreBackend, root) -> tuple:
     tables = ("runs", "graphs", "nodes", "node_links", "kernels", "kernel_nodes", "kernel_calls",
               "generated_lines", "files", "graph_breaks", "recompiles")
     counts = tuple(rows(store, f"SELECT COUNT(*) FROM {table}")[0][0] for table in tables)
@@ -180,7 +181,7 @@ def _store_state(store: Store, root) -> tuple:
 @pytest.mark.parametrize("fail_at", ["lines", "rename"])
 def test_failed_write_leaves_nothing_and_keeps_previous_runs(workspace, monkeypatch, fail_at):
     root = workspace / ".kernelscope"
-    store = Store(root)
+    store = StoreBackend(root)
     store.write_run(make_mlp_run(workspace))
     before = _store_state(store, root)
 
@@ -217,7 +218,7 @@ def test_duplicate_kernel_file_is_refused_and_nothing_is_written(workspace):
     record = make_mlp_run(workspace)
     forward = record.graphs[0]
     forward.kernels.append(forward.kernels[1])
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         with pytest.raises(StoreError, match="two kernels named 'triton_poi_fused_gelu_0'"):
             store.write_run(record)
         assert store.runs() == []
@@ -227,7 +228,7 @@ def test_duplicate_kernel_file_is_refused_and_nothing_is_written(workspace):
 def test_lines_without_kernel_source_are_refused(workspace):
     record = make_mlp_run(workspace)
     record.graphs[0].kernels[1].source = ""
-    with Store(workspace / ".kernelscope") as store, pytest.raises(StoreError, match="no source text"):
+    with StoreBackend(workspace / ".kernelscope") as store, pytest.raises(StoreError, match="no source text"):
         store.write_run(record)
 
 
@@ -236,7 +237,7 @@ def test_lines_without_kernel_source_are_refused(workspace):
 
 def test_missing_store_is_an_error_when_not_creating(tmp_path):
     with pytest.raises(StoreError, match=r"no kernelscope store at .*nowhere — run `kernelscope compile"):
-        Store(tmp_path / "nowhere", create=False)
+        StoreBackend(tmp_path / "nowhere", create=False)
     assert not (tmp_path / "nowhere").exists()
 
 
@@ -245,7 +246,7 @@ def test_corrupt_database_file_raises_store_error_naming_it(tmp_path):
     root.mkdir()
     (root / "kernelscope.sqlite").write_bytes(b"this is not a database, just some bytes" * 100)
     with pytest.raises(StoreError) as caught:
-        Store(root)
+        StoreBackend(root)
     message = str(caught.value)
     assert str(root / "kernelscope.sqlite") in message
     assert "not a readable SQLite database" in message and "kernelscope doctor" in message
@@ -259,7 +260,7 @@ def test_sqlite_file_of_another_program_is_refused(tmp_path):
     conn.commit()
     conn.close()
     with pytest.raises(StoreError, match="SQLite database but not a kernelscope store"):
-        Store(root)
+        StoreBackend(root)
 
 
 def test_newer_store_schema_is_refused(mlp_store, workspace):
@@ -267,7 +268,7 @@ def test_newer_store_schema_is_refused(mlp_store, workspace):
     mlp_store.close()
     with pytest.raises(StoreError, match=r"store schema version '99', but this kernelscope reads version "
                        rf"{STORE_SCHEMA_VERSION}: upgrade"):
-        Store(workspace / ".kernelscope")
+        StoreBackend(workspace / ".kernelscope")
 
 
 def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspace):
@@ -278,7 +279,7 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
     before = (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes()
     with pytest.raises(StoreError, match=r"written by an older kernelscope \(store schema version 1; this one "
                                          rf"reads version {STORE_SCHEMA_VERSION}.*Re-record: move .*\.kernelscope away"):
-        Store(workspace / ".kernelscope")
+        StoreBackend(workspace / ".kernelscope")
     assert (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes() == before
 
 
@@ -293,7 +294,7 @@ def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
     mlp_store.close()
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [(str(STORE_SCHEMA_VERSION),)]
         assert rows(store, "SELECT id, target FROM runs") == runs_before
         assert rows(store, "SELECT COUNT(*) FROM kernel_asm") == [(0,)]
@@ -306,7 +307,7 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
     """A version-3 store (before timing decisions) opens with its runs as they were: writable,
     it gains the decisions tables; read-only (opened immutable, as a read-only mount is), its
     runs read as having made no decision."""
-    from kernelscope.store import db
+    from kernelscope.store.database import connection
 
     conn = mlp_store.conn
     for table in ("decisions", "run_decision_info"):
@@ -315,11 +316,11 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
     mlp_store.close()
     root = workspace / ".kernelscope"
     with monkeypatch.context() as patched:
-        patched.setattr(db, "writable_store", lambda root: False)
-        with Store(root, create=False) as store:
+        patched.setattr(connection, "writable_store", lambda root: False)
+        with StoreBackend(root, create=False) as store:
             assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("3",)]
             assert store.run(1).decisions().decisions == [] and store.run(1).dump()["run"]["decisions"] == []
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("4",)]
         assert rows(store, "SELECT COUNT(*) FROM decisions") == [(0,)]
 

@@ -21,7 +21,8 @@ import pytest
 from synthetic_runs import GELU_LINE, MLP_PATH, make_mlp_run
 
 from kernelscope.cli import main as cli_main
-from kernelscope.store import Store, integrity
+from kernelscope.store import StoreBackend
+from kernelscope.store.health import integrity
 
 REPO = Path(__file__).resolve().parent.parent
 KERNEL = "runs/{run}/graphs/0_0_0-forward/kernels/triton_poi_fused_gelu_0.py"
@@ -38,14 +39,14 @@ def cli(capsys, *args) -> tuple[int, str, str]:
 def two_runs(tmp_path, monkeypatch) -> Path:
     """A workspace (the cwd) whose store holds runs 1 and 2."""
     monkeypatch.chdir(tmp_path)
-    with Store(tmp_path / ".kernelscope") as store:
+    with StoreBackend(tmp_path / ".kernelscope") as store:
         store.write_run(make_mlp_run(tmp_path, created=1.0))
         store.write_run(make_mlp_run(tmp_path, created=2.0))
     return tmp_path / ".kernelscope"
 
 
 def run_dump(root: Path, run_id: int) -> str:
-    with Store(root, create=False) as store:
+    with StoreBackend(root, create=False) as store:
         return json.dumps(store.dump(run_id), sort_keys=True)
 
 
@@ -67,7 +68,7 @@ def _foreign(path: Path) -> None:
 
 def _schema(version: str):
     def write(path: Path) -> None:
-        with Store(path.parent):
+        with StoreBackend(path.parent):
             pass
         conn = sqlite3.connect(path)
         conn.execute("UPDATE meta SET value = ? WHERE key = 'store_schema_version'", (version,))
@@ -114,7 +115,7 @@ def test_doctor_sets_an_unreadable_database_aside_and_leaves_foreign_ones(tmp_pa
     assert code == 0 and "set the database and its run folders aside" in out and "empty store" in out, out
     aside = [p for p in damaged.iterdir() if p.name.startswith("damaged-")]
     assert len(aside) == 1 and (aside[0] / "kernelscope.sqlite").exists() and (aside[0] / "runs" / "1").is_dir()
-    with Store(damaged) as store:  # a new store starts where the damaged one was
+    with StoreBackend(damaged) as store:  # a new store starts where the damaged one was
         assert store.write_run(make_mlp_run(tmp_path)) == 1
 
     before = (foreign / "kernelscope.sqlite").read_bytes()
@@ -213,13 +214,14 @@ def test_a_read_only_store_folder_reads_and_refuses_writes_clearly(two_runs):
         from pathlib import Path
         from kernelscope.cli import main
         from kernelscope.errors import StoreError
-        from kernelscope.store import Store, integrity
+        from kernelscope.store import StoreBackend
+        from kernelscope.store.health import integrity
         from synthetic_runs import make_mlp_run
         root = Path({str(two_runs)!r})
         os.chdir(root.parent)
         assert main(["runs"]) == 0
         assert main(["query", "examples/mlp.py:13"]) == 0
-        with Store(root, create=False) as store:
+        with StoreBackend(root, create=False) as store:
             print("DUMP", json.dumps(store.dump(2), sort_keys=True))
             try:
                 store.write_run(make_mlp_run(root.parent))
@@ -242,11 +244,12 @@ def test_a_full_disk_during_a_write_loses_nothing(tmp_path):
     done = in_namespace(f"mount -t tmpfs -o size=1m tmpfs {store}", f"""
         from pathlib import Path
         from kernelscope.errors import StoreError
-        from kernelscope.store import Store, integrity
+        from kernelscope.store import StoreBackend
+        from kernelscope.store.health import integrity
         from synthetic_runs import make_mlp_run
         root, workspace = Path({str(store)!r}), Path({str(tmp_path)!r})
         written = []
-        with Store(root) as opened:
+        with StoreBackend(root) as opened:
             for attempt in range(200):
                 try:
                     written.append(opened.write_run(make_mlp_run(workspace, created=float(attempt))))

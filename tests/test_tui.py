@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, example_line
 from synthetic_runs import GELU_LINE, make_mlp_run, mlp_store, workspace  # noqa: F401  (fixtures)
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from kernelscope.store.results import NodeRef
 from kernelscope.tui.app import KernelscopeApp
 from kernelscope.tui.kernel_list import KernelList
@@ -36,7 +36,7 @@ def real_store(recordings, tmp_path_factory) -> Path:
     """A store holding real recordings: run 1 = examples/mlp.py (inference), run 2 =
     examples/graph_break.py (train: 5 graphs, 2 graph breaks)."""
     root = tmp_path_factory.mktemp("tui") / ".kernelscope"
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         assert store.write_run(recordings.get("mlp")) == 1
         assert store.write_run(recordings.get("graph_break", train=True)) == 2
     return root
@@ -261,7 +261,7 @@ def test_run_picker_switches_runs_and_compares_two(real_store):
 @pytest.mark.slow
 def test_module_filter_narrows_the_linked_lines(real_store):
     fc1 = example_line("mlp", "h = self.fc1(x)")
-    with Store(real_store, create=False) as store:
+    with StoreBackend(real_store, create=False) as store:
         result = store.query(MLP, fc1, 1)
     modules = {node.module for chain in result.graphs for node in chain.post_nodes}
     assert "fc1" in modules

@@ -12,7 +12,7 @@ import pytest
 from conftest import gpt2_softmax_line
 from test_tui import SIZE, links_for, settle, started
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from kernelscope.tui.app import KernelscopeApp
 from kernelscope.tui.kernel_list import KernelList
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 async def open_softmax_line(pilot, app, path: str, line: int) -> None:
     """The model's softmax line in the source pane (modeling_gpt2.py: not the run's target file)."""
     await started(pilot, app)
-    with Store(app.store_root) as store:
+    with StoreBackend(app.store_root) as store:
         key = store.run(1).locate(path).path  # as the store names it (workspace-relative when inside it)
     app.open_source(path, line, 1, app.workspace)
     await settle(pilot, lambda: app.view("source").path == key and app.last_query == ("source", line))
@@ -31,7 +31,7 @@ async def open_softmax_line(pilot, app, path: str, line: int) -> None:
 
 def test_softmax_line_to_mufu_ex2_and_back_in_the_explorer(gpt2_asm):
     root, path, line, [kernel_file] = gpt2_asm
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         view = store.run(1)
         [info] = view.asm_builds().values()
         result = view.query(path, line)
@@ -85,7 +85,7 @@ def test_softmax_line_to_mufu_ex2_and_back_in_the_explorer(gpt2_asm):
 def test_not_built_says_how_and_B_builds_in_the_engine_worker(recordings, tmp_path):
     path, line = gpt2_softmax_line()
     root = tmp_path / ".kernelscope"
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         store.write_run(recordings.get_zoo("gpt2", "make_eager_attention"))
 
     async def scenario():
@@ -103,5 +103,5 @@ def test_not_built_says_how_and_B_builds_in_the_engine_worker(recordings, tmp_pa
             assert "1 kernel(s) compiled to PTX and SASS" in str(app.status.render())
 
     asyncio.run(scenario())
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         assert store.run(1).asm_status().built == 1

@@ -13,7 +13,7 @@ from synthetic_runs import FC2_LINE, MLP_PATH, workspace  # noqa: F401 - fixture
 from test_distributed import rank_run
 from test_tui import SIZE, links_for, settle, started
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from kernelscope.tui.app import KernelscopeApp
 from kernelscope.tui.comm_screen import CommScreen
 from kernelscope.tui.run_picker import RunPicker
@@ -24,7 +24,7 @@ def chain_text(app) -> str:
 
 
 def test_collective_lines_rank_and_order_in_the_explorer(workspace):
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         store.write_run(rank_run(workspace, 1))
 
     async def scenario():
@@ -75,11 +75,11 @@ def test_tensor_parallel_collectives_faked_8_ranks_and_a_real_2_rank_job(recordi
     source = EXAMPLES / "distributed" / "llama_tp.py"
     attention_call = line_of(source, "h = x + self.attention(self.attention_norm(x))")
     faked, real = tmp_path / "faked" / ".kernelscope", tmp_path / "real" / ".kernelscope"  # (two workspaces)
-    with Store(faked) as store:
+    with StoreBackend(faked) as store:
         assert store.write_run(recordings.get_distributed("llama_tp.py:make", world_size=8, train=True)) == 1
         lines = {(faked, 1): next(c for c in store.run(1).distributed().graphs[0].collectives
                                   if c.role == "issue").wrapper_lines[0]}
-    with Store(real) as store:
+    with StoreBackend(real) as store:
         for rank in (0, 1):
             store.merge_from(gloo_ranks / f"rank-{rank}")
         lines[real, 2] = next(c for c in store.run(2).distributed().graphs[0].collectives

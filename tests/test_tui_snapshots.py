@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO, example_line
 from test_tui import settle
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from kernelscope.tui.app import KernelscopeApp
 from kernelscope.tui.kernel_list import KernelList
 
@@ -33,7 +33,7 @@ def snapshot_store(recordings, tmp_path_factory):
     finally:
         os.chdir(previous)
     root = tmp_path_factory.mktemp("tui-snapshots") / ".kernelscope"
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         assert store.write_run(mlp) == 1
         assert store.write_run(graph_break) == 2
     for post_grad in root.glob("runs/*/graphs/*/post_grad.py"):

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from conftest import REPO, example_line
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 
 TMUX = shutil.which("tmux")
 pytestmark = [pytest.mark.slow,
@@ -24,7 +24,7 @@ SGR = re.compile(r"\x1b\[([0-9;]*)m")
 @pytest.fixture(scope="module")
 def mlp_store(recordings, tmp_path_factory):
     root = tmp_path_factory.mktemp("tui-tmux") / ".kernelscope"
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         assert store.write_run(recordings.get("mlp")) == 1
     return root
 

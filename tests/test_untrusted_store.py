@@ -15,7 +15,7 @@ from synthetic_runs import MLP_PATH, make_mlp_run
 
 from kernelscope.cli import main as cli_main
 from kernelscope.errors import StoreError
-from kernelscope.store import Store, paths
+from kernelscope.store import StoreBackend, paths
 
 KERNEL = "runs/1/graphs/0_0_0-forward/kernels/triton_poi_fused_gelu_0.py"
 WRAPPER = "runs/1/graphs/0_0_0-forward/wrapper.py"
@@ -55,7 +55,7 @@ def crafted(tmp_path, monkeypatch):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     monkeypatch.chdir(workspace)
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         store.write_run(make_mlp_run(workspace))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

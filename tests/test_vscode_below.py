@@ -19,7 +19,7 @@ import sys
 import pytest
 from conftest import EXAMPLES, gpt2_softmax_line
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from test_vscode_e2e import REPO, require_setup, run_in_code_server
 
 SCENARIO = REPO / "vscode-extension" / "e2e" / "run-below-e2e.mjs"
@@ -37,7 +37,7 @@ def build_store(root, recordings, gloo_ranks) -> dict:
     from kernelscope.engine.asm_build import build_run_asm
 
     path, line = gpt2_softmax_line()
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         assert store.write_run(recordings.get_zoo("gpt2", "make_eager_attention")) == 1
         assert store.write_run(recordings.get_distributed("llama_tp.py:make", world_size=8, train=True)) == 2
         for rank in (0, 1):

@@ -265,9 +265,9 @@ def gelu_kernel_text(store, run_id: int) -> str:
 
 
 def check_against_store(workspace: Path, results: dict) -> None:
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    store = Store(workspace / ".kernelscope", create=False)
+    store = StoreBackend(workspace / ".kernelscope", create=False)
     runs = sorted(run.id for run in store.runs())
     run_id = runs[0]  # the Compile's run; watch mode recorded the later one
     assert results["statusAfterCompile"].endswith(f"kernelscope: run {run_id}")

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from deep_model import deep_store
-from kernelscope.store.folding import group_title
+from kernelscope.store.reading.folding import group_title
 from test_vscode_e2e import REPO, require_setup, run_in_code_server
 
 SCENARIO = REPO / "vscode-extension" / "e2e" / "run-modules-e2e.mjs"

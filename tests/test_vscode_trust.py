@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from synthetic_runs import make_mlp_run
 from test_vscode_e2e import REPO, require_setup, run_in_code_server
 
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.slow
 def cloned_workspace(root: Path) -> tuple[Path, Path]:
     """(the folder, the marker file its interpreter setting writes when it runs)."""
     workspace = root / "cloned-repo"
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         store.write_run(make_mlp_run(workspace))
     (workspace / "pyproject.toml").write_text('[tool.kernelscope]\ntarget = "examples/mlp.py:make"\n')
     marker = root / "MARKER-workspace-python-ran"
@@ -94,7 +94,7 @@ def test_untrusted_folder_runs_nothing_it_names(tmp_path):
     assert refusal.startswith("kernelscope: compiling refused: this workspace is not trusted"), refusal
     assert "Manage Workspace Trust" in refusal and "Manage Workspace Trust" in results["compile"]["buttons"]
     assert results["compile"]["status"].endswith("· restricted")
-    runs = [run.id for run in Store(workspace / ".kernelscope", create=False).runs()]
+    runs = [run.id for run in StoreBackend(workspace / ".kernelscope", create=False).runs()]
     assert runs == [1], runs
 
     # Trust granted: the server restarts with the folder's own interpreter setting (which is

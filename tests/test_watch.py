@@ -31,8 +31,8 @@ from watchdog.events import (
 )
 
 from kernelscope.errors import TargetError, UserError
-from kernelscope.store import Store
-from kernelscope.store.retention import prune_runs
+from kernelscope.store import StoreBackend
+from kernelscope.store.writing.deletion import prune_runs
 from kernelscope.watch import (
     BuildFailed,
     BuildFinished,
@@ -216,7 +216,7 @@ def test_watcher_sees_real_saves_but_not_the_store(tmp_path):
 
 def test_prune_keeps_the_newest_runs_of_the_target_and_deletes_files_of_the_others(tmp_path):
     root = tmp_path / ".kernelscope"
-    with Store(root) as store:
+    with StoreBackend(root) as store:
         ids = [store.write_run(make_mlp_run(tmp_path)) for _ in range(5)]
         other = make_mlp_run(tmp_path)
         other.target = "examples/other.py:make"
@@ -346,13 +346,13 @@ def start_session(workspace):
 
 
 def kernel_text(store_root: Path, run_id: int) -> str:
-    with Store(store_root, create=False) as store:
+    with StoreBackend(store_root, create=False) as store:
         details = store.show(run_id)
         return "\n".join(store.absolute_path(k.file).read_text() for k in details.kernels if k.file)
 
 
 def latest_run(store_root: Path) -> int | None:
-    with Store(store_root, create=False) as store:
+    with StoreBackend(store_root, create=False) as store:
         return store.latest_run_id("mlp.py:make")
 
 
@@ -410,7 +410,7 @@ def test_a_burst_of_50_saves_builds_at_most_twice_and_the_last_save_wins(start_s
     for absent in (ERF, "libdevice.tanh", "tl.sigmoid"):
         assert absent not in kernels
     # retention: keep=2 runs of this target, the pruned ones' files are gone
-    with Store(store_root, create=False) as store:
+    with StoreBackend(store_root, create=False) as store:
         kept = [run.id for run in store.runs()]
     assert len(kept) == 2 and final.run_id in kept
     for run_dir in (store_root / "runs").iterdir():

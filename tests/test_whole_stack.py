@@ -14,7 +14,7 @@ import pytest
 
 from conftest import REPO, example_line
 from kernelscope.errors import UserError
-from kernelscope.store import Store, validate_dump
+from kernelscope.store import StoreBackend, validate_dump
 from kernelscope.trace_import import ImportOptions, find_logs, import_log
 
 pytestmark = pytest.mark.slow
@@ -45,7 +45,7 @@ def inference(tmp_path_factory):
 @pytest.fixture(scope="module")
 def train(recordings, tmp_path_factory):
     """nanoGPT training (forward and backward graphs) in a store of its own."""
-    store = Store(tmp_path_factory.mktemp("nanogpt_train") / "store")
+    store = StoreBackend(tmp_path_factory.mktemp("nanogpt_train") / "store")
     store.write_run(recordings.get("nanogpt", train=True))
     yield store
     store.close()
@@ -62,7 +62,7 @@ def _instances(result) -> dict[str, set[str]]:
 
 
 def test_loop_line_reaches_every_layer_via_call(inference):
-    with Store(inference[0], create=False) as store:
+    with StoreBackend(inference[0], create=False) as store:
         result = store.query(NANOGPT, LOOP_LINE)
     assert _instances(result) == {"inference": {"blocks.0", "blocks.1"}}
     (chain,) = result.graphs
@@ -75,7 +75,7 @@ def test_loop_line_reaches_every_layer_via_call(inference):
         assert by_module[f"{layer}.attn.qkv"].module_class == "torch.nn.modules.linear.Linear"
     assert by_module["blocks.1"].module_class == "nanogpt.Block"
     # The direct-only answer is today's: no op is written on the loop line itself.
-    with Store(inference[0], create=False) as store:
+    with StoreBackend(inference[0], create=False) as store:
         assert store.query(NANOGPT, LOOP_LINE, direct_only=True).empty
 
 
@@ -104,7 +104,7 @@ def test_summary_counts_agree_with_the_detail(train):
 def test_source_index_agrees_with_the_query_on_every_line(train):
     """The source index (what the editor and the TUI read on every cursor move) lists,
     per graph, the same post-grad lines, kernels, kernel lines and wrapper lines as
-    Store.query's full answer, for every line of the model file, outer lines included."""
+    StoreBackend.query's full answer, for every line of the model file, outer lines included."""
     index = train.source_file_index(NANOGPT)
     assert LOOP_LINE in index.answers and GELU_LINE in index.answers
     for line, answer in index.answers.items():
@@ -129,7 +129,7 @@ def test_source_index_agrees_with_the_query_on_every_line(train):
 
 
 def test_kernel_facts_agree_with_the_dump(train):
-    """Store.kernel_facts (what the TUI's kernel list reads) gives each kernel the model
+    """StoreBackend.kernel_facts (what the TUI's kernel list reads) gives each kernel the model
     lines, wrapper lines and module instances the run's dump gives it."""
     facts = train.kernel_facts()
     dump = train.dump()
@@ -209,14 +209,14 @@ def test_cli_summary_detail_and_json(inference, tmp_path):
 
 
 def test_dumps_are_deterministic_and_schema_valid(inference, recordings, tmp_path):
-    with Store(inference[0], create=False) as store:
+    with StoreBackend(inference[0], create=False) as store:
         first = store.dump()
     validate_dump(first)
     fx_node = next(node for graph in first["run"]["graphs"] for node in graph["post_grad_nodes"]
                    if node["module_path"] == "blocks.1.attn.qkv")
     assert [frame["line"] for frame in fx_node["stack"]][0] == LOOP_LINE
     # A second recording, in this process and another store, dumps byte-identically.
-    with Store(tmp_path / "again") as again:
+    with StoreBackend(tmp_path / "again") as again:
         again.write_run(recordings.get("nanogpt"))
         assert json.dumps(again.dump(), sort_keys=True) == json.dumps(first, sort_keys=True)
 
@@ -224,7 +224,7 @@ def test_dumps_are_deterministic_and_schema_valid(inference, recordings, tmp_pat
 def test_imported_trace_log_has_the_whole_stack(inference, tmp_path):
     _, log = inference
     result = import_log(log, ImportOptions(workspace=REPO))
-    with Store(tmp_path / "imported") as store:
+    with StoreBackend(tmp_path / "imported") as store:
         store.write_run(result.runs[0].run)
         answer = store.query(NANOGPT, LOOP_LINE)
         assert {chain.graph.kind for chain in answer.graphs} == {"inference"}
@@ -240,7 +240,7 @@ def test_graph_break_keeps_dynamo_explanation_and_hint(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"graph break at {script}:6: Unsupported Tensor.item() call" in done.stdout
     assert "hint: Set `torch._dynamo.config.capture_scalar_outputs = True`" in done.stdout
-    with Store(tmp_path / "store", create=False) as store:
+    with StoreBackend(tmp_path / "store", create=False) as store:
         (brk,) = store.show().graph_breaks
     assert "Tensor.item()" in brk.explanation and brk.url.startswith("https://")
     assert [frame.line for frame in brk.stack][-1] == 6

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.record import SHARED_LINE_REASON_PREFIX
-from kernelscope.store.coverage import compute_coverage
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
+from kernelscope.store.writing.coverage import compute_coverage
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 
 def record(target: str) -> dict:
     from kernelscope.engine.recorder import RecordOptions, record_factory
-    from kernelscope.store.coverage import compute_coverage
+    from kernelscope.store.writing.coverage import compute_coverage
 
     spec, train = (target.removesuffix(":train"), True) if target.endswith(":train") else (target, False)
     row = {"target": target}

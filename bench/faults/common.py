@@ -78,7 +78,7 @@ def check_store(store: Path, committed: set[int], tally: Tally) -> bool:
     """The store after a fault: integrity and every run whole with its files as written
     (doctor's check), and no committed run lost. Staging leftovers are counted, not failed:
     no reader sees them and `kernelscope doctor --repair` removes them."""
-    from kernelscope.store import integrity
+    from kernelscope.store.health import integrity
 
     report = integrity.check(store)
     tally.leftovers += sum(1 for problem in report.problems if problem.kind == "leftover")
@@ -94,9 +94,9 @@ def check_store(store: Path, committed: set[int], tally: Tally) -> bool:
 
 
 def _run_ids(store: Path) -> list[int]:
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    with Store(store, create=False) as opened:
+    with StoreBackend(store, create=False) as opened:
         return [run.id for run in opened.runs()]
 
 

@@ -1,6 +1,6 @@
 """Many writers and readers on one store at once: no lost run, no lock error, no half run.
 
-Writers: N processes writing runs through `Store.write_run` (the path every recording
+Writers: N processes writing runs through `StoreBackend.write_run` (the path every recording
 takes: CLI, watch, language server, import), each opening the store anew for every run as
 a CLI invocation does; with `real`, also the language server (`kernelscope.compile`),
 `kernelscope watch` (saves) and `kernelscope compile` processes, all into the same store.
@@ -25,13 +25,13 @@ from faults.common import DEVICE, REPO, remove
 WRITER = r"""
 import json, sys, time
 from pathlib import Path
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 from synthetic_runs import make_mlp_run
 store, workspace, name, count = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 for index in range(count):
     began = time.perf_counter()
     try:
-        with Store(store) as opened:
+        with StoreBackend(store) as opened:
             run_id = opened.write_run(make_mlp_run(workspace, created=time.time()))
         print(json.dumps({"run": run_id, "seconds": time.perf_counter() - began}), flush=True)
     except Exception as error:
@@ -41,12 +41,12 @@ for index in range(count):
 READER = r"""
 import json, os, sys
 from pathlib import Path
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 store, stop = Path(sys.argv[1]), Path(sys.argv[2])
 queries, half, locks, errors = 0, [], [], []
 def one_pass():
     global queries
-    with Store(store, create=False) as opened:
+    with StoreBackend(store, create=False) as opened:
         runs = opened.runs()
         for run in runs[:3]:
             details = opened.show(run.id)
@@ -77,9 +77,10 @@ def run(writers: int, runs_per_writer: int, readers: int, real: bool = False) ->
     from synthetic_runs import make_mlp_run  # writes examples/mlp.py (a real model) into the workspace
 
     make_mlp_run(workspace)
-    from kernelscope.store import Store, integrity
+    from kernelscope.store import StoreBackend
+    from kernelscope.store.health import integrity
 
-    Store(store).close()  # readers find an (empty) store from the start
+    StoreBackend(store).close()  # readers find an (empty) store from the start
     reader_processes = [subprocess.Popen([sys.executable, "-c", READER, str(store), str(stop)], env=env, cwd=workspace,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                         for _ in range(readers)]
@@ -113,7 +114,7 @@ def run(writers: int, runs_per_writer: int, readers: int, real: bool = False) ->
         out, err = process.communicate(timeout=300)
         reader_results.append(json.loads(out.strip().splitlines()[-1]) if out.strip() else
                               {"queries": 0, "half": [], "locks": [], "errors": [err.strip()[-300:]]})
-    with Store(store, create=False) as opened:
+    with StoreBackend(store, create=False) as opened:
         present = {run.id for run in opened.runs()}
     reported = {run for runs in written.values() for run in runs}
     report = integrity.check(store)

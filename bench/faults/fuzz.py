@@ -91,10 +91,10 @@ def _given(strategy, examples: int, seed_value: int):
 def _synthetic_store(workspace: Path) -> Path:
     from synthetic_runs import make_mlp_run
 
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     workspace.mkdir(parents=True)
-    with Store(workspace / ".kernelscope") as store:
+    with StoreBackend(workspace / ".kernelscope") as store:
         store.write_run(make_mlp_run(workspace))
     return workspace / ".kernelscope"
 
@@ -260,7 +260,7 @@ _CRAFTS = [
 def _crafted_store(tally, work, store, examples, seed_value) -> None:
     import sqlite3
 
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     workspace = store.parent
     crafts = st.lists(st.tuples(st.sampled_from(range(len(_CRAFTS))), st.data()), min_size=1, max_size=4)
@@ -380,7 +380,7 @@ def _trace_log(tally, work, store, examples, seed_value) -> None:
     from test_import import compile_records, trace_line
 
     from kernelscope.errors import UserError
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
     from kernelscope.trace_import import ImportOptions, import_log
 
     base = compile_records() + compile_records(frame=1)
@@ -411,7 +411,7 @@ def _trace_log(tally, work, store, examples, seed_value) -> None:
             try:
                 with _time_limit(HANG_SECONDS * 3):
                     imported = import_log(path, ImportOptions(strict=strict, workspace=case))
-                    with Store(case / "store") as opened:
+                    with StoreBackend(case / "store") as opened:
                         for run in imported.runs:
                             opened.write_run(run.run)
             except _Hang:

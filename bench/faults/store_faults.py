@@ -53,19 +53,19 @@ def run() -> Tally:
 def _two_runs(work: Path) -> Path:
     from synthetic_runs import make_mlp_run
 
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    with Store(work / ".kernelscope") as store:
+    with StoreBackend(work / ".kernelscope") as store:
         store.write_run(make_mlp_run(work, created=1.0))
         store.write_run(make_mlp_run(work, created=2.0))
     return work / ".kernelscope"
 
 
 def _dump(store: Path, run_id: int) -> str | None:
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     try:
-        with Store(store, create=False) as opened:
+        with StoreBackend(store, create=False) as opened:
             return json.dumps(opened.dump(run_id), sort_keys=True)
     except Exception:  # noqa: BLE001
         return None
@@ -116,9 +116,9 @@ def _foreign(path: Path):
 
 def _schema(version: str, expected: str):
     def make(path: Path):
-        from kernelscope.store import Store
+        from kernelscope.store import StoreBackend
 
-        with Store(path.parent):
+        with StoreBackend(path.parent):
             pass
         conn = sqlite3.connect(path)
         conn.execute("UPDATE meta SET value = ? WHERE key = 'store_schema_version'", (version,))
@@ -182,12 +182,12 @@ def _read_only(store: Path, work: Path):
         from pathlib import Path
         from kernelscope.cli import main
         from kernelscope.errors import StoreError
-        from kernelscope.store import Store
+        from kernelscope.store import StoreBackend
         from synthetic_runs import make_mlp_run
         root = Path({str(store)!r})
         assert main(["runs", "--store", str(root)]) == 0
         try:
-            with Store(root) as opened:
+            with StoreBackend(root) as opened:
                 opened.write_run(make_mlp_run(root.parent))
         except StoreError as error:
             print("SAID", error)
@@ -204,11 +204,12 @@ def _full_disk(store: Path, work: Path):
     done = _in_namespace(f"mount -t tmpfs -o size=1m tmpfs {small}", f"""
         from pathlib import Path
         from kernelscope.errors import StoreError
-        from kernelscope.store import Store, integrity
+        from kernelscope.store import StoreBackend
+        from kernelscope.store.health import integrity
         from synthetic_runs import make_mlp_run
         root = Path({str(small)!r}) / ".kernelscope"
         written = 0
-        with Store(root) as opened:
+        with StoreBackend(root) as opened:
             for attempt in range(500):
                 try:
                     opened.write_run(make_mlp_run(Path({str(work)!r}), created=float(attempt)))

@@ -18,8 +18,8 @@ from kernelscope.store.results import SOURCE, LineOverview, Location, ModuleGrou
 
 if TYPE_CHECKING:
     from kernelscope.render.query_tree import Branch
-    from kernelscope.store import Store as StoreBackend
-    from kernelscope.store.distributed import CollectiveRef
+    from kernelscope.store import StoreBackend
+    from kernelscope.store.parts.distributed import CollectiveRef
 
 DIRECTIONS = ("up", "down", "both")
 

@@ -22,7 +22,7 @@ from kernelscope.store import DEFAULT_STORE_DIR
 
 if TYPE_CHECKING:
     from kernelscope.api.store import Run, Store
-    from kernelscope.record import RunRecord
+    from kernelscope.run_record import RunRecord
 
 TARGETS = ("auto", "cuda", "virtual-cuda", "cpu-triton")
 _recording: Recorder | None = None  # the block recording now, if any

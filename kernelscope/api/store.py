@@ -1,7 +1,7 @@
 """`kernelscope.open(path)`: a store of recorded runs (`Store`, `Runs`) and each run
 (`Run`), for Python.
 
-A thin layer over the store's read model (`kernelscope.store.Store` and its
+A thin layer over the store's read model (`kernelscope.store.StoreBackend` and its
 `RunView`): the same answers `kernelscope runs`, `show`, `query` and `dump` print,
 as objects, with rich output in Jupyter (a run's summary table and the fusion picture
 the VS Code run overview draws). Every property reads the read model and returns its
@@ -20,12 +20,11 @@ from kernelscope.store import DEFAULT_STORE_DIR
 if TYPE_CHECKING:
     from kernelscope.api.answer import Answer
     from kernelscope.render.fusion import Fusion
-    from kernelscope.store import RunView
-    from kernelscope.store import Store as StoreBackend
-    from kernelscope.store.asm_store import KernelAsmInfo
-    from kernelscope.store.decisions_store import RunDecisions
-    from kernelscope.store.distributed import DistributedRun, RankRef
-    from kernelscope.store.profiles import RunProfile
+    from kernelscope.store import RunView, StoreBackend
+    from kernelscope.store.parts.asm_builds import KernelAsmInfo
+    from kernelscope.store.parts.decisions import RunDecisions
+    from kernelscope.store.parts.distributed import DistributedRun, RankRef
+    from kernelscope.store.parts.profiles import RunProfile
     from kernelscope.store.results import (
         GraphBreakInfo,
         GraphSummary,
@@ -46,14 +45,14 @@ class Store:
     others while it is open show up in `runs` and `latest`."""
 
     def __init__(self, path: str | os.PathLike[str] = DEFAULT_STORE_DIR, *, create: bool = False):
-        from kernelscope.store import Store as StoreBackend
+        from kernelscope.store import StoreBackend
 
         self.path = Path(path).absolute()
         self._backend: StoreBackend | None = StoreBackend(path, create=create)
 
     @property
     def backend(self) -> StoreBackend:
-        """The store's read model (`kernelscope.store.Store`) behind this object."""
+        """The store's read model (`kernelscope.store.StoreBackend`) behind this object."""
         if self._backend is None:
             raise StoreError(f"the store {self.path} was closed: open it again with "
                              f"kernelscope.open({str(self.path)!r})")
@@ -263,7 +262,7 @@ class Run:
         """The run as deterministic, schema-valid JSON data (`kernelscope dump`); with `path`,
         also written there as the same bytes `kernelscope dump -o PATH` writes."""
         from kernelscope.store import dump_json
-        from kernelscope.store.dump import DumpOptions
+        from kernelscope.store.export.dump import DumpOptions
 
         data = self.view.dump(DumpOptions(include_volatile=include_volatile, absolute_paths=absolute_paths))
         if path is not None:

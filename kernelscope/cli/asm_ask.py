@@ -7,10 +7,11 @@ import os
 import sys
 
 from kernelscope.errors import UserError
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 
 
-def ensure_built(store: Store, run_id: int, kernel_files: list[str] | None = None, quiet: bool = False) -> dict | None:
+def ensure_built(store: StoreBackend, run_id: int, kernel_files: list[str] | None = None,
+                 quiet: bool = False) -> dict | None:
     """Build the run's kernels (those of `kernel_files`) that have no build yet; returns the
     worker's summary, or None when all were built already."""
     if not store.run(run_id).asm_unbuilt(kernel_files):

@@ -15,9 +15,9 @@ from kernelscope.asm import text as asm_text
 from kernelscope.asm.model import STAGES
 from kernelscope.cli import asm_ask
 from kernelscope.cli.common import open_store, parse_file_line, print_json, print_tree
-from kernelscope.record import SHARED_LINE_REASON_PREFIX
 from kernelscope.render.query_tree import Branch, build_tree
-from kernelscope.store.asm_store import KernelBelow
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
+from kernelscope.store.parts.asm_builds import KernelBelow
 from kernelscope.store.results import ASM
 
 STAGE_SUFFIXES = tuple(f".{stage}" for stage in STAGES)

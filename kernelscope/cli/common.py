@@ -12,7 +12,7 @@ from kernelscope.api.answer import parse_location
 # The CLI's formatting, shared with the Python API (re-exported for the subcommands).
 from kernelscope.render.text import format_share, format_table, format_time, graph_break_details  # noqa: F401
 from kernelscope.render.query_tree import Branch, plain_lines
-from kernelscope.store import DEFAULT_STORE_DIR, Store
+from kernelscope.store import DEFAULT_STORE_DIR, StoreBackend
 from kernelscope.store.places import MAP_PATH_ENV, PathMap
 
 
@@ -35,7 +35,7 @@ def add_map_path_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def apply_map_path(args: argparse.Namespace) -> None:
-    """Make --map-path pairs the process's (every Store opened later reads them, the
+    """Make --map-path pairs the process's (every StoreBackend opened later reads them, the
     TUI's threads included); a malformed pair is a one-line error here."""
     pairs = list(getattr(args, "store_map_path", None) or [])
     if not pairs:
@@ -45,9 +45,9 @@ def apply_map_path(args: argparse.Namespace) -> None:
     os.environ[MAP_PATH_ENV] = os.pathsep.join(pairs + ([existing] if existing else []))
 
 
-def open_store(args: argparse.Namespace) -> Store:
+def open_store(args: argparse.Namespace) -> StoreBackend:
     """The existing store named by --store; StoreError says what to do when there is none."""
-    return Store(args.store, create=False)
+    return StoreBackend(args.store, create=False)
 
 
 def new_parser(subparsers, name: str, help: str, description: str, examples: list[str],

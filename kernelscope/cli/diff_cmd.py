@@ -63,9 +63,9 @@ def _rank_run(spec: str, store_dir: str) -> str:
     match = _RANK.match(spec)
     if match is None or Path(spec).is_file():
         return spec
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    with Store(store_dir, create=False) as store:
+    with StoreBackend(store_dir, create=False) as store:
         run_id = store.latest_run_of_rank(int(match.group(1)))
     if run_id is None:
         raise StoreError(f"{spec}: no run of rank {match.group(1)} in {store_dir} — record the job's ranks "

@@ -7,7 +7,7 @@ import json
 import sys
 
 from kernelscope.cli.common import new_parser
-from kernelscope.store import integrity
+from kernelscope.store.health import integrity
 
 
 def add_parser(subparsers) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from kernelscope.cli.common import new_parser
 from kernelscope.cli.recording_output import render_overview, run_overview
 from kernelscope.errors import UserError
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 
 
 def add_parser(subparsers) -> None:
@@ -56,7 +56,7 @@ def run(args) -> int:
     summaries, skipped = [], []
     with _progress(enabled=not args.json) as on_progress:
         options.on_progress = on_progress
-        with Store(args.store, create=True) as store:
+        with StoreBackend(args.store, create=True) as store:
             for path in files:
                 imported_log = import_log(path, options)
                 skipped += imported_log.skipped

@@ -8,7 +8,7 @@ from pathlib import Path
 from kernelscope.cli.common import format_table, new_parser, print_json
 from kernelscope.cli.distributed_args import rank_stores
 from kernelscope.errors import UserError
-from kernelscope.store import DEFAULT_STORE_DIR, Store
+from kernelscope.store import DEFAULT_STORE_DIR, StoreBackend
 
 
 def add_parser(subparsers) -> None:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"nothing to merge: no per-rank stores ({root}/rank-<R>) and no SOURCE given — run the job "
                         f"under torchrun with `-m kernelscope run SCRIPT.py`, or name the stores to merge")
     results = []
-    with Store(root, create=True) as store:
+    with StoreBackend(root, create=True) as store:
         for source in sources:
             results.append(store.merge_from(source))
         ranks = store.ranks_of_runs([new for result in results for _old, new in result.merged])

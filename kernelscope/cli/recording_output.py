@@ -15,8 +15,7 @@ from kernelscope.cli.progress import phase_display
 from kernelscope.errors import UserError
 from kernelscope.render import decisions as decisions_view
 from kernelscope.render import distributed as distributed_view
-from kernelscope.store import Store as StoreBackend
-from kernelscope.store import dump_json
+from kernelscope.store import StoreBackend, dump_json
 
 COVERAGE_ORDER = [
     ("kernel_lines", "kernel body lines attributed to post-grad nodes"),

@@ -12,7 +12,7 @@ from pathlib import Path
 from kernelscope.cli.common import add_store_argument
 from kernelscope.cli.recording_output import add_target_arguments
 from kernelscope.errors import CLI_TRACEBACK_HINT, UserError, traceback_wanted
-from kernelscope.store.retention import DEFAULT_KEEP
+from kernelscope.store.writing.deletion import DEFAULT_KEEP
 from kernelscope.watch.debounce import DEFAULT_QUIET_SECONDS
 from kernelscope.watch.events import (
     BuildFailed,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from kernelscope.compile_text.stack_traces import parse_frames
-from kernelscope.record import GraphBreak, SourceLocation
+from kernelscope.run_record import GraphBreak, SourceLocation
 
 
 def parse_graph_break(payload: str | None, compile_id: tuple | None) -> GraphBreak:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from kernelscope.record import SourceLocation
+from kernelscope.run_record import SourceLocation
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\s*$')
 

@@ -9,7 +9,7 @@ Three places hold decisions, all read into a `DecisionSet`: a run of a store (th
                      "target": "model.py:make", "device": "cuda"},
      "decisions": [{"kind": "pad_mm", "key": "...", "choice": "pad", ...}, ...]}
 
-Each decision has the fields of `kernelscope.record.Decision`. Never imports torch.
+Each decision has the fields of `kernelscope.run_record.Decision`. Never imports torch.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelscope.errors import UserError
-from kernelscope.record import Decision, RunRecord
+from kernelscope.run_record import Decision, RunRecord
 
 FILE_FORMAT = "1.0"
 KINDS = ("pad_mm", "mm_compute_bound", "autotune", "fusion_benchmark", "triton_config")

@@ -61,12 +61,12 @@ def from_store_run(store_dir: Path, spec: str, reference: re.Match | None = None
                    explicit: bool = True) -> DecisionSet:
     """The decisions of a run of the store at `store_dir` (`3`, `latest`, `latest~1`)."""
     from kernelscope.errors import StoreError
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
     reference = reference or RUN_REFERENCE.match(spec)
     if reference is None:
         raise DecisionsError(f"{spec}: not a run of the store (a run id such as 3, `latest` or `latest~1`)")
-    with Store(store_dir, create=False) as store:
+    with StoreBackend(store_dir, create=False) as store:
         if reference.group(1) is not None:
             run_id = int(reference.group(1))
         else:

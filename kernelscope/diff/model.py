@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kernelscope.diff.decisions import DecisionView, decision_views
 from kernelscope.errors import StoreError, UserError
-from kernelscope.record import SHARED_LINE_REASON_PREFIX
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
 
 RUN_REFERENCE = re.compile(r"^(?:(\d+)|latest(?:~(\d+))?)$")
 READABLE_SCHEMAS = ("1.0", "2.0", "3.0", "4.0", "5.0")
@@ -125,9 +125,9 @@ def load_side(spec: str, store_dir: str | Path) -> DiffSide:
             f"{spec}: no such file, and not a run of the store (a run id such as 3, `latest` or `latest~1`) "
             "— pass a file written by `kernelscope dump -o FILE`, or see `kernelscope runs`"
         )
-    from kernelscope.store import Store
+    from kernelscope.store import StoreBackend
 
-    with Store(store_dir, create=False) as store:
+    with StoreBackend(store_dir, create=False) as store:
         run_id = _resolve_reference(store, spec, reference)
         return diff_side(store.run(run_id).dump(), f"run {run_id}")
 
@@ -165,7 +165,7 @@ def _checked_view(data: dict, name: str) -> DiffSide:
     try:
         return diff_side(data, name)
     except (KeyError, TypeError, AttributeError, ValueError) as error:
-        from kernelscope.store.dump import schema_problems
+        from kernelscope.store.export.dump import schema_problems
 
         problems = schema_problems(data)
         if not problems:

@@ -34,8 +34,9 @@ Seeing what Inductor does
 - `rank_info`       — which rank of which distributed job this process is.
 - `asm_launches`    — `--target cuda`: the launch config each kernel's autotuner chose.
 - `asm_build`       — a stored Triton kernel compiled below Triton (PTX, SASS) without a GPU.
-- `decisions`       — timing decisions (pad_mm, max-autotune): recorded on a GPU,
-  replayed or guessed on virtual-cuda (its own map: `engine/decisions/__init__.py`).
+- `decision_hooks`  — timing decisions (pad_mm, max-autotune) hooked in torch: recorded on
+  a GPU, replayed or guessed on virtual-cuda; the torch-free data model is
+  `kernelscope.decisions` (its own map: `engine/decision_hooks/__init__.py`).
 - `devices`         — the device targets: `cuda`, `virtual-cuda`, `cpu-triton`, and the
   switch that enters one (its own map: `engine/devices/__init__.py`).
 
@@ -66,5 +67,6 @@ Where new things go
 - a new patch point: declared once in `patch_points`, patched only through `patching`;
   `kernelscope doctor --torch` lists it from there;
 - a new version difference: a gate in `torch_compat.GATES`;
-- a new timing decision: a hooks module in `decisions/`, entered from `decisions/session`.
+- a new timing decision: a hooks module in `decision_hooks/`, entered from
+  `decision_hooks/session`.
 """

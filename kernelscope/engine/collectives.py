@@ -24,7 +24,7 @@ import os
 from kernelscope.compile_text.stack_traces import parse_frames
 from kernelscope.engine import fx_nodes
 from kernelscope.engine.distributed_probes import is_collective_target
-from kernelscope.record import Collective, FxNode, PassStep, SourceLocation
+from kernelscope.run_record import Collective, FxNode, PassStep, SourceLocation
 
 _HOOK_WORDS = (("input", "input"), ("output", "output"), ("partition", "parameters"))
 _DTENSOR_CALLS = ("redistribute", "full_tensor", "from_local", "to_local")

@@ -31,7 +31,7 @@ from typing import Any
 from kernelscope.engine import patch_points as points
 from kernelscope.engine import rank_info
 from kernelscope.engine.patching import Patches, install_groups
-from kernelscope.record import GraphSplit, RankInfo
+from kernelscope.run_record import GraphSplit, RankInfo
 
 # Namespaces of the ops that communicate (functional collectives and their waits,
 # symmetric-memory fused ops, DTensor's own, the in-place c10d ops).

@@ -8,7 +8,7 @@ import os
 import re
 
 from kernelscope.compile_text.stack_traces import user_frames
-from kernelscope.record import FxNode, PassStep
+from kernelscope.run_record import FxNode, PassStep
 
 
 def _torch_dir() -> str:

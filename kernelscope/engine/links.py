@@ -15,7 +15,7 @@ from kernelscope.compile_text.printed_graph import node_lines
 from kernelscope.engine import collectives, fx_nodes
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
-from kernelscope.record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
 
 SHARED_REASON = f"{SHARED_LINE_REASON_PREFIX} indexing and masks of the fused kernel"
 KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this kernel (line-level probes off: kernel-level only)"

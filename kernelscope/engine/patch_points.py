@@ -8,7 +8,7 @@ gates, engine/torch_compat.py).
 Features and what happens when one of their points does not hold on a torch:
 - "line provenance" (probes.py): its group is left out, the run is kernel-level and says so;
 - "distributed" (distributed_probes.py): its group is left out, a run with collectives says so;
-- "timing decisions" (decisions/): those decisions are neither recorded nor replayed, said in the run;
+- "timing decisions" (decision_hooks/): those decisions are neither recorded nor replayed, said in the run;
 - "launch configs" (asm_launches.py, --target cuda): launch configs not recorded, said in the run;
 - "upstream fixes" (torch_fixes.py): the fix is not applied, said in the run;
 - "recording", "virtual-cuda", "cpu-triton", "fake process group": they cannot work in part;
@@ -216,7 +216,7 @@ CPU_LOAD_BY_KEY_PATH = PatchPoint(_CPU_TRITON, "torch._inductor.codecache.PyCode
                                   "generated wrappers are kept, never imported (codegen_only.py)",
                                   parameters=("key", "path", "linemap", "attrs"))
 
-# -- timing decisions (decisions/) ----------------------------------------------------------
+# -- timing decisions (decision_hooks/) -----------------------------------------------------
 
 _DECISIONS = "timing decisions"
 _PAD_MM = "torch._inductor.fx_passes.pad_mm"

@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 from kernelscope.errors import UserError
-from kernelscope.record import RunRecord
+from kernelscope.run_record import RunRecord
 
 WARMUP_STEPS = 2  # after the compiling step: caches, cuBLAS handles, autotuning out of the timed steps
 

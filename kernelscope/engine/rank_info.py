@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import socket
 
-from kernelscope.record import RankInfo
+from kernelscope.run_record import RankInfo
 
 
 def current(job: str | None = None) -> RankInfo | None:

@@ -24,7 +24,7 @@ from kernelscope.engine.devices.device_target import resolve_device
 from kernelscope.engine.record_options import RecordOptions
 from kernelscope.engine.recording import Recording, import_torch
 from kernelscope.errors import CompileError, UserError
-from kernelscope.record import RunRecord
+from kernelscope.run_record import RunRecord
 
 __all__ = ["RecordOptions", "RecordedBlock", "record_block", "record_factory", "record_model", "record_script"]
 

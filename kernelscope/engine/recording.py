@@ -115,7 +115,7 @@ class Recording:
         self.device_warnings = stack.enter_context(device_target(self.device, self.options.execute, self.decisions))
         if self.device == "cuda":
             from kernelscope.engine import asm_launches
-            from kernelscope.engine.decisions import session
+            from kernelscope.engine.decision_hooks import session
 
             self.autotuners = stack.enter_context(asm_launches.autotuners_seen(self.device_warnings))
             stack.enter_context(session.recording(self.decisions))
@@ -131,7 +131,7 @@ class Recording:
 
 def _decision_log(device: str, options: RecordOptions):
     """The log of the recording's timing decisions; virtual-cuda replays `options.decisions`."""
-    from kernelscope.engine.decisions.log import DecisionLog
+    from kernelscope.engine.decision_hooks.log import DecisionLog
 
     chosen = options.decisions
     if chosen is not None and chosen.explicit and device != "virtual-cuda":

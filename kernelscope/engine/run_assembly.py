@@ -2,7 +2,7 @@
 
 `build_run` turns the probes' captures and the structured trace into graphs with links
 (links.py), adds the graph breaks and recompiles the trace reports, the launch configs and
-timing decisions (engine/decisions/), and every warning the run must carry (probes off or
+timing decisions (engine/decision_hooks/), and every warning the run must carry (probes off or
 failed, the device target's, upstream fixes, distributed probes, decisions replayed or
 guessed); `finish` adds the timings per phase and the peak memory.
 """
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kernelscope.engine import rank_info
 from kernelscope.engine.record_options import RecordOptions
-from kernelscope.record import GraphSplit, Recompile, RunRecord
+from kernelscope.run_record import GraphSplit, Recompile, RunRecord
 
 if TYPE_CHECKING:
     from kernelscope.engine.recording import Recording
@@ -56,7 +56,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         per_compile = forward_by_seq_nr.setdefault(capture.compile_id, {})
         graphs.append(links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed))
 
-    from kernelscope.engine.decisions import session
+    from kernelscope.engine.decision_hooks import session
 
     decisions = recording.decisions
     if recording.autotuners is not None:  # the configs the GPU launched (below the kernel)

@@ -252,7 +252,7 @@ class Worker:
 
     def asm(self, params: dict) -> dict:
         from kernelscope.engine.asm_build import build_run_asm
-        from kernelscope.store import Store
+        from kernelscope.store import StoreBackend
 
         store, run_id, files = params.get("store"), params.get("run_id"), params.get("kernel_files")
         if not isinstance(store, str) or not isinstance(run_id, int) or \
@@ -260,7 +260,7 @@ class Worker:
             raise RequestFailed(INVALID_PARAMS, "asm needs 'store' (a directory), 'run_id' (a number) and "
                                 "optionally 'kernel_files' (stored kernel paths)")
         try:
-            with Store(store, create=False) as opened:
+            with StoreBackend(store, create=False) as opened:
                 kernel_ids = None if files is None else list(opened.asm.kernel_ids_of_files(files).values())
                 summary = build_run_asm(opened, run_id, kernel_ids, on_kernel=lambda done, total, name:
                                         self.channel.notify("phase", {"phase": "asm",
@@ -302,9 +302,9 @@ class Worker:
             raise TargetError(f"{target}: the model called sys.exit({exit_.code!r})") from exit_
 
     def _store(self, run, store: str, keep: int | None) -> tuple[int, list[int]]:
-        from kernelscope.store import Store
+        from kernelscope.store import StoreBackend
 
-        with Store(store, create=True) as opened:
+        with StoreBackend(store, create=True) as opened:
             run_id = opened.write_run(run)
             pruned = opened.prune_runs(run.target, keep) if keep else []
         return run_id, pruned

@@ -1,6 +1,6 @@
 """`kernelscope lsp`: the provenance chain in any editor (pygls over stdio).
 
-Reads the store only, through its read model (`Store.run(run_id)` -> RunView); compiles
+Reads the store only, through its read model (`StoreBackend.run(run_id)` -> RunView); compiles
 only in the warm engine worker (`kernelscope.watch`), and nothing at all in a workspace
 the client does not trust (`trusted: false`). Never imports torch, so it starts fast and
 outlives any crash of the user's code.
@@ -11,7 +11,7 @@ outlives any crash of the user's code.
                    per custom request in `features/custom/` (see `features/__init__.py`);
 - `options.py`     the initialization options (and didChangeConfiguration's section);
 - `provenance.py`  the store as the features see it: URIs <-> stored paths, documents
-                   located in runs, the shown run, a Store per thread;
+                   located in runs, the shown run, a StoreBackend per thread;
 - `positions.py`   stale files: recorded lines found again by their content;
 - `lookup.py`      what is at an editor position (a line's answer), the lines features
                    point at (a kernel's `def`, the first line it computes for a model line);

@@ -12,8 +12,8 @@ from __future__ import annotations
 from kernelscope.asm import text as asm_text
 from kernelscope.lsp.render import Link, generated_hover, spans
 from kernelscope.store import RunView
-from kernelscope.store.asm_store import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu
-from kernelscope.store.source_index import LineAnswer
+from kernelscope.store.parts.asm_builds import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu
+from kernelscope.store.reading.source_index import LineAnswer
 
 BUILDABLE = ("triton", "template")  # extern calls run library code: nothing below them
 STAGE_NAMES = {"ttir": "TTIR", "ttgir": "TTGIR", "ptx": "PTX", "sass": "SASS"}

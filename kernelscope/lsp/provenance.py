@@ -1,7 +1,7 @@
 """The store as the features see it: documents (URIs) instead of stored keys,
 the run the editor shows, and where recorded lines are in the text as it is now.
 
-One `Store` per thread (SQLite connections belong to the thread that opened
+One `StoreBackend` per thread (SQLite connections belong to the thread that opened
 them); the features read a run through its read model, `Provenance.run(run_id)`
 (a RunView of this thread's store). Runs never change once written, so what is
 derived from one run is cached by run id; a new run gets new entries.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
 from kernelscope.lsp.positions import IDENTITY, LineMap, build_line_map
-from kernelscope.store import Location, QueryResult, RunSummary, RunView, Store
+from kernelscope.store import Location, QueryResult, RunSummary, RunView, StoreBackend
 from kernelscope.store.paths import generated_path
 from kernelscope.store.places import PathMap
 from kernelscope.store.results import SOURCE
@@ -73,8 +73,8 @@ class Provenance:
             self.path_map = path_map
             self._generation += 1
 
-    def store(self) -> Store | None:
-        """This thread's Store, or None while no store exists (nothing compiled yet)."""
+    def store(self) -> StoreBackend | None:
+        """This thread's StoreBackend, or None while no store exists (nothing compiled yet)."""
         local = self._local
         if getattr(local, "generation", None) != self._generation:
             if getattr(local, "store", None) is not None:
@@ -82,7 +82,8 @@ class Provenance:
             local.store, local.generation = None, self._generation
         if local.store is None:
             try:
-                local.store = Store(self.store_dir, create=False, path_map=PathMap.from_environment(self.path_map))
+                local.store = StoreBackend(self.store_dir, create=False,
+                                           path_map=PathMap.from_environment(self.path_map))
             except StoreError as error:
                 # No store yet is normal (nothing compiled); one that will not open is reported.
                 self.problem = str(error) if (self.store_dir / "kernelscope.sqlite").exists() else None
@@ -176,7 +177,7 @@ class Provenance:
         lookup, which would resolve a workspace-relative key against the server's own cwd)."""
         return self.run(document.run_id).query_at(document.location, line, direction)
 
-    def _locate(self, store: Store, path: Path) -> Location:
+    def _locate(self, store: StoreBackend, path: Path) -> Location:
         """`path` is absolute: a store path lookup resolves it without the server's cwd."""
         if self.selected_run is not None and self.store_dir not in path.parents:
             try:

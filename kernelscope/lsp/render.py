@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kernelscope.store import GraphOverview, ModuleGroup, QueryResult, RunSummary
-from kernelscope.store.folding import short_class
-from kernelscope.store.run_facts import KernelInfo
-from kernelscope.store.source_index import GraphHit, KernelHit, LineAnswer, SourceLineSummary
+from kernelscope.store.reading.folding import short_class
+from kernelscope.store.reading.graphs_and_kernels import KernelInfo
+from kernelscope.store.reading.source_index import GraphHit, KernelHit, LineAnswer, SourceLineSummary
 
 MAX_GRAPHS = 4
 # (module instances per graph, kernels per instance): fewer when more graphs are shown

@@ -140,7 +140,7 @@ class KernelscopeServer(LanguageServer):
 
     def store_damage_behind(self, error: BaseException):
         """The store's own error when `error` came from values a crafted or damaged store
-        holds (Store.damage_behind), else None; never raises."""
+        holds (StoreBackend.damage_behind), else None; never raises."""
         try:
             store = self.provenance.store() if self._provenance is not None else None
             return store.damage_behind(error) if store is not None else None

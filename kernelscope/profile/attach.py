@@ -7,11 +7,11 @@ from pathlib import Path
 from kernelscope.errors import StoreError
 from kernelscope.profile.join import JoinResult, RunGraph, RunKernel, join
 from kernelscope.profile.trace import load_trace
-from kernelscope.store import Store
-from kernelscope.store.profiles import ProfileRecord, RunProfile
+from kernelscope.store import StoreBackend
+from kernelscope.store.parts.profiles import ProfileRecord, RunProfile
 
 
-def run_graphs(store: Store, run_id: int) -> list[RunGraph]:
+def run_graphs(store: StoreBackend, run_id: int) -> list[RunGraph]:
     """The run's graphs with their kernels and extern calls, as the join needs them."""
     graphs: dict[int, RunGraph] = {}
     kernels = defaultdict(list)
@@ -23,7 +23,7 @@ def run_graphs(store: Store, run_id: int) -> list[RunGraph]:
     return list(graphs.values())
 
 
-def attach_trace(store: Store, trace_path: str | Path, run_id: int | None = None,
+def attach_trace(store: StoreBackend, trace_path: str | Path, run_id: int | None = None,
                  source: str = "kernelscope profile") -> tuple[RunProfile, JoinResult]:
     """Join the trace at `trace_path` to run `run_id` (the latest run when None) and
     store the result; ProfileMismatch when the trace is of another compile."""

@@ -5,7 +5,7 @@ every total; in the per-line list it shows on each of its lines, marked shared.
 """
 from __future__ import annotations
 
-from kernelscope.store.profiles import RunProfile, line_times
+from kernelscope.store.parts.profiles import RunProfile, line_times
 
 
 def format_time(us: float | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kernelscope.record import Decision, DecisionReplay
+from kernelscope.run_record import Decision, DecisionReplay
 
 ORIGIN_ORDER = ("timed", "heuristic", "replayed", "guessed")
 KIND_LABELS = {"pad_mm": "pad_mm", "mm_compute_bound": "pad_mm compute-bound test", "autotune": "max-autotune",

@@ -5,7 +5,7 @@ graph splits, each graph's collectives and its compute/communication order, and 
 collective with its model line and layer."""
 from __future__ import annotations
 
-from kernelscope.store.distributed import CollectiveRef, DistributedRun, GraphComm, OrderStep, RankRef
+from kernelscope.store.parts.distributed import CollectiveRef, DistributedRun, GraphComm, OrderStep, RankRef
 
 
 def has_content(view: DistributedRun) -> bool:

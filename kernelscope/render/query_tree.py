@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernelscope.record import SHARED_LINE_REASON_PREFIX
-from kernelscope.store.folding import group_title
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
+from kernelscope.store.reading.folding import group_title
 from kernelscope.store.results import GraphChain, LineOverview, LineRef, Location, ModuleGroup, NodeRef, QueryResult
 
 

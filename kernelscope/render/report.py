@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from kernelscope.render import distributed as distributed_text
 from kernelscope.render.text import format_share, format_table, format_time, graph_break_details
-from kernelscope.store.decisions_store import RunDecisions
-from kernelscope.store.distributed import DistributedRun, RankRef
-from kernelscope.store.profiles import RunProfile
+from kernelscope.store.parts.decisions import RunDecisions
+from kernelscope.store.parts.distributed import DistributedRun, RankRef
+from kernelscope.store.parts.profiles import RunProfile
 from kernelscope.store.results import RunDetails, RunSummary
 
 COVERAGE_LABELS = {

@@ -13,7 +13,7 @@ PRE_GRAD = "pre_grad"
 POST_GRAD = "post_grad"
 WRAPPER = "wrapper"
 KERNEL = "kernel"
-ASM = "asm"  # a kernel's TTIR/TTGIR/PTX/SASS file (below the kernel, kernelscope.store.asm_store)
+ASM = "asm"  # a kernel's TTIR/TTGIR/PTX/SASS file (below the kernel, kernelscope.store.parts.asm_builds)
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class ModuleSummary:
 @dataclass
 class ModuleGroup:
     """Module instances of one graph that a line reaches with links of the same shape,
-    folded into one entry (see kernelscope.store.folding): the same class, the same
+    folded into one entry (see kernelscope.store.reading.folding): the same class, the same
     Triton kernels (Inductor reuses one kernel for identical layers), the same extern
     ops, the same counts of post-grad nodes and generated lines, the same source lines.
     A group of one is a module instance of its own. Numbers are per member."""
@@ -162,7 +162,7 @@ class GraphChain:
 
 @dataclass
 class QueryResult:
-    """The answer of `Store.query`. With `detail=False` kernels carry no lines and
+    """The answer of `StoreBackend.query`. With `detail=False` kernels carry no lines and
     graphs no wrapper lines: only counts (GraphChain.generated_lines, modules)."""
 
     location: Location
@@ -198,7 +198,7 @@ class GraphOverview:
 class LineOverview:
     """One source line's answer as counts per graph and module group. Computed once per
     run and file when the run is written (kept in the store), so it costs an index probe
-    however deep the model; agrees with `Store.query(..., detail=False, rollup=True)`."""
+    however deep the model; agrees with `StoreBackend.query(..., detail=False, rollup=True)`."""
 
     location: Location
     line: int

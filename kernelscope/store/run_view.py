@@ -1,15 +1,15 @@
 """`RunView`: one run of a store, as every front end reads it.
 
 The CLI, the language server, the terminal UI, `diff`, `profile` and the dumps read
-a run through this object, which `Store.run(run_id)` hands out: the run's files,
+a run through this object, which `StoreBackend.run(run_id)` hands out: the run's files,
 line answers, kernels, facts, graph breaks and recompiles, profile and module
 groups. It holds no state of its own beyond the run id; answers come from the
 store's indexes and what is derived from a whole run is cached per run
-(run_cache: runs never change once written). The SQLite connection and the SQL stay
+(reading/answer_cache.py: runs never change once written). The SQLite connection and the SQL stay
 inside `kernelscope.store`.
 
-A RunView borrows its Store's connection: use it from the thread that opened the
-Store, and not after the Store is closed.
+A RunView borrows its StoreBackend's connection: use it from the thread that opened
+the store, and not after the store is closed.
 """
 from __future__ import annotations
 
@@ -20,22 +20,20 @@ from typing import Protocol
 
 from kernelscope.errors import UserError
 from kernelscope.asm.model import STAGES
-from kernelscope.store import (
-    asm_store,
-    catalog,
-    db,
-    decisions_store,
-    distributed,
-    dump,
+from kernelscope.store.database import connection
+from kernelscope.store.export import dump
+from kernelscope.store.parts import asm_builds, decisions, distributed, profiles
+from kernelscope.store.reading import (
+    graphs_and_kernels,
+    line_overviews,
     locate,
     module_tree,
-    overviews,
-    profiles,
     query,
-    run_facts,
-    run_reads,
+    recorded_code,
+    runs,
     source_index,
 )
+from kernelscope.store.reading.answer_cache import cached, db_key
 from kernelscope.store.results import (
     ASM,
     SOURCE,
@@ -48,10 +46,10 @@ from kernelscope.store.results import (
     RunDetails,
     RunSummary,
 )
-from kernelscope.store.run_cache import cached, db_key
+
 
 class StoreReads(Protocol):
-    """What a RunView needs of the Store that hands it out (store.Store has all of it)."""
+    """What a RunView needs of the StoreBackend that hands it out."""
 
     root: Path
     conn: sqlite3.Connection
@@ -64,7 +62,7 @@ class StoreReads(Protocol):
     def absolute_path(self, stored_path: str) -> Path: ...
 
 
-@db.reads_damage_as_store_errors
+@connection.reads_damage_as_store_errors
 class RunView:
     """One run of a store, read-only (see the module docstring)."""
 
@@ -81,52 +79,52 @@ class RunView:
 
     def summary(self) -> RunSummary:
         """Target, device, mode, versions, counts and coverage (cached)."""
-        return cached(("summary", db_key(self._conn), self.id), lambda: catalog.run_summary(self._conn, self.id))
+        return cached(("summary", db_key(self._conn), self.id), lambda: runs.run_summary(self._conn, self.id))
 
     def details(self) -> RunDetails:
         """Graphs with their files, kernels, graph breaks, recompiles, warnings, timings and
         config; kernels carry device times when the run has a profile (cached until a
         profile is attached)."""
         def compute():
-            details = catalog.run_details(self._conn, self.id)
+            details = runs.run_details(self._conn, self.id)
             profiles.annotate_kernels(self._conn, self.id, details.kernels)
             return details
 
         stamp = profiles.profile_stamp(self._conn, self.id)
         return cached(("details", db_key(self._conn), self.id, stamp), compute)
 
-    def graphs(self) -> dict[int, run_facts.GraphInfo]:
+    def graphs(self) -> dict[int, graphs_and_kernels.GraphInfo]:
         """Graph id -> its key, compile id, kind and files, in compile order."""
-        return run_facts.graphs_of_run(self._conn, self.id)
+        return graphs_and_kernels.graphs_of_run(self._conn, self.id)
 
-    def kernels(self) -> dict[int, run_facts.KernelInfo]:
+    def kernels(self) -> dict[int, graphs_and_kernels.KernelInfo]:
         """Kernel id -> name, kind, file and graph, in graph and launch order."""
-        return run_facts.kernels_of_run(self._conn, self.id)
+        return graphs_and_kernels.kernels_of_run(self._conn, self.id)
 
-    def kernel_facts(self) -> dict[str, run_facts.KernelFacts]:
+    def kernel_facts(self) -> dict[str, graphs_and_kernels.KernelFacts]:
         """`graph key/kernel name` -> the model lines, wrapper lines and module instances of
         every kernel (a kernel list's columns and filters)."""
-        return run_facts.kernel_facts(self._conn, self.id)
+        return graphs_and_kernels.kernel_facts(self._conn, self.id)
 
-    def kernel_of_file(self, path: str) -> run_facts.KernelInfo | None:
+    def kernel_of_file(self, path: str) -> graphs_and_kernels.KernelInfo | None:
         """The kernel a stored kernel file belongs to (None for other files)."""
-        return run_reads.kernel_of_file(self._conn, self.id, path)
+        return graphs_and_kernels.kernel_of_file(self._conn, self.id, path)
 
     def kernel_sources(self, kernel_id: int) -> list[tuple[str, int]]:
         """The model lines (file, line) a kernel's nodes come from."""
-        return run_reads.kernel_sources(self._conn, kernel_id)
+        return graphs_and_kernels.kernel_sources(self._conn, kernel_id)
 
     def all_kernel_sources(self) -> dict[int, list[tuple[str, int]]]:
         """Kernel id -> its model lines, for every kernel of the run."""
-        return run_reads.all_kernel_sources(self._conn, self.id)
+        return graphs_and_kernels.all_kernel_sources(self._conn, self.id)
 
-    def fallbacks(self) -> dict[str, list[tuple[int, run_facts.KernelInfo]]]:
+    def fallbacks(self) -> dict[str, list[tuple[int, graphs_and_kernels.KernelInfo]]]:
         """Source file -> (line, kernel) of every op that fell back to eager ATen."""
-        return run_reads.fallback_sources(self._conn, self.id)
+        return graphs_and_kernels.fallback_sources(self._conn, self.id)
 
     def frame_source_lines(self, frame: int) -> list[tuple[str, int]]:
         """The model lines of the graphs of Dynamo frame `frame` (where a recompile shows)."""
-        return run_reads.frame_source_lines(self._conn, self.id, frame)
+        return graphs_and_kernels.frame_source_lines(self._conn, self.id, frame)
 
     def module_groups(self) -> list[InstanceGroup]:
         """The run's module instances as a tree, sibling instances of the same shape folded."""
@@ -151,11 +149,11 @@ class RunView:
     def recorded_code(self, path: str) -> dict[int, str]:
         """Line -> code as recorded, for the lines of source file `path` (a stored key) that
         the run points at: matched against the text as it is now when the file changed."""
-        return run_reads.recorded_code(self._conn, self.id, path)
+        return recorded_code.recorded_code(self._conn, self.id, path)
 
     def source_code(self, file: str, line: int) -> str:
         """The recorded code of one model line ("" when the run recorded none)."""
-        return run_reads.source_code(self._conn, self.id, file, line)
+        return recorded_code.source_code(self._conn, self.id, file, line)
 
     def absolute_path(self, stored_path: str) -> Path:
         """Where a generated file (`runs/3/...`) is on disk."""
@@ -186,22 +184,22 @@ class RunView:
         locate.check_line(location, line, lines)
         text = lines[line - 1] if lines is not None and line <= len(lines) else ""
         return LineOverview(location=location, line=line, text=text,
-                            graphs=overviews.read_line(self._conn, self.id, location.path, line))
+                            graphs=line_overviews.read_line(self._conn, self.id, location.path, line))
 
     def file_overviews(self, path: str | Path | Location) -> dict[int, list[GraphOverview]]:
         """Line -> its answer counted per graph and module group, for every line of a source
         file with an answer (code lenses, hovers), cached per file."""
         location = self._source(path)
         return cached(("overviews", db_key(self._conn), self.id, location.path),
-                      lambda: overviews.read_file(self._conn, self.id, location.path))
+                      lambda: line_overviews.read_file(self._conn, self.id, location.path))
 
     def linked_lines(self, path: str | Path | Location) -> list[int]:
         """The lines of a model source file that have an answer in this run."""
-        return overviews.linked_lines(self._conn, self.id, self._source(path).path)
+        return line_overviews.linked_lines(self._conn, self.id, self._source(path).path)
 
     def query(self, path: str | Path, line: int, direction: str = "both", module: str | Sequence[str] | None = None,
               direct_only: bool = False, detail: bool = True, rollup: bool = False) -> QueryResult:
-        """The whole provenance chain through `path:line` (see Store.query), in this run."""
+        """The whole provenance chain through `path:line` (see StoreBackend.query), in this run."""
         return self.query_at(self.locate(path), line, direction, module, direct_only, detail, rollup)
 
     def query_at(self, location: Location, line: int, direction: str = "both",
@@ -240,18 +238,18 @@ class RunView:
         profiler trace is joined with."""
         return profiles.run_kernels(self._conn, self.id)
 
-    # -- below the kernel (kernelscope.store.asm_store) --------------------------------
+    # -- below the kernel (kernelscope.store.parts.asm_builds) --------------------------------
     # Builds are added to a stored run later (on first ask, by the engine worker), so
     # none of these is cached: each asks the store's indexes again.
 
-    def _asm(self) -> asm_store.AsmStore:
-        return asm_store.AsmStore(self._conn, self._store.root)
+    def _asm(self) -> asm_builds.AsmStore:
+        return asm_builds.AsmStore(self._conn, self._store.root)
 
-    def asm_status(self) -> asm_store.AsmStatus:
+    def asm_status(self) -> asm_builds.AsmStatus:
         """How many of the run's Triton kernels are built below Triton (and how many could be)."""
         return self._asm().status(self.id)
 
-    def asm_builds(self, kernel_ids: Sequence[int] | None = None) -> dict[int, asm_store.KernelAsmInfo]:
+    def asm_builds(self, kernel_ids: Sequence[int] | None = None) -> dict[int, asm_builds.KernelAsmInfo]:
         """Kernel id -> its build (facts and stage files, or why it could not be built), for
         the kernels of `kernel_ids` (every kernel of the run when None); kernels not built
         yet are left out."""
@@ -269,18 +267,18 @@ class RunView:
         return [kernel.file for kernel in asm.pending(self.id, kernel_ids)]
 
     def asm_below(self, kernel_file: str, kernel_lines: Sequence[int],
-                  stages: tuple[str, ...] = STAGES) -> asm_store.KernelBelow:
+                  stages: tuple[str, ...] = STAGES) -> asm_builds.KernelBelow:
         """The build of the kernel stored at `kernel_file` (info None: not built yet) and the
         stage lines its `kernel_lines` became."""
         return self._asm().below(kernel_file, list(kernel_lines), stages)
 
-    def asm_file(self, path: str | Path | Location) -> asm_store.AsmFileRef | None:
+    def asm_file(self, path: str | Path | Location) -> asm_builds.AsmFileRef | None:
         """What a stage file (`runs/3/asm/.../k.sass`) is: kernel, stage, lines; None for other files."""
         location = path if isinstance(path, Location) else self.locate(path)
         return self._asm().locate(location.path) if location.kind == ASM else None
 
     def asm_line(self, path: str | Path | Location, line: int, direction: str = "up",
-                 module: str | Sequence[str] | None = None, direct_only: bool = False) -> asm_store.AsmLineAnswer:
+                 module: str | Sequence[str] | None = None, direct_only: bool = False) -> asm_builds.AsmLineAnswer:
         """A line of a stage file up the chain: the kernel line(s) it came from and the chain of
         each (`query` of the kernel file's line, in `direction`, with `module` and `direct_only`)."""
         ref = self.asm_file(path)
@@ -293,9 +291,9 @@ class RunView:
         chains = [self.query_at(kernel, kernel_line, direction, module, direct_only)
                   for kernel_line in sorted({asm_line.kernel_line for asm_line in lines})]
         text = lines[0].text if lines else _line_of(self._store.absolute_path(ref.path), line)
-        return asm_store.AsmLineAnswer(ref, line, text, lines, chains)
+        return asm_builds.AsmLineAnswer(ref, line, text, lines, chains)
 
-    # -- distributed jobs (kernelscope.store.distributed) -----------------------------
+    # -- distributed jobs (kernelscope.store.parts.distributed) -----------------------------
 
     def distributed(self) -> distributed.DistributedRun:
         """The run's rank and job, which ranks compiled identical code, and per graph its
@@ -322,13 +320,13 @@ class RunView:
         return cached(("collectives", db_key(self._conn), self.id, location.path),
                       lambda: distributed.file_collectives(self._conn, self.id, location.path))
 
-    # -- timing decisions (kernelscope.store.decisions_store) ---------------------------
+    # -- timing decisions (kernelscope.store.parts.decisions) ---------------------------
 
-    def decisions(self) -> decisions_store.RunDecisions:
+    def decisions(self) -> decisions.RunDecisions:
         """The choices the run's compiles made by timing on the GPU (or replayed from another
         run's, or guessed): pad_mm, max-autotune, fusion benchmarks, launch configs (cached)."""
         return cached(("decisions", db_key(self._conn), self.id),
-                      lambda: decisions_store.read_run_decisions(self._conn, self.id))
+                      lambda: decisions.read_run_decisions(self._conn, self.id))
 
     # -- export ------------------------------------------------------------------------
 

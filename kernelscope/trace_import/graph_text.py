@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from kernelscope.compile_text.printed_graph import node_lines
-from kernelscope.record import FxNode, SourceLocation
+from kernelscope.run_record import FxNode, SourceLocation
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelscope.errors import UserError
-from kernelscope.record import RankInfo, RunRecord
+from kernelscope.run_record import RankInfo, RunRecord
 from kernelscope.trace_import import collect, log_reader, to_run
 
 LOG_GLOB = "dedicated_log_torch_trace*.log"

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from kernelscope.compile_text import wrapper_code
-from kernelscope.record import FxNode, Kernel, LineOrigin
+from kernelscope.run_record import FxNode, Kernel, LineOrigin
 
 _ATEN_MAPPING_HEADER = "# Source node to ATen node mapping:"
 _ATEN_MAPPING_LINE = re.compile(r"^#\s+(\w*)\s*=>\s*(.*)$")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from kernelscope.compile_text.graph_breaks import parse_graph_break
 from kernelscope.compile_text.stack_traces import user_frames
-from kernelscope.record import GraphBreak, GraphRecord, Recompile, RunRecord, SourceLocation
+from kernelscope.run_record import GraphBreak, GraphRecord, Recompile, RunRecord, SourceLocation
 from kernelscope.trace_import import graph_text, output_code
 from kernelscope.trace_import.collect import RankLog
 

@@ -13,7 +13,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from kernelscope.render import distributed as text
-from kernelscope.store.distributed import DistributedRun
+from kernelscope.store.parts.distributed import DistributedRun
 
 
 class CommScreen(ModalScreen):

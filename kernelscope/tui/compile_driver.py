@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.store.retention import DEFAULT_KEEP
+from kernelscope.store.writing.deletion import DEFAULT_KEEP
 from kernelscope.watch.events import BuildFailed, BuildFinished, WatchEvent
 
 

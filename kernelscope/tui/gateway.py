@@ -1,6 +1,6 @@
 """The store, used from one thread of its own.
 
-A `Store`'s SQLite connection belongs to the thread that opened it, while
+A `StoreBackend`'s SQLite connection belongs to the thread that opened it, while
 Textual's thread workers each run in a fresh thread. So every read goes
 through one long-lived store thread: workers hand it a function and wait for
 the answer. Requests that went stale while queued (the cursor moved on) are
@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from kernelscope.store import Store
+from kernelscope.store import StoreBackend
 
 T = TypeVar("T")
 
@@ -26,7 +26,7 @@ class StoreGateway:
     def __init__(self, root: str | Path):
         self.root = Path(root).absolute()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelscope-store")
-        self._store: Store | None = None
+        self._store: StoreBackend | None = None
 
     def call(self, function: Callable[..., T], *args, still_wanted: Callable[[], bool] | None = None) -> T:
         """Run `function(store, *args)` on the store thread and return its result."""
@@ -40,7 +40,7 @@ class StoreGateway:
         if still_wanted is not None and not still_wanted():
             raise Stale()
         if self._store is None:
-            self._store = Store(self.root, create=False)
+            self._store = StoreBackend(self.root, create=False)
         return function(self._store, *args)
 
     def _close(self) -> None:

@@ -8,7 +8,7 @@ whole-stack provenance work; "" when the store has none).
 
 A model line without a module filter is answered from the file's source index
 (`source_link_set`: line numbers only, read once per file), a PTX/SASS line from
-`RunView.asm_line` (`asm_link_set`), every other move from `Store.query`
+`RunView.asm_line` (`asm_link_set`), every other move from `StoreBackend.query`
 (`link_set`): on a deep model a model line reaches thousands of generated lines,
 and listing them with their texts cost a second.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, GraphChain, KernelRef, NodeRef, QueryResult
-from kernelscope.store.source_index import LineAnswer
+from kernelscope.store.reading.source_index import LineAnswer
 from kernelscope.tui.run_data import in_instance
 
 PANES = (SOURCE, POST_GRAD, KERNEL, WRAPPER)  # left to right, top to bottom

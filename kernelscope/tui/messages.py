@@ -12,8 +12,8 @@ from __future__ import annotations
 from textual.message import Message
 
 from kernelscope.store import InstanceGroup
+from kernelscope.store.reading.graphs_and_kernels import KernelFacts
 from kernelscope.store.results import RunDetails, RunSummary
-from kernelscope.store.run_facts import KernelFacts
 from kernelscope.tui.linking import LinkSet
 from kernelscope.tui.run_data import KernelRow
 from kernelscope.tui.store_reads import OpenFile

@@ -20,7 +20,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from kernelscope.store import InstanceGroup
-from kernelscope.store.folding import group_title
+from kernelscope.store.reading.folding import group_title
 
 ALL = "(all modules)"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelscope.store.reading.graphs_and_kernels import KernelFacts
 from kernelscope.store.results import RunDetails
-from kernelscope.store.run_facts import KernelFacts
 
 PHASES = {"forward": "fw", "backward": "bw", "inference": "inf"}
 SORT_COLUMNS = ("name", "kind", "phase", "lines", "sources", "device", "regs", "spills")
@@ -129,7 +129,7 @@ def sort_key(column: str):
 
 def add_run_facts(rows: list[KernelRow], facts: dict[str, KernelFacts]) -> list[str]:
     """Fill each row's source lines, wrapper call lines and modules from the run's kernel
-    facts (Store.kernel_facts); returns the module instances of the run, with their parents
+    facts (StoreBackend.kernel_facts); returns the module instances of the run, with their parents
     (empty when the store recorded none)."""
     modules: set[str] = set()
     for row in rows:

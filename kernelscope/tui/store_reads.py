@@ -1,5 +1,5 @@
 """The app's reads of the store: functions run on the store thread, through
-`StoreGateway.call(function, *args)` (each takes the thread's `Store` first).
+`StoreGateway.call(function, *args)` (each takes the thread's `StoreBackend` first).
 
 They read files and answers and hand back plain data (`OpenFile`, line numbers,
 titles); the thread workers that call them post it to the UI thread. Headless: no
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from kernelscope.asm.text import spills_text
 from kernelscope.errors import StoreError, UserError
-from kernelscope.store import Store
-from kernelscope.store.asm_store import for_a_gpu
+from kernelscope.store import StoreBackend
+from kernelscope.store.parts.asm_builds import for_a_gpu
 from kernelscope.store.results import SOURCE, RunDetails
 from kernelscope.tui.linking import STAGE_NAMES
 from kernelscope.tui.run_data import display_path, target_file
@@ -28,7 +28,7 @@ class OpenFile:
     text: str
 
 
-def read_file(store: Store, path: str, run_id: int, workspace: str | None = None) -> OpenFile:
+def read_file(store: StoreBackend, path: str, run_id: int, workspace: str | None = None) -> OpenFile:
     """A file of the run; a source file (`workspace` given) is labelled relative to the workspace."""
     location = store.run(run_id).locate(path)
     text = _read_text(location.absolute_path)
@@ -37,7 +37,7 @@ def read_file(store: Store, path: str, run_id: int, workspace: str | None = None
     return OpenFile(key, label, text)
 
 
-def read_kernel(store: Store, path: str, run_id: int) -> tuple[OpenFile, int]:
+def read_kernel(store: StoreBackend, path: str, run_id: int) -> tuple[OpenFile, int]:
     """A kernel file and the line to open it at: its first line that computes a node."""
     file = read_file(store, path, run_id)
     linked = store.run(run_id).file_links(path).lines
@@ -45,7 +45,7 @@ def read_kernel(store: Store, path: str, run_id: int) -> tuple[OpenFile, int]:
     return file, (computing or [line.line for line in linked] or [1])[0]
 
 
-def read_source(store: Store, path: str, run_id: int, workspace: str) -> OpenFile:
+def read_source(store: StoreBackend, path: str, run_id: int, workspace: str) -> OpenFile:
     """A user source file: through the store when the run recorded nodes in it, else from the workspace."""
     try:
         return read_file(store, path, run_id, workspace)
@@ -54,7 +54,7 @@ def read_source(store: Store, path: str, run_id: int, workspace: str) -> OpenFil
         return OpenFile(path, display_path(path, workspace), _read_text(absolute))
 
 
-def initial_source(store: Store, details: RunDetails,
+def initial_source(store: StoreBackend, details: RunDetails,
                    keep: tuple[str, int] | None) -> tuple[OpenFile | None, int, bool]:
     """The source file to open with a run, the cursor line, and whether that line was kept:
     the kept position when the run has that file, else the run's target file (line 1; the
@@ -79,7 +79,7 @@ def initial_source(store: Store, details: RunDetails,
     return None, 1, False
 
 
-def collectives_at(store: Store, run_id: int, path: str, line: int, origin: str) -> list:
+def collectives_at(store: StoreBackend, run_id: int, path: str, line: int, origin: str) -> list:
     """The collectives a model, post-grad or wrapper line issues, waits on or needed."""
     view = store.run(run_id)
     if not view.has_collectives():  # most runs: no lookup per cursor move
@@ -90,7 +90,7 @@ def collectives_at(store: Store, run_id: int, path: str, line: int, origin: str)
     return view.collectives_at(location, line)
 
 
-def asm_of_kernel(store: Store, run_id: int, kernel: str, lines: list[int],
+def asm_of_kernel(store: StoreBackend, run_id: int, kernel: str, lines: list[int],
                   stage: str) -> tuple[OpenFile | None, list[int], str, str]:
     """(the kernel's `stage` file, its lines of the kernel's `lines`, the pane's title, why
     there is no file)."""

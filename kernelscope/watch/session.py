@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kernelscope.errors import TargetError, full_error
 from kernelscope.store.paths import DEFAULT_STORE_DIR
-from kernelscope.store.retention import DEFAULT_KEEP
+from kernelscope.store.writing.deletion import DEFAULT_KEEP
 from kernelscope.watch.debounce import DEFAULT_QUIET_SECONDS, Debouncer
 from kernelscope.watch.events import (
     BuildFailed,

@@ -7,7 +7,7 @@ entered from here and nowhere else:
 - `cuda`: nothing to change (the real GPU compiles);
 - `virtual-cuda`: the no-op CUDA device guard (cuda_guard), meta-device models captured
   as CPU ones (meta_models), SDPA as ATen decides it on an sm_90 GPU (cuda_attention),
-  timing decisions replayed or guessed (engine/decisions/), and compile_fx replaced by
+  timing decisions replayed or guessed (engine/decision_hooks/), and compile_fx replaced by
   virtual_cuda's, which enters the rest (fake cuda tensors, the virtual driver, ...);
 - `cpu-triton`: Inductor's Triton backend on CPU tensors (cpu_triton), its code kept and
   never run unless `--execute` (codegen_only).
@@ -50,8 +50,8 @@ def device_target(device: str, execute: bool = False, decisions=None):
 
     Used by recordings and by the benchmark's plain-compile baseline alike.
     """
-    from kernelscope.engine.decisions import session
-    from kernelscope.engine.decisions.log import DecisionLog
+    from kernelscope.engine.decision_hooks import session
+    from kernelscope.engine.decision_hooks.log import DecisionLog
     from kernelscope.engine.devices import codegen_only, cpu_triton, cuda_attention, meta_models, virtual_cuda
 
     warnings_for_run: list[str] = []

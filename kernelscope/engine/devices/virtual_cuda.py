@@ -95,7 +95,7 @@ def pretend_cuda_present():
         patches.replace(points.CUDA_WORKER["current_device"], staticmethod(lambda: 0))
         patches.replace(points.CUDA_WORKER["get_device_properties"], staticmethod(lambda d=None: props))
         # What a GPU decides by timing (pad_mm, max-autotune, fusion benchmarks) is replayed
-        # from a recording or guessed by Inductor's own rules: engine/decisions/, entered by
+        # from a recording or guessed by Inductor's own rules: engine/decision_hooks/, entered by
         # the recording (device_target.device_target) around the whole compile.
         # Generated modules would switch Triton to its real CUDA driver (needs libcuda).
         patches.replace(points.SET_DRIVER_TO_GPU, lambda: None)

@@ -93,7 +93,7 @@ def setup(server) -> None:
 
 def _warm(server, uri: str, text: str) -> None:
     """Answer every line of a freshly opened model file in the background (this thread's
-    own Store), so the first hover in it is a lookup: the source index, and the line
+    own StoreBackend), so the first hover in it is a lookup: the source index, and the line
     overviews (counted now if the run was written before the store kept them)."""
     try:
         document = server.provenance.document(uri, text)

@@ -98,7 +98,7 @@ def _asm_status(run) -> dict:
 
 def _module_group(group) -> dict:
     """An InstanceGroup of the run (alike sibling instances folded) as the overview shows it."""
-    from kernelscope.store.folding import group_title  # the store side: loaded after `initialize`
+    from kernelscope.store.reading.folding import group_title  # the store side: loaded after `initialize`
 
     return {"label": group.label, "title": group_title(group), "moduleClass": group.module_class,
             "members": group.members, "folded": group.folded, "postNodes": group.post_nodes,

@@ -1,0 +1,418 @@
+"""The store's tables: the SQL that creates a store of this schema version.
+
+`connection.connect` runs it on a new store and checks an existing one against it. Every table
+carries the ids it is looked up by, and every lookup the readers make has an index
+(INDEXES and each part's own), so answers never scan a whole table. Parts added later
+(below the kernel, distributed jobs, timing decisions) have their tables and indexes
+apart, with the schema version that added them (ADDED_SINCE_VERSION).
+"""
+from __future__ import annotations
+
+STORE_SCHEMA_VERSION = 4  # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES
+
+TABLES = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE runs (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    target            TEXT NOT NULL,
+    device            TEXT NOT NULL,
+    mode              TEXT NOT NULL,
+    dynamic           INTEGER NOT NULL,
+    torch_version     TEXT NOT NULL,
+    triton_version    TEXT NOT NULL,
+    provenance        TEXT NOT NULL,
+    created           REAL NOT NULL,
+    workspace         TEXT NOT NULL,  -- absolute, as recorded
+    workspace_from_store TEXT,        -- the same, relative to the store root when written (moved stores)
+    peak_memory_mb    REAL NOT NULL,
+    execute_max_error REAL,
+    timings_json      TEXT NOT NULL,
+    config_json       TEXT NOT NULL,
+    warnings_json     TEXT NOT NULL,
+    coverage_json     TEXT NOT NULL,
+    graph_count       INTEGER NOT NULL,
+    kernel_count      INTEGER NOT NULL
+);
+
+CREATE TABLE graphs (
+    id                    INTEGER PRIMARY KEY,
+    run_id                INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key                   TEXT NOT NULL,
+    compile_id            TEXT NOT NULL,
+    frame_id              INTEGER NOT NULL,
+    frame_compile_id      INTEGER NOT NULL,
+    attempt               INTEGER NOT NULL,
+    kind                  TEXT NOT NULL,
+    wrapper_attributable  INTEGER NOT NULL,
+    inductor_mapping_json TEXT,
+    UNIQUE (run_id, key)
+);
+
+-- Every file a run knows: user source files it recorded nodes for, and the
+-- generated files it wrote (paths relative to the store root).
+CREATE TABLE files (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    path       TEXT NOT NULL,
+    kind       TEXT NOT NULL CHECK (kind IN ('source', 'pre_grad', 'post_grad', 'wrapper', 'kernel')),
+    graph_id   INTEGER REFERENCES graphs(id) ON DELETE CASCADE,
+    kernel_id  INTEGER REFERENCES kernels(id) ON DELETE CASCADE,
+    sha256     TEXT,
+    line_count INTEGER,
+    UNIQUE (run_id, path)
+);
+
+CREATE TABLE nodes (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id        INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    stage           TEXT NOT NULL CHECK (stage IN ('pre', 'post')),
+    position        INTEGER NOT NULL,
+    name            TEXT NOT NULL,
+    op              TEXT NOT NULL,
+    target          TEXT NOT NULL,
+    source_file     TEXT,
+    source_line     INTEGER,
+    source_function TEXT NOT NULL,
+    source_code     TEXT NOT NULL,
+    source_via      TEXT NOT NULL,
+    graph_line      INTEGER NOT NULL,
+    stack_id        INTEGER REFERENCES stacks(id) ON DELETE CASCADE,  -- the whole user call stack
+    module_path     TEXT NOT NULL,  -- module instance, e.g. blocks.0.attn.qkv ('' outside submodules)
+    module_class    TEXT NOT NULL,
+    lineage_json    TEXT            -- post-grad only: the passes that made the node (PassStep list)
+);
+
+-- A user call stack, shared by every node of a run that has it (a loop over
+-- layers gives many nodes the same few stacks). depth 0 is the outermost frame;
+-- the innermost frame is the nodes' direct line (nodes.source_*).
+CREATE TABLE stacks (
+    id     INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    size   INTEGER NOT NULL
+);
+
+CREATE TABLE stack_frames (
+    stack_id INTEGER NOT NULL REFERENCES stacks(id) ON DELETE CASCADE,
+    depth    INTEGER NOT NULL,
+    run_id   INTEGER NOT NULL,
+    file     TEXT NOT NULL,  -- stored like nodes.source_file (workspace-relative where possible)
+    line     INTEGER NOT NULL,
+    function TEXT NOT NULL,
+    code     TEXT NOT NULL,
+    PRIMARY KEY (stack_id, depth)
+);
+
+-- post-grad node -> the pre-grad nodes it came from (FxNode.from_pre_grad);
+-- pre_node_id is NULL when the named pre-grad node is not in the run.
+CREATE TABLE node_links (
+    post_node_id  INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    position      INTEGER NOT NULL,
+    pre_node_name TEXT NOT NULL,
+    pre_node_id   INTEGER REFERENCES nodes(id) ON DELETE CASCADE,
+    PRIMARY KEY (post_node_id, position)
+);
+
+CREATE TABLE kernels (
+    id                  INTEGER PRIMARY KEY,
+    run_id              INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id            INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    position            INTEGER NOT NULL,
+    name                TEXT NOT NULL,
+    kind                TEXT NOT NULL,
+    file                TEXT,
+    inductor_nodes_json TEXT
+);
+
+-- Kernel.nodes: the kernel-level set of post-grad nodes, in recorded order.
+CREATE TABLE kernel_nodes (
+    kernel_id INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    position  INTEGER NOT NULL,
+    node_name TEXT NOT NULL,
+    node_id   INTEGER REFERENCES nodes(id) ON DELETE CASCADE,
+    PRIMARY KEY (kernel_id, position)
+);
+
+-- Kernel.wrapper_lines: the wrapper lines that launch or call a kernel.
+CREATE TABLE kernel_calls (
+    kernel_id    INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    graph_id     INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    wrapper_line INTEGER NOT NULL,
+    PRIMARY KEY (kernel_id, wrapper_line)
+);
+
+-- One row per (generated line, post-grad node); a line recorded without nodes
+-- has one row with node_name NULL. origin_index is the LineOrigin's position in
+-- its list, so the rows of one LineOrigin can be put back together.
+CREATE TABLE generated_lines (
+    id           INTEGER PRIMARY KEY,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id     INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    kernel_id    INTEGER REFERENCES kernels(id) ON DELETE CASCADE,
+    file         TEXT NOT NULL,
+    line         INTEGER NOT NULL,
+    text         TEXT NOT NULL,
+    reason       TEXT NOT NULL,
+    origin_index INTEGER NOT NULL,
+    node_name    TEXT,
+    node_id      INTEGER REFERENCES nodes(id) ON DELETE CASCADE
+);
+
+CREATE TABLE graph_breaks (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    reason          TEXT NOT NULL,
+    compile_id      TEXT NOT NULL,
+    source_file     TEXT,
+    source_line     INTEGER,
+    source_function TEXT NOT NULL,
+    source_code     TEXT NOT NULL,
+    explanation     TEXT NOT NULL,
+    hints_json      TEXT NOT NULL,
+    url             TEXT NOT NULL,
+    stack_json      TEXT NOT NULL  -- the user code traceback, outermost first
+);
+
+CREATE TABLE recompiles (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    compile_id TEXT NOT NULL,
+    reason     TEXT NOT NULL
+);
+"""
+
+# ---- below the kernel (kernelscope/asm, store/parts/asm_builds.py) -------------------
+# A Triton kernel compiled for the run's GPU, added to a stored run on first ask (or
+# up front with --asm): its TTIR/TTGIR/PTX/SASS files under runs/<id>/asm/, each
+# stage's lines mapped to the kernel's lines, and its resource facts.
+ASM_TABLES = """
+-- One row per kernel built (or that failed to build: `error`, and no facts).
+CREATE TABLE kernel_asm (
+    kernel_id       INTEGER PRIMARY KEY REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    error           TEXT,
+    arch            TEXT,     -- sm_90
+    config_json     TEXT,     -- the config built: {kwargs, num_warps, num_stages}
+    candidates_json TEXT,     -- every config the kernel's autotuner holds
+    chosen_by       TEXT,     -- why this config is the one shown
+    registers       INTEGER,  -- per thread
+    spill_bytes     INTEGER,  -- registers spilled: spill stores per thread, bytes (ptxas)
+    spill_load_bytes INTEGER, -- spill loads per thread, bytes (ptxas)
+    local_bytes     INTEGER,  -- local memory per thread (stack frame + local)
+    local_stores    INTEGER,  -- STL instructions
+    local_loads     INTEGER,  -- LDL instructions
+    shared_bytes    INTEGER,  -- per block
+    num_warps       INTEGER,
+    num_stages      INTEGER,
+    occupancy_json  TEXT,     -- {blocks_per_sm, active_warps, max_warps, limited_by}
+    instructions    INTEGER,  -- SASS instructions
+    mix_json        TEXT,     -- instruction class -> count
+    gpu_json        TEXT,     -- --target cuda: what the GPU's launcher reported
+    build_seconds   REAL NOT NULL,
+    tools_json      TEXT
+);
+
+CREATE TABLE asm_files (
+    kernel_id  INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    stage      TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass')),
+    path       TEXT NOT NULL,  -- runs/<id>/asm/<graph key>/<kernel>/<kernel>.<stage>
+    line_count INTEGER NOT NULL,
+    sha256     TEXT NOT NULL,
+    PRIMARY KEY (kernel_id, stage)
+);
+
+-- A stage line -> the kernel line it came from (a SASS line of a helper inlined at
+-- several kernel lines has one row per kernel line).
+CREATE TABLE asm_lines (
+    kernel_id   INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    stage       TEXT NOT NULL,
+    line        INTEGER NOT NULL,
+    kernel_line INTEGER NOT NULL,
+    text        TEXT NOT NULL,
+    opcode      TEXT NOT NULL,
+    via         TEXT NOT NULL
+);
+
+-- --target cuda: the config each kernel's autotuner launched and what the GPU reported.
+CREATE TABLE kernel_launches (
+    kernel_id       INTEGER PRIMARY KEY REFERENCES kernels(id) ON DELETE CASCADE,
+    config_json     TEXT NOT NULL,
+    candidates_json TEXT NOT NULL,
+    registers       INTEGER,
+    spills          INTEGER,
+    shared_bytes    INTEGER
+);
+"""
+
+ASM_INDEXES = """
+CREATE INDEX kernel_asm_by_run        ON kernel_asm (run_id);
+CREATE INDEX asm_files_by_path        ON asm_files (path);
+CREATE INDEX asm_files_by_run         ON asm_files (run_id);
+CREATE INDEX asm_lines_by_kernel_line ON asm_lines (kernel_id, kernel_line);
+CREATE INDEX asm_lines_by_stage_line  ON asm_lines (kernel_id, stage, line);
+"""
+# ---- end of below the kernel ---------------------------------------------------------
+
+# -- distributed jobs (docs/distributed.md) ------------------------------------------
+# A run's place in a torch.distributed job, the collectives of its graphs, and the
+# graphs DDP's optimizer split. Kept in tables of their own; readers join them.
+DISTRIBUTED_TABLES = """
+CREATE TABLE run_ranks (
+    run_id     INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    rank       INTEGER NOT NULL,
+    world_size INTEGER NOT NULL,
+    job        TEXT NOT NULL,  -- the runs of one job's ranks share it (engine/rank_info.py)
+    backend    TEXT NOT NULL,  -- gloo, nccl, fake, ...
+    local_rank INTEGER
+);
+
+CREATE TABLE graph_splits (
+    graph_id     INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    splitter     TEXT NOT NULL,  -- DDPOptimizer ('' when no probe named it)
+    part         INTEGER NOT NULL,
+    parts        INTEGER NOT NULL,
+    params_json  TEXT NOT NULL,
+    bucket_bytes INTEGER NOT NULL,
+    cap_bytes    INTEGER NOT NULL
+);
+
+-- Each graph's generated code (its wrapper, which embeds the kernels) as a digest that
+-- leaves out what differs between machines, runs and ranks (Inductor's cache paths, the
+-- workspace, the rank's GPU index), so ranks that compiled identical code compare equal.
+CREATE TABLE graph_code (
+    graph_id INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    digest   TEXT NOT NULL
+);
+
+-- record.Collective: one row per communicating post-grad node.
+CREATE TABLE collectives (
+    id             INTEGER PRIMARY KEY,
+    run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id       INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    node_id        INTEGER REFERENCES nodes(id) ON DELETE CASCADE,
+    node_name      TEXT NOT NULL,
+    op             TEXT NOT NULL,
+    role           TEXT NOT NULL CHECK (role IN ('issue', 'wait', 'fused')),
+    peers_json     TEXT NOT NULL,  -- node names: an issue's waits, a wait's collectives
+    group_name     TEXT NOT NULL,
+    group_size     INTEGER,
+    reduce_op      TEXT NOT NULL,
+    bytes          INTEGER,
+    issued_by      TEXT NOT NULL,
+    style          TEXT NOT NULL,
+    frame_file     TEXT,
+    frame_line     INTEGER,
+    frame_function TEXT NOT NULL,
+    frame_code     TEXT NOT NULL,
+    redistribute   TEXT NOT NULL,
+    model_file     TEXT,  -- the model line whose op needed it (stored like nodes.source_file)
+    model_line     INTEGER,
+    model_function TEXT NOT NULL,
+    model_code     TEXT NOT NULL
+);
+"""
+
+DISTRIBUTED_INDEXES = """
+CREATE INDEX run_ranks_by_job      ON run_ranks (job, rank);
+CREATE INDEX splits_by_run         ON graph_splits (run_id);
+CREATE INDEX graph_code_by_run     ON graph_code (run_id);
+CREATE INDEX collectives_by_graph  ON collectives (graph_id);
+CREATE INDEX collectives_by_node   ON collectives (node_id);
+CREATE INDEX collectives_by_run    ON collectives (run_id);
+"""
+
+# -- end of distributed jobs ----------------------------------------------------------
+
+# -- timing decisions (docs/decisions.md) -------------------------------------------
+# The choices Inductor made by timing on the GPU (pad_mm, max-autotune, fusion benchmarks,
+# launch configs), as a `--target cuda` run made them or virtual-cuda replayed or guessed them.
+DECISIONS_TABLES = """
+-- The GPU a run's code was generated for, and where a virtual-cuda run's replayed decisions came from.
+CREATE TABLE run_decision_info (
+    run_id        INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    gpu_json      TEXT,           -- {name, capability, sm_count} (virtual-cuda: the emulated GPU)
+    source        TEXT,           -- the --decisions it replayed (NULL: none)
+    recorded_json TEXT,           -- their GPU, torch and triton versions, target and device
+    unused_json   TEXT NOT NULL   -- recorded decisions no compile of this run asked for
+);
+
+-- record.Decision: one row per decision, in the order they were made.
+CREATE TABLE decisions (
+    id           INTEGER PRIMARY KEY,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    position     INTEGER NOT NULL,
+    kind         TEXT NOT NULL,   -- pad_mm, mm_compute_bound, autotune, fusion_benchmark, triton_config
+    key          TEXT NOT NULL,   -- Inductor's own key for it
+    choice       TEXT NOT NULL,
+    origin       TEXT NOT NULL CHECK (origin IN ('timed', 'heuristic', 'replayed', 'guessed')),
+    rule         TEXT NOT NULL,
+    summary      TEXT NOT NULL,
+    location     TEXT NOT NULL,   -- record.Decision.where
+    kernel_name  TEXT NOT NULL,
+    kernel_id    INTEGER REFERENCES kernels(id) ON DELETE CASCADE,  -- triton_config: its kernel
+    timings_json TEXT NOT NULL,
+    detail_json  TEXT NOT NULL
+);
+"""
+
+DECISIONS_INDEXES = """
+CREATE INDEX decisions_by_run    ON decisions (run_id, position);
+CREATE INDEX decisions_by_kernel ON decisions (kernel_id);
+"""
+
+# A store of an older version gains the tables added since, when opened: version 2 the
+# below-the-kernel, distributed and decisions tables, version 3 the decisions tables.
+ADDED_SINCE_VERSION = {
+    "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES,
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES,
+}
+
+# -- end of timing decisions ----------------------------------------------------------
+
+# Lookups both ways by (file, line), plus one index per foreign key so that
+# deleting a run (ON DELETE CASCADE) does not scan the child tables. The
+# `*_by_run` indexes serve those deletes and whole-run listings only; a query
+# about one line or file must never be answered through them.
+INDEXES = """
+CREATE INDEX nodes_by_source       ON nodes (source_file, source_line);
+CREATE INDEX nodes_by_run_source   ON nodes (run_id, source_file, source_line);
+CREATE INDEX nodes_by_graph_name   ON nodes (graph_id, stage, name);
+CREATE INDEX nodes_by_graph_line   ON nodes (graph_id, stage, graph_line);
+CREATE INDEX nodes_by_stack        ON nodes (stack_id);
+CREATE INDEX frames_by_line        ON stack_frames (run_id, file, line);
+CREATE INDEX stacks_by_run         ON stacks (run_id);
+CREATE INDEX lines_by_file_line    ON generated_lines (file, line);
+CREATE INDEX lines_by_node         ON generated_lines (node_id, file, line);  -- covers line counts
+CREATE INDEX lines_by_graph        ON generated_lines (graph_id);
+CREATE INDEX lines_by_kernel       ON generated_lines (kernel_id);
+CREATE INDEX lines_by_run          ON generated_lines (run_id);
+CREATE INDEX files_by_path         ON files (path, run_id);
+CREATE INDEX files_by_graph        ON files (graph_id);
+CREATE INDEX files_by_kernel       ON files (kernel_id);
+CREATE INDEX graphs_by_run         ON graphs (run_id);
+CREATE INDEX kernels_by_graph      ON kernels (graph_id, name);
+CREATE INDEX kernels_by_run        ON kernels (run_id);
+CREATE INDEX kernel_nodes_by_node  ON kernel_nodes (node_id);
+CREATE INDEX kernel_calls_by_line  ON kernel_calls (graph_id, wrapper_line);
+CREATE INDEX node_links_by_pre     ON node_links (pre_node_id);
+CREATE INDEX breaks_by_run         ON graph_breaks (run_id);
+CREATE INDEX breaks_by_source      ON graph_breaks (source_file, source_line);
+CREATE INDEX recompiles_by_run     ON recompiles (run_id);
+"""
+
+# Columns added to an existing store of this schema version when it is opened for
+# writing (old rows get NULL; readers accept both).
+ADDED_COLUMNS = {
+    "runs": [("workspace_from_store", "TEXT")],
+}
+
+# Everything a new store is made of, in the order it is created.
+ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + INDEXES + ASM_INDEXES + DISTRIBUTED_INDEXES
+       + DECISIONS_INDEXES)

@@ -1,0 +1,19 @@
+"""Parts of a run beyond the provenance chain, each with its own tables (declared in
+`database/tables.py`, or created on first use): one module per part holds its writes,
+its reads (the dataclasses `RunView` answers with) and its piece of the dump.
+
+Map
+- `asm_builds`  — below the kernel: each Triton kernel compiled for the run's GPU (PTX,
+  SASS, line maps, facts), added to a stored run when first asked for (`AsmStore`).
+- `distributed` — distributed jobs: a run's rank and job, which ranks compiled identical
+  code (`code_digest`), each graph's collectives and compute/communication order.
+- `decisions`   — the run's timing decisions (kernelscope.decisions' data, stored):
+  written with the run, read back as `RunDecisions`, and the dump's `run.decisions`.
+- `profiles`    — device time attached to a run (`kernelscope profile`), per kernel and
+  source line; its tables are created on first attach.
+
+A new part: a module here with its dataclasses, `write_*` (called from
+`writing/writer.py` in the run's transaction, or on its own like `profiles`), its reads
+(each reached through one `RunView` method) and its `dump_*` piece (called from
+`export/dump.py`); its tables in `database/tables.py` with the schema version that adds them.
+"""
