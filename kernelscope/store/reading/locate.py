@@ -1,4 +1,5 @@
-"""Which run has a file, and what the file is there (`locate`); a located file's lines.
+"""Which run has a file, and what the file is there (`locate`); whether any run has it
+(`has_file`) and the hash it was written with (`file_sha256`); a located file's lines.
 
 A user-given path becomes a stored key first (paths.lookup_key); `locate` finds the
 latest run that has that key (`files`, through its index), or the run asked for, and
