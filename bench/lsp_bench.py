@@ -328,7 +328,7 @@ def main() -> int:
           f"sends it")
     print(f"opening a model file, then the first hover in it (waits for the file's index): "
           f"median {statistics.median(cold) * 1000:.0f} ms, max {max(cold) * 1000:.0f} ms over {len(cold)} files")
-    print(f"\n| request | on | n | answered | p50 | p99 | max |")
+    print("\n| request | on | n | answered | p50 | p99 | max |")
     print("|---|---|---|---|---|---|---|")
     for (kind, name), times in samples.items():
         print(f"| {name} | {kind} | {len(times)} | {answered[(kind, name)]} | {percentile(times, 0.5) * 1000:.1f} ms "

@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
-from kernelscope.run_record import FxNode, GraphRecord, Kernel, LineOrigin, RunRecord  # noqa: E402
+from kernelscope.run_record import FxNode, GraphRecord, RunRecord  # noqa: E402
 from kernelscope.store import StoreBackend  # noqa: E402
 
 SIZE = (160, 48)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-
 # Reason prefix of kernel lines tied to the whole fused kernel (index set-up, masks)
 # rather than to the one node that produced them.
 SHARED_LINE_REASON_PREFIX = "shared:"

@@ -260,8 +260,6 @@ _CRAFTS = [
 def _crafted_store(tally, work, store, examples, seed_value) -> None:
     import sqlite3
 
-    from kernelscope.store import StoreBackend
-
     workspace = store.parent
     crafts = st.lists(st.tuples(st.sampled_from(range(len(_CRAFTS))), st.data()), min_size=1, max_size=4)
     counter = iter(range(10 ** 9))

@@ -8,10 +8,28 @@ benchmark's training step does."""
 from __future__ import annotations
 
 from transformers import (
-    Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GPT2Config, GPT2LMHeadModel,
-    GPTJConfig, GPTJForCausalLM, GPTNeoConfig, GPTNeoForCausalLM, LlamaConfig, LlamaForCausalLM,
-    MistralConfig, MistralForCausalLM, OPTConfig, OPTForCausalLM, Qwen3Config, Qwen3ForCausalLM,
-    TrOCRConfig, TrOCRForCausalLM, XGLMConfig, XGLMForCausalLM,
+    Gemma2Config,
+    Gemma2ForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
+    GPT2Config,
+    GPT2LMHeadModel,
+    GPTJConfig,
+    GPTJForCausalLM,
+    GPTNeoConfig,
+    GPTNeoForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    OPTConfig,
+    OPTForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+    TrOCRConfig,
+    TrOCRForCausalLM,
+    XGLMConfig,
+    XGLMForCausalLM,
 )
 
 from suite_common import Call, factories, mode, seeded, token_ids

@@ -10,11 +10,26 @@ from __future__ import annotations
 
 import torch
 from transformers import (
-    BartConfig, BartForConditionalGeneration, BlenderbotConfig, BlenderbotForConditionalGeneration,
-    BlenderbotSmallConfig, BlenderbotSmallForConditionalGeneration, M2M100Config, M2M100ForConditionalGeneration,
-    MBartConfig, MBartForConditionalGeneration, MT5Config, MT5ForConditionalGeneration, PegasusConfig,
-    PegasusForConditionalGeneration, PLBartConfig, PLBartForConditionalGeneration, T5Config,
-    T5ForConditionalGeneration, WhisperConfig, WhisperForConditionalGeneration,
+    BartConfig,
+    BartForConditionalGeneration,
+    BlenderbotConfig,
+    BlenderbotForConditionalGeneration,
+    BlenderbotSmallConfig,
+    BlenderbotSmallForConditionalGeneration,
+    M2M100Config,
+    M2M100ForConditionalGeneration,
+    MBartConfig,
+    MBartForConditionalGeneration,
+    MT5Config,
+    MT5ForConditionalGeneration,
+    PegasusConfig,
+    PegasusForConditionalGeneration,
+    PLBartConfig,
+    PLBartForConditionalGeneration,
+    T5Config,
+    T5ForConditionalGeneration,
+    WhisperConfig,
+    WhisperForConditionalGeneration,
 )
 
 from suite_common import BATCH, Call, factories, mode, seeded, token_ids

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import vision_libs  # noqa: F401  (makes torchvision, which timm imports, importable)
 
+# isort: split
 import timm
 from timm.models import byobnet, nfnet
 from timm.models import mobilevit as timm_mobilevit

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import vision_libs  # noqa: F401  (makes torchvision importable where torch is a CPU build)
 
+# isort: split
 from torchvision import models
 from torchvision.models.resnet import BasicBlock, Bottleneck
 

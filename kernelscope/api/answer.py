@@ -68,7 +68,14 @@ class Answer:
     def tree(self) -> Branch:
         """The answer as a tree of labelled branches: what `kernelscope query` prints."""
         from kernelscope.render.distributed import collective_answer
-        from kernelscope.render.query_tree import Branch, build_overview, build_summary, build_tree, compact, summary_hint
+        from kernelscope.render.query_tree import (
+            Branch,
+            build_overview,
+            build_summary,
+            build_tree,
+            compact,
+            summary_hint,
+        )
 
         if self.overview is not None:
             tree = build_overview(self.overview)

@@ -66,7 +66,7 @@ def version(name: str) -> str:
         return "unknown"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _version_of(path: str) -> str:
     try:
         done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)

@@ -12,7 +12,6 @@ import importlib
 import os
 import sys
 
-from kernelscope.version import __version__
 from kernelscope.errors import (
     CLI_TRACEBACK_HINT,
     INTERNAL_EXIT_CODE,
@@ -22,6 +21,7 @@ from kernelscope.errors import (
     one_line,
     traceback_wanted,
 )
+from kernelscope.version import __version__
 
 MAP_PATH_ENV = "KERNELSCOPE_MAP_PATH"  # kernelscope.store.places.MAP_PATH_ENV (not imported: it loads the store)
 

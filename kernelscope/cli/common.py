@@ -9,9 +9,10 @@ import os
 import sys
 
 from kernelscope.api.answer import parse_location
+from kernelscope.render.query_tree import Branch, plain_lines
+
 # The CLI's formatting, shared with the Python API (re-exported for the subcommands).
 from kernelscope.render.text import format_share, format_table, format_time, graph_break_details  # noqa: F401
-from kernelscope.render.query_tree import Branch, plain_lines
 from kernelscope.store import DEFAULT_STORE_DIR, StoreBackend
 from kernelscope.store.places import MAP_PATH_ENV, PathMap
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kernelscope.decisions.model import DecisionSet, DecisionsError, load_file, recorded_on, replayable
+from kernelscope.decisions.model import DecisionsError, DecisionSet, load_file, recorded_on, replayable
 
 DEFAULT_FILE_NAME = "decisions.json"  # in the store directory
 RUN_REFERENCE = re.compile(r"^(?:(\d+)|latest(?:~(\d+))?)$")

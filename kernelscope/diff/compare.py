@@ -16,7 +16,7 @@ from kernelscope.diff.align import LineAlignment
 from kernelscope.diff.decisions import DecisionDiff, compare_decisions
 from kernelscope.diff.device_time import DeviceTimeDiff, compare_device_time
 from kernelscope.diff.match import KernelPair, match_kernels
-from kernelscope.diff.model import BreakView, KernelView, DiffSide, SourceKey
+from kernelscope.diff.model import BreakView, DiffSide, KernelView, SourceKey
 from kernelscope.diff.resources import ResourceDiff, compare_resources
 
 TOTALS = ["graphs", "kernels", "extern_calls", "fallbacks", "kernel_lines", "wrapper_lines", "graph_breaks",

@@ -7,8 +7,8 @@ projects that pin their compiled output exactly.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from kernelscope.diff import device_time, resources
 from kernelscope.diff.compare import RunDiff

@@ -7,8 +7,8 @@ import json
 from kernelscope.diff.compare import TOTALS, RunDiff
 from kernelscope.diff.decisions import render_lines as render_decisions
 from kernelscope.diff.device_time import render_lines as render_device_time
-from kernelscope.diff.resources import render_lines as render_resources
 from kernelscope.diff.gates import GateResult
+from kernelscope.diff.resources import render_lines as render_resources
 
 FORMATS = ("text", "json", "md")
 TOTAL_LABELS = {

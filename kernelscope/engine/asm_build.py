@@ -41,9 +41,9 @@ import re
 import tempfile
 import time
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from kernelscope.asm.assemble import CompiledStages, assemble
 from kernelscope.asm.model import KernelAsm, LaunchConfig

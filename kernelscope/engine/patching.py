@@ -28,8 +28,9 @@ import contextlib
 import functools
 import importlib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kernelscope.errors import UserError
 

@@ -16,8 +16,8 @@ small behavioural probes. `status()`:
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from kernelscope.engine import torch_compat
 

@@ -27,8 +27,9 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kernelscope.compile_text import wrapper_code
 from kernelscope.engine import patch_points as points

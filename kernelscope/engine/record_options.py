@@ -2,9 +2,9 @@
 engine worker fill it in (engine/recorder.py takes it)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from kernelscope.decisions.model import DecisionSet
 

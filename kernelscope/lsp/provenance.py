@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from pygls.uris import from_fs_path, to_fs_path
+
 from kernelscope.errors import StoreError, UserError
 from kernelscope.lsp.positions import IDENTITY, LineMap, build_line_map
 from kernelscope.store import Location, QueryResult, RunSummary, RunView, StoreBackend
 from kernelscope.store.paths import generated_path
 from kernelscope.store.places import PathMap
 from kernelscope.store.results import SOURCE
-from pygls.uris import from_fs_path, to_fs_path
 
 
 @dataclass

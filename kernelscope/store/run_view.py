@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from kernelscope.errors import UserError
 from kernelscope.asm.model import STAGES
+from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
 from kernelscope.store.parts import asm_builds, decisions, distributed, profiles

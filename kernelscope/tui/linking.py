@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, GraphChain, KernelRef, NodeRef, QueryResult
 from kernelscope.store.reading.source_index import LineAnswer
+from kernelscope.store.results import KERNEL, POST_GRAD, SOURCE, WRAPPER, GraphChain, KernelRef, NodeRef, QueryResult
 from kernelscope.tui.run_data import in_instance
 
 PANES = (SOURCE, POST_GRAD, KERNEL, WRAPPER)  # left to right, top to bottom

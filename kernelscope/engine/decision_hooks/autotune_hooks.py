@@ -19,9 +19,9 @@ from pathlib import Path
 
 from kernelscope.decisions.keys import module_key
 from kernelscope.engine import patch_points as points
-from kernelscope.engine.patching import Patches
 from kernelscope.engine.decision_hooks import inductor_keys
 from kernelscope.engine.decision_hooks.log import DecisionLog, fastest
+from kernelscope.engine.patching import Patches
 from kernelscope.run_record import Decision
 
 GUESS_CHOICE_RULE = ("nothing timed: every choice taken as equally fast, so Inductor keeps its first ({first}), "

@@ -28,7 +28,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-_active: list["DeviceQueryLog"] = []
+_active: list[DeviceQueryLog] = []
 _compile_modes: list = []  # the fake modes of the virtual-cuda compiles in progress
 
 

@@ -152,8 +152,6 @@ def cuda_fake_tensors():
         finally:
             decomposing.pop()
 
-    from torch._subclasses.functional_tensor import FunctionalTensor
-
     def functional_device(self):
         # AOTAutograd's functionalization wraps each fake tensor; the wrapper's C++ device
         # is the fake's C++ answer (`cpu`). Python reads on it (made by composite ops'

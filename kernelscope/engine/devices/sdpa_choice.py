@@ -56,7 +56,7 @@ class TensorInfo:
     element_size: int = 4
 
     @classmethod
-    def of(cls, tensor) -> "TensorInfo":
+    def of(cls, tensor) -> TensorInfo:
         return cls(tuple(tensor.shape), tuple(tensor.stride()), str(tensor.dtype).removeprefix("torch."),
                    bool(tensor.requires_grad), tensor.storage_offset(), tensor.element_size())
 
@@ -77,7 +77,7 @@ class SdpaCall:
 
     @classmethod
     def of(cls, query, key, value, attn_mask=None, dropout=0.0, is_causal=False, enable_gqa=False,
-           grad_enabled=None) -> "SdpaCall":
+           grad_enabled=None) -> SdpaCall:
         import torch
 
         return cls(TensorInfo.of(query), TensorInfo.of(key), TensorInfo.of(value),
@@ -99,7 +99,7 @@ class Settings:
     deterministic: bool = False  # deterministic algorithms on and not warn-only
 
     @classmethod
-    def current(cls, gpu: Gpu = H100) -> "Settings":
+    def current(cls, gpu: Gpu = H100) -> Settings:
         import os
 
         import torch

@@ -17,8 +17,16 @@ import contextlib
 import types
 
 from kernelscope.engine import patch_points as points
-from kernelscope.engine.devices import (codegen_only, device_audit, fake_cuda, fake_distributed, lifted_constants,
-                                        meta_models, real_compute, triton_driver)
+from kernelscope.engine.devices import (
+    codegen_only,
+    device_audit,
+    fake_cuda,
+    fake_distributed,
+    lifted_constants,
+    meta_models,
+    real_compute,
+    triton_driver,
+)
 from kernelscope.engine.devices.cuda_fakes import fake_cuda_like
 from kernelscope.engine.patching import Patches
 

@@ -26,8 +26,8 @@ def setup(server) -> None:
 
 def hover_text(server, uri: str, position: types.Position) -> str | None:
     from kernelscope.lsp import below, render  # the store side: loaded after `initialize`
-    from kernelscope.store.results import ASM, KERNEL
     from kernelscope.render.distributed import rank_label
+    from kernelscope.store.results import ASM, KERNEL
 
     document = server.document(uri)
     if document is None:

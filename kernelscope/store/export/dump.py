@@ -31,16 +31,16 @@ import os
 import re
 import sqlite3
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path, PurePosixPath
 
-from kernelscope.version import __version__
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
 from kernelscope.store.parts import decisions
 from kernelscope.store.parts.profiles import dump_profile
 from kernelscope.store.reading.runs import resolve_run_id
+from kernelscope.version import __version__
 
 SCHEMA_VERSION = "5.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
@@ -410,7 +410,7 @@ class InvalidDumpError(UserError):
         super().__init__(f"invalid dump at {first.path}: {first.message}{more}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(version: str = SCHEMA_VERSION) -> dict:
     """The JSON Schema of dump format `version` (the current one by default)."""
     from importlib import resources  # only validation needs the schema files

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from kernelscope.asm.model import STAGES, AsmFacts, AsmLine, KernelAsm, LaunchConfig, Occupancy
 from kernelscope.store import paths
-from kernelscope.store.parts import decisions
 from kernelscope.store.database.sql import select_in
+from kernelscope.store.parts import decisions
 
 BUILDABLE_KINDS = ("triton", "template")  # extern calls run library code: nothing to build
 
