@@ -164,7 +164,8 @@ with tempfile.TemporaryDirectory() as directory, StoreBackend(Path(directory) / 
 import triton
 environment = {{key: value for key, value in sorted(os.environ.items()) if "TRITON" in key or "CUDA" in key
                or key in ("PATH", "LD_LIBRARY_PATH")}}
-environment["ptxas"] = str(getattr(getattr(triton.knobs, "nvidia", None), "ptxas", None) and triton.knobs.nvidia.ptxas.path)
+environment["ptxas"] = str(getattr(getattr(triton.knobs, "nvidia", None), "ptxas", None)
+                           and triton.knobs.nvidia.ptxas.path)
 print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.triton_version, environment=environment,
       asm=summary.to_dict(), kernels=kernels)))
 """

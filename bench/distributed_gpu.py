@@ -137,8 +137,8 @@ def compare(real: dict, virtual: dict) -> dict:
                          f"only virtual {sorted(set(other['triton']) - set(one['triton']))}")
             verdict = "DIFFERENT"
         elif one["triton"] != other["triton"]:
-            notes.append(f"{key}: same kernel names, {sum(1 for n in one['triton'] if one['triton'][n] != other['triton'][n])} "
-                         "source(s) differ")
+            differing = sum(1 for name in one["triton"] if one["triton"][name] != other["triton"][name])
+            notes.append(f"{key}: same kernel names, {differing} source(s) differ")
             verdict = "DIFFERENT"
         if one["externs"] != other["externs"]:
             notes.append(f"{key}: extern calls differ: real {dict(one['externs'])} virtual {dict(other['externs'])}")
@@ -210,7 +210,8 @@ def main() -> None:
         env.setdefault(name, "0" if name == "NCCL_NVLS_ENABLE" else "1")
     import torch
 
-    header = {"torch": torch.__version__, "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]}
+    header = {"torch": torch.__version__,
+              "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]}
     print(f"torch {header['torch']} on {', '.join(header['gpus']) or 'no GPU'}", flush=True)
     rows = []
     for name in args.jobs.split(","):
@@ -219,7 +220,8 @@ def main() -> None:
             kernels = f"{row.get('same_source', '-')}/{row.get('kernels_real', '-')} kernels same source"
             collectives = f"{row.get('collectives_same', '-')}/{row.get('collectives_real', '-')} collectives same"
             print(f"{row['job']:<9} rank {row['rank']}: {row['verdict']:<10} {kernels} · {collectives} · "
-                  f"real job {row.get('real_job_seconds', '-')} s, virtual {row.get('virtual_seconds', '-')} s", flush=True)
+                  f"real job {row.get('real_job_seconds', '-')} s, virtual {row.get('virtual_seconds', '-')} s",
+                  flush=True)
             if row.get("real_ranks"):
                 print(f"          real ranks: {row['real_ranks']}")
             for note in row.get("notes", [])[:6]:

@@ -64,15 +64,16 @@ def main() -> int:
                 plain, recorded = [], []
                 for index in range(args.repeat):
                     plain.append(measure_plain(spec, train, args.target))
-                    recorded.append(measure_recorded(spec, train, args.target, Path(scratch) / f"{name}-{mode}-{index}"))
+                    recorded.append(measure_recorded(spec, train, args.target,
+                                                     Path(scratch) / f"{name}-{mode}-{index}"))
                 summary = recorded[-1]["summary"]
                 overhead = statistics.median(r["wall"] for r in recorded) / statistics.median(p["wall"] for p in plain)
                 rows.append((name, mode, summary, overhead))
                 print(f"  {name} {mode}: done", file=sys.stderr, flush=True)
 
     print(f"\nfidelity, target {args.target} (! marks a share under its target)")
-    print(f"{'model':20} {'mode':9} {'graphs':>6} {'kernels':>7} {'agree':>7} {'kernel ln':>9} {'1 node':>7} {'wrapper ln':>10} "
-          f"{'fw nodes':>8} {'bw nodes':>8} {'overhead':>8}")
+    print(f"{'model':20} {'mode':9} {'graphs':>6} {'kernels':>7} {'agree':>7} {'kernel ln':>9} {'1 node':>7} "
+          f"{'wrapper ln':>10} {'fw nodes':>8} {'bw nodes':>8} {'overhead':>8}")
     for name, mode, summary, overhead in rows:
         coverage = summary["coverage"]
         kernels = sum(g["kernels"] for g in summary["graphs"])

@@ -56,8 +56,8 @@ def write_real_log(workdir: Path) -> Path:
 def replicate(source: Path, target: Path, min_bytes: int) -> int:
     """Copies of `source`'s records with shifted frame ids until `target` >= min_bytes."""
     lines = source.read_bytes().splitlines(keepends=True)
-    frames = 1 + max((json.loads(l.split(b"] ", 1)[1]).get("frame_id") or 0)
-                     for l in lines if l[:1] in b"VIWEC" and b"] {" in l)
+    frames = 1 + max((json.loads(record.split(b"] ", 1)[1]).get("frame_id") or 0)
+                     for record in lines if record[:1] in b"VIWEC" and b"] {" in record)
     copies = 0
     with open(target, "wb") as out:
         while out.tell() < min_bytes:

@@ -161,8 +161,8 @@ def main() -> int:
         first = time.perf_counter() - started
         rows = store.conn.execute("SELECT COUNT(*), SUM(LENGTH(overview_json)) FROM line_overviews WHERE run_id = ?",
                                   (run.id,)).fetchone()
-    print(f"line overviews: kept in {rows[0]} rows, {(rows[1] or 0) / 1e3:.0f} kB (first read here: {first * 1000:.0f} ms;"
-          " a store written before them counts a file then)")
+    print(f"line overviews: kept in {rows[0]} rows, {(rows[1] or 0) / 1e3:.0f} kB "
+          f"(first read here: {first * 1000:.0f} ms; a store written before them counts a file then)")
 
     cases = [("outer", "x = block(x)", _line("    x = block(x)")),
              ("inner", "GELU of the MLP", _line('approximate="tanh"'))]
@@ -171,8 +171,9 @@ def main() -> int:
     print(f"{'line':30} {'old query':>24} {'new overview':>22} {'ratio':>7} {'whole command':>22} {'target':>8}")
     verdicts = []
     for kind, name, line in cases:
-        old, old_cpu = time_rounds(store_dir, args.rounds, lambda s: s.query(FILE, line, detail=False, rollup=True))
-        new, new_cpu = time_rounds(store_dir, args.rounds, lambda s: s.run().line_overview(FILE, line))
+        old, old_cpu = time_rounds(store_dir, args.rounds,
+                                   lambda s, line=line: s.query(FILE, line, detail=False, rollup=True))
+        new, new_cpu = time_rounds(store_dir, args.rounds, lambda s, line=line: s.run().line_overview(FILE, line))
         command, command_cpu, out = time_command(store_dir, args.rounds, line)
         with StoreBackend(store_dir, create=False) as store:
             before = unfolded_line_count(store.query(FILE, line, detail=False, rollup=True))

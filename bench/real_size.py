@@ -108,7 +108,8 @@ def main() -> int:
     for row in rows:
         ratio = row["recorded"]["cpu"] / row["plain"]["cpu"]
         if ratio > RATIO_TARGET:
-            failures.append(f"{row['layers']} layers {row['mode']}: recording {ratio:.2f}x the plain compile's CPU time")
+            failures.append(f"{row['layers']} layers {row['mode']}: "
+                            f"recording {ratio:.2f}x the plain compile's CPU time")
         if row["layers"] == 32 and row["recorded"]["peak_mb"] > PEAK_TARGET_MB:
             failures.append(f"32 layers {row['mode']}: peak {row['recorded']['peak_mb']:.0f} MB > 6 GB")
     print("targets: peak <= 6 GB at 32 layers, recording <= 1.10x plain (CPU time), linear growth: "

@@ -145,7 +145,8 @@ def main() -> int:
             raw[case] = {"plain": plain, "recorded": recorded}
             median = lambda runs, key: statistics.median(run[key] for run in runs)  # noqa: E731
             rows.append([case] + [value for key in ("wall", "compile", "peak_mb") for value in
-                                  (median(plain, key), median(recorded, key), median(recorded, key) / median(plain, key))])
+                                  (median(plain, key), median(recorded, key),
+                                   median(recorded, key) / median(plain, key))])
 
     print(f"\nrecording overhead, target {args.target}, median of {args.repeat} fresh processes each "
           f"(torch {_torch_version()}, {os.cpu_count()} cores)")

@@ -173,21 +173,27 @@ DECOMPOSITION_CASES = [
 ]
 
 
+def _attention(torch, kwargs: dict, grad: bool):
+    """scaled_dot_product_attention(q, k, v, attn_mask=m, **kwargs) as a function of (q, k, v, m):
+    forward only, or forward and the gradients of q, k and v."""
+
+    def forward(q, k, v, m):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m, **kwargs)
+
+    def forward_backward(q, k, v, m):
+        out = forward(q, k, v, m)
+        return torch.autograd.grad(out.sum(), (q, k, v))
+
+    return forward_backward if grad else forward
+
+
 def record_decompositions(torch) -> list[dict]:
     """What scaled_dot_product_attention decomposes into on this GPU, forward and backward."""
     results = []
     for dtype, mask, seq, grad in DECOMPOSITION_CASES:
         query, key, value, kwargs = make_case(torch, dtype, mask, 64, grad, 0.0, False, "transposed", seq)
         mask_tensor = kwargs.pop("attn_mask")
-
-        def forward(q, k, v, m):
-            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m, **kwargs)
-
-        def forward_backward(q, k, v, m):
-            out = forward(q, k, v, m)
-            return torch.autograd.grad(out.sum(), (q, k, v))
-
-        fn = forward_backward if grad else forward
+        fn = _attention(torch, kwargs, grad)
         with torch.enable_grad() if grad else torch.no_grad():
             ops = traced_ops(torch, fn, query, key, value, mask_tensor)
         results.append(dict(dtype=dtype, mask=mask, seq=seq, requires_grad=grad, ops=ops))

@@ -51,7 +51,8 @@ def short_verdict(row: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suite", type=Path, nargs="+",
-                        help="bench/suite.py --json output(s) of one target; a later file's row replaces an earlier one's")
+                        help="bench/suite.py --json output(s) of one target; "
+                             "a later file's row replaces an earlier one's")
     parser.add_argument("--gpu", type=Path, nargs="*", help="bench/suite.py --compare --json output(s)")
     args = parser.parse_args()
     by_key = {(row["model"], row["mode"]): row for path in args.suite for row in json.loads(path.read_text())["rows"]}

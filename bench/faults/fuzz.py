@@ -390,7 +390,8 @@ def _trace_log(tally, work, store, examples, seed_value) -> None:
                               record_keys, _JSON, st.none() | st.text(max_size=200))
     edits = st.one_of(
         st.integers(0, len(text)).map(lambda cut: text[:cut]),
-        st.lists(st.integers(0, len(base) - 1), max_size=len(base) * 2).map(lambda order: "".join(base[i] for i in order)),
+        st.lists(st.integers(0, len(base) - 1), max_size=len(base) * 2).map(
+            lambda order: "".join(base[i] for i in order)),
         st.lists(st.tuples(st.integers(0, len(text) - 1), st.characters()), min_size=1, max_size=10).map(
             lambda changes: _replace_chars(text, changes)),
         st.lists(random_record, min_size=1, max_size=6).map(lambda records: text + "".join(records)),

@@ -122,9 +122,10 @@ def recording(*, store: str | os.PathLike[str] | Store = DEFAULT_STORE_DIR, targ
         rec.run  # the Run
 
     `target` as for `record`; `name` names the run (default: the calling file and
-    function, the decorated function, or the file alone at a script's top level). torch.compile's state is reset when the block starts and ends, so a
-    model compiled inside recompiles (unrecorded) when called after it. An exception in
-    the block raises TargetError naming the user's file:line, and no run is written."""
+    function, the decorated function, or the file alone at a script's top level).
+    torch.compile's state is reset when the block starts and ends, so a model compiled
+    inside recompiles (unrecorded) when called after it. An exception in the block
+    raises TargetError naming the user's file:line, and no run is written."""
     frame = sys._getframe(1)
     source = Path(frame.f_code.co_filename)
     source = source if source.is_file() else None

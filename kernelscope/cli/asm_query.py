@@ -130,7 +130,7 @@ def _up(args: argparse.Namespace, view, location, line: int) -> int:
                            direct_only=args.direct_only)
     ref, lines, results = answer.file, answer.lines, answer.chains
     if args.json:
-        print_json({"location": asdict(ref), "line": line, "asm_lines": [asdict(l) for l in lines],
+        print_json({"location": asdict(ref), "line": line, "asm_lines": [asdict(asm_line) for asm_line in lines],
                     "kernel_lines": [asdict(result) for result in results]})
         return 0
     text = answer.text

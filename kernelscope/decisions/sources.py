@@ -41,7 +41,8 @@ def resolve(spec: str | None, store_dir: Path, workspace: Path) -> DecisionSet |
     return load_file(path, explicit=False) if path.is_file() else None
 
 
-def _named(spec: str, store_dir: Path, workspace: Path, explicit: bool, origin: str = "--decisions") -> DecisionSet | None:
+def _named(spec: str, store_dir: Path, workspace: Path, explicit: bool,
+           origin: str = "--decisions") -> DecisionSet | None:
     spec = spec.strip()
     if spec.lower() == NONE:
         return None

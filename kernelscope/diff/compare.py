@@ -283,7 +283,8 @@ def _source_line_changes(before: DiffSide, after: DiffSide, changed_pairs: list[
             for key in pair.before.sources:
                 rows.for_before(key)["vanished"].add(pair.before.name)
         elif {"renamed", "ops"} & set(pair.changes):
-            label = pair.after.name if pair.before.name == pair.after.name else f"{pair.before.name} -> {pair.after.name}"
+            label = (pair.after.name if pair.before.name == pair.after.name
+                     else f"{pair.before.name} -> {pair.after.name}")
             for key in pair.before.sources:
                 rows.for_before(key)["changed"].add(label)
             for key in pair.after.sources:

@@ -95,5 +95,6 @@ def render_lines(diff: DeviceTimeDiff | None) -> list[str]:
         out.append(f"  {label}: {a:.1f} -> {b:.1f} us{change}")
     for change in diff.kernels:
         name = change.after if change.before == change.after else f"{change.before} -> {change.after}"
-        out.append(f"  {change.delta_us:+.1f} us  {name} {change.graph} ({change.before_us:.1f} -> {change.after_us:.1f} us)")
+        out.append(f"  {change.delta_us:+.1f} us  {name} {change.graph} "
+                   f"({change.before_us:.1f} -> {change.after_us:.1f} us)")
     return out

@@ -55,7 +55,8 @@ def _kernel_details(change) -> list[str]:
         details.append(f"ops: {ops}")
     if change.lines_before != change.lines_after:
         details.append(f"kernel file lines: {change.lines_before} -> {change.lines_after}"
-                       if change.status == "changed" else f"kernel file lines: {change.lines_before or change.lines_after}")
+                       if change.status == "changed"
+                       else f"kernel file lines: {change.lines_before or change.lines_after}")
     if change.source_lines:
         details.append(f"source lines: {', '.join(change.source_lines)}")
     return details

@@ -173,7 +173,8 @@ def _load_autotuner(kernel: KernelToBuild):
     try:
         exec(compile(kernel.source, kernel.path, "exec"), module.__dict__)  # noqa: S102 - Inductor's own code
     except Exception as error:  # noqa: BLE001 - reported per kernel
-        raise KernelBuildError(f"{kernel.path}: loading the kernel file failed: {type(error).__name__}: {error}") from error
+        raise KernelBuildError(
+            f"{kernel.path}: loading the kernel file failed: {type(error).__name__}: {error}") from error
     autotuner = getattr(module, kernel.name, None)
     if not isinstance(autotuner, CachingAutotuner):
         raise KernelBuildError(f"{kernel.path}: {kernel.name} is not an Inductor Triton kernel "

@@ -94,7 +94,7 @@ class Port:
             problems = [f"the drift check raised {type(error).__name__}: {error}"]
         if problems:
             return "broken", f"{self.where}, ported from {self.ported_from}: {'; '.join(problems)}"
-        version = "%d.%d" % torch_compat.torch_version()
+        version = "{}.{}".format(*torch_compat.torch_version())
         checked = ", ".join(self.checked_on)
         if version in self.checked_on:
             return "ok", f"{self.where}, ported from {self.ported_from}; checked on torch {checked}; drift checks pass"

@@ -32,11 +32,12 @@ def broken(rows: list[dict]) -> list[dict]:
 def _patch_rows() -> list[dict]:
     from kernelscope.engine import patch_points, torch_compat
 
+    installed = "{}.{}".format(*torch_compat.torch_version())
     rows = []
     for point in patch_points.POINTS:
         name = point.name
         if not point.applies():
-            status, why = "ok", f"not used on torch {'%d.%d' % torch_compat.torch_version()} (for {point.versions})"
+            status, why = "ok", f"not used on torch {installed} (for {point.versions})"
         elif (problem := point.check()) is not None:
             status, why = "broken", f"{problem}: {_consequence(point.feature)}"
         elif isinstance(point, PatchPoint) and not point.present():

@@ -2,9 +2,9 @@
 
 Each fix is one that PyTorch itself made (or reviewed) for a bug its released version
 still has; it is installed only where the patched point lacks it (a patch point that
-adds, declared in patch_points.py: "upstream fixes"), removed afterwards, and the run names it when it changed the compile
-(`RunRecord.warnings`), so nobody mistakes a recording for what plain torch.compile does
-on that torch.
+adds, declared in patch_points.py: "upstream fixes"), removed afterwards, and the run
+names it when it changed the compile (`RunRecord.warnings`), so nobody mistakes a
+recording for what plain torch.compile does on that torch.
 
 - `identity_evalf`: torch 2.13's Inductor fails on index expressions such as
   `Min(0, -1 + Identity(0))` ("The argument '-1 + ((0))' is not comparable"), reached by

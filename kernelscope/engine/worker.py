@@ -441,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
         description="kernelscope's engine worker: JSON-RPC over stdio (see the module docstring).",
     )
     parser.add_argument("--preload-device", metavar="DEVICE",
-                        help="import torch for this device target before serving (auto, cuda, virtual-cuda, cpu-triton)")
+                        help="import torch for this device target before serving "
+                             "(auto, cuda, virtual-cuda, cpu-triton)")
     parser.add_argument("--execute", action="store_true",
                         help="with --preload-device cpu-triton: prepare Triton's interpreter")
     parser.add_argument("--memory-limit-mb", type=int, metavar="MB",

@@ -1,11 +1,11 @@
 """Compiles for the language server, always in the engine worker (never in-process).
 
 `Compiler.compile` sends one `record` request to a warm worker and returns the
-new run id (`build_asm` an `asm` request: a run's kernels below Triton); a compile that raises reports its file and line, one that hangs past
-the timeout or crashes the worker ends that worker, and a fresh one is started
-for the next compile. Watch mode is a `WatchSession` (its own worker). Both
-write runs into the store; the server notices new runs and refreshes.
-Blocking calls: run them in a thread.
+new run id (`build_asm` an `asm` request: a run's kernels below Triton); a compile
+that raises reports its file and line, one that hangs past the timeout or crashes
+the worker ends that worker, and a fresh one is started for the next compile. Watch
+mode is a `WatchSession` (its own worker). Both write runs into the store; the server
+notices new runs and refreshes. Blocking calls: run them in a thread.
 """
 from __future__ import annotations
 

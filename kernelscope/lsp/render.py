@@ -269,7 +269,7 @@ def lens_title(summary: SourceLineSummary) -> str:
             by_kind[kernel.graph_kind] = by_kind.get(kernel.graph_kind, 0) + 1
     parts = []
     short = {"forward": "fw", "backward": "bw", "inference": ""}
-    for index, kind in enumerate(("inference", "forward", "backward")):
+    for kind in ("inference", "forward", "backward"):
         if kind in by_kind:
             count = by_kind[kind]
             label = short[kind]

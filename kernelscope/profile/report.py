@@ -53,15 +53,18 @@ def render_profile(data: dict) -> list[str]:
     def of_device(us: float) -> str:
         return f"{us / device_total * 100:.1f}% of device time" if device_total else "-"
 
-    steps = f"{data['steps']} step(s)" if data["step_markers"] else "the whole trace as one step (no ProfilerStep ranges)"
+    steps = (f"{data['steps']} step(s)" if data["step_markers"]
+             else "the whole trace as one step (no ProfilerStep ranges)")
     out = [
         f"profile: {data['trace']} on {data['device'] or 'an unnamed device'}, {steps}",
         f"  step time {format_time(data['step_time_us'])} · device time {format_time(device_total)} per step",
-        f"  on the run's kernels and extern calls: {format_time(data['attributed_us'])} ({of_device(data['attributed_us'])})",
+        f"  on the run's kernels and extern calls: {format_time(data['attributed_us'])} "
+        f"({of_device(data['attributed_us'])})",
         f"  on model source lines (kernels that reach one, each once): {format_time(data['on_lines_us'])} "
         f"({format_share(data['on_lines_step_share'])} of the step)",
         f"  in compiled graphs, on no recorded kernel: {format_time(data['in_graphs_other_us'])}",
-        f"  outside the compiled graphs: {format_time(data['outside_graphs_us'])} ({of_device(data['outside_graphs_us'])})",
+        f"  outside the compiled graphs: {format_time(data['outside_graphs_us'])} "
+        f"({of_device(data['outside_graphs_us'])})",
     ]
     for name, us in list(data["outside_graphs"].items())[:6]:
         out.append(f"      {format_time(us):>10}  {name}")

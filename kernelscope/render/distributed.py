@@ -65,7 +65,8 @@ def render_run(view: DistributedRun) -> list[str]:
         out.append("  graphs split by DDP's optimizer (one part per gradient bucket):")
         for graph in splits:
             split = graph.split
-            params = ", ".join(split.params[:4]) + (f" (+{len(split.params) - 4} more)" if len(split.params) > 4 else "")
+            more = f" (+{len(split.params) - 4} more)" if len(split.params) > 4 else ""
+            params = ", ".join(split.params[:4]) + more
             bucket = f"bucket {_size(split.bucket_bytes)} (cap {_size(split.cap_bytes)}): " if split.cap_bytes else ""
             out.append(f"    [{graph.graph}] {split.label}: {bucket}{params or 'no parameters'}")
     for graph in view.graphs:
@@ -174,7 +175,8 @@ def collectives_brief(collectives: list[CollectiveRef]) -> str:
 
 def collective_answer(collective: CollectiveRef) -> list[str]:
     """What `query` says about one collective: what, which model line and layer, why, passes."""
-    lines = [f"{collective.what} in [{collective.graph}]" + (f", {_size(collective.bytes)}" if collective.bytes else "")]
+    size = f", {_size(collective.bytes)}" if collective.bytes else ""
+    lines = [f"{collective.what} in [{collective.graph}]{size}"]
     model = collective.model_line
     if model is not None:
         lines.append(f"model line: {model.file}:{model.line} in {model.function}  | {model.code.strip()}")

@@ -126,7 +126,8 @@ def resources_table(infos) -> str:
             rows.append([info.graph_key, info.name, "-", "-", "-", "-", "-", "-", f"not built: {info.error[:60]}"])
             continue
         rows.append([info.graph_key, info.name, str(facts.registers), str(facts.spill_bytes), str(facts.local_bytes),
-                     asm_text.size_text(facts.shared_bytes), f"{facts.occupancy.share:.0%} ({facts.occupancy.limited_by})",
+                     asm_text.size_text(facts.shared_bytes),
+                     f"{facts.occupancy.share:.0%} ({facts.occupancy.limited_by})",
                      str(facts.instructions), facts.config.label])
     return format_table(["graph", "kernel", "regs", "spill B", "local B", "shared", "occupancy", "SASS", "config"],
                         rows)

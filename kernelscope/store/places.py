@@ -49,7 +49,8 @@ class PathMap:
         for text in texts:
             recorded, separator, local = text.partition("=")
             if not separator or not recorded.strip() or not local.strip():
-                raise StoreError(f"--map-path (or {MAP_PATH_ENV}) takes RECORDED=LOCAL (e.g. /builds/proj=/home/me/proj), got {text!r}")
+                raise StoreError(f"--map-path (or {MAP_PATH_ENV}) takes RECORDED=LOCAL "
+                                 f"(e.g. /builds/proj=/home/me/proj), got {text!r}")
             pairs.append((_clean(recorded), _clean(os.path.abspath(os.path.expanduser(local)))))
         # The longest recorded prefix wins when several apply.
         return cls(tuple(sorted(pairs, key=lambda pair: len(pair[0]), reverse=True)))

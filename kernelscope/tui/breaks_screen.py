@@ -26,9 +26,11 @@ class BreaksScreen(ModalScreen):
         for index, brk in enumerate(self.breaks):
             where = f"{brk.file}:{brk.line}" if brk.file and brk.line else "(no user line)"
             code = f"  {brk.code.strip()}" if brk.code else ""
-            options.append(Option(f"graph break [{brk.compile_id}] {where}{code}\n    {brk.reason}", id=f"break-{index}"))
+            options.append(Option(f"graph break [{brk.compile_id}] {where}{code}\n    {brk.reason}",
+                                  id=f"break-{index}"))
         for index, recompile in enumerate(self.recompiles):
-            options.append(Option(f"recompile [{recompile.compile_id}]\n    {recompile.reason}", id=f"recompile-{index}"))
+            options.append(Option(f"recompile [{recompile.compile_id}]\n    {recompile.reason}",
+                                  id=f"recompile-{index}"))
         with Vertical(id="breaks", classes="dialog"):
             counts = f"{len(self.breaks)} graph break(s), {len(self.recompiles)} recompile(s)"
             yield Static(f"{counts} — enter: jump to the source line · esc: close")

@@ -80,7 +80,8 @@ class KernelList(Vertical):
         self.header_widths = widths
         cursor = next((index for index, row in enumerate(self.shown_rows) if row.key == current), 0)
         table.set_rows(cells, widths, cursor)
-        shown = f"{len(self.shown_rows)} of {len(self.rows)}" if len(self.shown_rows) != len(self.rows) else str(len(self.rows))
+        shown = (f"{len(self.shown_rows)} of {len(self.rows)}" if len(self.shown_rows) != len(self.rows)
+                 else str(len(self.rows)))
         module = f" · module {self.filter.module}" if self.filter.module else ""
         self.border_title = f"kernels ({shown}){module} · sorted by {COLUMNS[self.sort_column]}"
 

@@ -89,7 +89,8 @@ def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], mod
     chain = _pick_chain(chains, shown, origin, result)
     post_file = next((node.graph_file for node in chain.post_nodes if node.graph_file), None)
     if origin != POST_GRAD and post_file:
-        lines = sorted({node.graph_line for node in chain.post_nodes if node.graph_file == post_file and node.graph_line > 0})
+        lines = sorted({node.graph_line for node in chain.post_nodes
+                        if node.graph_file == post_file and node.graph_line > 0})
         panes[POST_GRAD] = PaneLinks(post_file, lines, lines[0] if lines else None)
 
     kernel = _pick_kernel(chain.kernels, shown.get(KERNEL))
@@ -129,7 +130,8 @@ def source_link_set(answer: LineAnswer, shown: dict[str, str | None]) -> LinkSet
     if post_file and graph.post_lines:
         panes[POST_GRAD] = PaneLinks(post_file, graph.post_lines, graph.post_lines[0])
     with_file = [hit for hit in graph.kernels if hit.kernel.file]
-    kernel = next((hit for hit in with_file if hit.kernel.file == shown.get(KERNEL)), with_file[0] if with_file else None)
+    kernel = next((hit for hit in with_file if hit.kernel.file == shown.get(KERNEL)),
+                  with_file[0] if with_file else None)
     if kernel is not None:
         focus = kernel.first_own or (kernel.lines[0] if kernel.lines else 1)
         panes[KERNEL] = PaneLinks(kernel.kernel.file, kernel.lines, focus)

@@ -23,7 +23,8 @@ class RunPicker(ModalScreen):
         Binding("c", "mark", "compare"),
     ]
 
-    def __init__(self, runs: list[RunSummary], current: int | None, workspace: str, ranks: dict[int, str] | None = None):
+    def __init__(self, runs: list[RunSummary], current: int | None, workspace: str,
+                 ranks: dict[int, str] | None = None):
         super().__init__()
         self.runs = runs
         self.ranks = ranks or {}  # run id -> `1/2`: the runs of a distributed job's ranks
@@ -42,7 +43,8 @@ class RunPicker(ModalScreen):
                           "graphs", "kernels")
         for run in self.runs:
             rank = [self.ranks.get(run.id, "-")] if self.ranks else []
-            table.add_row(self._mark(run.id), str(run.id), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created)),
+            created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
+            table.add_row(self._mark(run.id), str(run.id), created,
                           display_path(run.target, self.workspace), *rank, run.device, run.mode, str(run.graph_count),
                           str(run.kernel_count), key=str(run.id))
         for index, run in enumerate(self.runs):

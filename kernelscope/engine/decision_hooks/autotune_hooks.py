@@ -244,7 +244,8 @@ def _replay_benchmark(log: DecisionLog, module, summary: str) -> tuple[float, st
     if recorded is not None:
         ms = recorded.timings.get("ms", math.inf)
         ms = math.inf if ms is None else float(ms)
-        log.add(_fusion_decision(key, ms, "replayed", f"replayed from {log.replay.source}", recorded.summary or summary))
+        log.add(_fusion_decision(key, ms, "replayed", f"replayed from {log.replay.source}",
+                                 recorded.summary or summary))
         return ms, path
     log.add(_fusion_decision(key or "module:?", 0.0, "guessed", GUESS_FUSION_RULE, summary))
     return 0.0, path

@@ -1,8 +1,9 @@
 """Generate Inductor's code for a graph without loading (compiling) it.
 
 Inductor writes and logs the wrapper as usual; `PyCodeCache.load_by_key_path` is
-replaced (`wrappers_kept`, a patch point of virtual-cuda and of cpu-triton) so the module is never imported (importing would compile every Triton
-kernel for the target). The program goes on by running the graph eagerly.
+replaced (`wrappers_kept`, a patch point of virtual-cuda and of cpu-triton) so the
+module is never imported (importing would compile every Triton kernel for the
+target). The program goes on by running the graph eagerly.
 """
 from __future__ import annotations
 

@@ -16,9 +16,10 @@ Two things stand in the way on a machine without a GPU:
 
 So, while `cuda_fake_tensors()` is active, FakeTensorMode is told the device is
 unavailable (`avoid_device_init`, its own switch for CPU-only builds: build on the
-CPU, move as a fake op, no real compute for cuda), and a fake cuda tensor is *CPU-backed*: its dispatch keys are the CPU's
-and the C++ `device()` query answers `cpu`, while every Python read — `t.device`, `t.is_cuda`, `t.get_device()`, which is what
-  AOTAutograd, the decompositions and Inductor consult — answers `cuda:0`.
+CPU, move as a fake op, no real compute for cuda), and a fake cuda tensor is
+*CPU-backed*: its dispatch keys are the CPU's and the C++ `device()` query answers
+`cpu`, while every Python read — `t.device`, `t.is_cuda`, `t.get_device()`, which is
+what AOTAutograd, the decompositions and Inductor consult — answers `cuda:0`.
 
 The C++ answer has a cost: C++ code that decides by device while AOTAutograd traces
 reads it too. Where that C++ code runs decides what it is told:

@@ -1,9 +1,10 @@
 """Initialization, configuration and the document lifecycle.
 
 The workspace root and options are taken at `initialize`; `initialized` starts
-the check for new runs (and, with `trusted: false`, logs that nothing is compiled). Opening, editing, saving or closing a document never
-compiles anything (saves rebuild only in watch mode, through the watch session's
-own file watcher); it only refreshes what is shown for that document.
+the check for new runs (and, with `trusted: false`, logs that nothing is compiled).
+Opening, editing, saving or closing a document never compiles anything (saves
+rebuild only in watch mode, through the watch session's own file watcher); it only
+refreshes what is shown for that document.
 """
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def setup(server) -> None:
             return
         if not server.options.trusted:
             server.log(f"kernelscope: {UNTRUSTED_WHY}.", types.MessageType.Warning)
-            message = (f"run {latest}" if latest is not None else "no runs") + " · untrusted workspace: compiling is off"
+            message = ((f"run {latest}" if latest is not None else "no runs")
+                       + " · untrusted workspace: compiling is off")
         else:
             message = f"run {latest}" if latest is not None else "no runs yet: run kernelscope.compile"
         server.set_state("idle", message, latest)

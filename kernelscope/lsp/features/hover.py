@@ -83,5 +83,6 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         hover += "\n\n" + render.collectives_text(collectives, links)
     device_time = render.device_time_suffix(view.file_line_times(document.location.path), line)
     if device_time:
-        hover += f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} (profiled; shared = the kernels also serve other lines)"
+        hover += (f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} "
+                  "(profiled; shared = the kernels also serve other lines)")
     return hover

@@ -251,7 +251,8 @@ def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
 def has_table(conn: sqlite3.Connection, table: str) -> bool:
     """Whether the store has `table` (a read-only store of an older version may lack the
     tables added since: their readers answer as for a run that recorded none)."""
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is not None
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+    return found is not None
 
 
 def _check_version(conn: sqlite3.Connection, db_path: Path, existing: set[str], writable: bool = True) -> None:
@@ -272,7 +273,8 @@ def _check_version(conn: sqlite3.Connection, db_path: Path, existing: set[str], 
         # recorded before them): the runs stay as they are.
         for statement in _statements(tables.ADDED_SINCE_VERSION[version]):
             conn.execute(statement)
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'store_schema_version'", (str(tables.STORE_SCHEMA_VERSION),))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'store_schema_version'",
+                     (str(tables.STORE_SCHEMA_VERSION),))
         return
     if version.isdigit() and int(version) < tables.STORE_SCHEMA_VERSION:
         raise StoreError(
@@ -286,7 +288,8 @@ def _check_version(conn: sqlite3.Connection, db_path: Path, existing: set[str], 
     if version != str(tables.STORE_SCHEMA_VERSION):
         raise StoreError(
             f"{db_path} has store schema version {version!r}, but this kernelscope reads version "
-            f"{tables.STORE_SCHEMA_VERSION}: upgrade kernelscope to read it (a newer one wrote it; nothing was changed), "
+            f"{tables.STORE_SCHEMA_VERSION}: upgrade kernelscope to read it "
+            "(a newer one wrote it; nothing was changed), "
             "or pass --store DIR to use a new store"
         )
 

@@ -284,7 +284,8 @@ class _DumpContext:
         builds = asm_dump.builds(conn, self.root, self.run_id, graph_id, self.portable, self.options.absolute_paths)
         kernels = []
         for row in conn.execute("SELECT * FROM kernels WHERE graph_id = ?", (graph_id,)):
-            inductor_nodes = None if row["inductor_nodes_json"] is None else sorted(json.loads(row["inductor_nodes_json"]))
+            inductor_nodes = (None if row["inductor_nodes_json"] is None
+                              else sorted(json.loads(row["inductor_nodes_json"])))
             kernels.append({
                 "name": row["name"],
                 "kind": row["kind"],
@@ -313,7 +314,8 @@ class _DumpContext:
             "kernels": sorted(kernels, key=lambda kernel: (kernel["name"], kernel["wrapper_lines"])),
             "wrapper_lines": lines.get(None, []),
             "wrapper_attributable": graph["wrapper_attributable"],
-            "inductor_mapping": None if graph["inductor_mapping_json"] is None else json.loads(graph["inductor_mapping_json"]),
+            "inductor_mapping": (None if graph["inductor_mapping_json"] is None
+                                 else json.loads(graph["inductor_mapping_json"])),
             "split": _split(conn, graph_id),
             "collectives": self.collectives(graph_id),
         }
@@ -326,7 +328,8 @@ class _DumpContext:
             model = None if row["model_file"] is None else self.frame(
                 row["model_file"], row["model_line"], row["model_function"], row["model_code"])
             found.append({
-                "node": row["node_name"], "op": row["op"], "role": row["role"], "peers": sorted(json.loads(row["peers_json"])),
+                "node": row["node_name"], "op": row["op"], "role": row["role"],
+                "peers": sorted(json.loads(row["peers_json"])),
                 "group": row["group_name"], "group_size": row["group_size"], "reduce_op": row["reduce_op"],
                 "bytes": row["bytes"], "issued_by": row["issued_by"], "style": row["style"], "frame": frame,
                 "redistribute": row["redistribute"], "model_line": model,

@@ -184,7 +184,8 @@ class AsmStore:
                  hashlib.sha256(data).hexdigest()),
             )
         self.conn.executemany(
-            "INSERT INTO asm_lines (kernel_id, stage, line, kernel_line, text, opcode, via) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO asm_lines (kernel_id, stage, line, kernel_line, text, opcode, via) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(kernel.kernel_id, line.stage, line.line, line.kernel_line, line.text, line.opcode, line.via)
              for line in built.lines],
         )

@@ -67,7 +67,8 @@ def read_run_decisions(conn: sqlite3.Connection, run_id: int) -> RunDecisions:
     decisions = [
         Decision(kind=row["kind"], key=row["key"], choice=row["choice"], origin=row["origin"], rule=row["rule"],
                  summary=row["summary"], where=row["location"], kernel=row["kernel_name"],
-                 timings={name: (math.inf if ms is None else ms) for name, ms in json.loads(row["timings_json"]).items()},
+                 timings={name: (math.inf if ms is None else ms)
+                          for name, ms in json.loads(row["timings_json"]).items()},
                  detail=json.loads(row["detail_json"]))
         for row in conn.execute("SELECT * FROM decisions WHERE run_id = ? ORDER BY position", (run_id,))
     ]

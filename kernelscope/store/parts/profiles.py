@@ -286,7 +286,8 @@ def annotate_query(conn: sqlite3.Connection, result) -> None:
     result.profile = _summary(row)
 
 
-def file_line_times(conn: sqlite3.Connection, run_id: int, file: str) -> tuple[dict[int, tuple[float, bool]], float] | None:
+def file_line_times(conn: sqlite3.Connection, run_id: int,
+                    file: str) -> tuple[dict[int, tuple[float, bool]], float] | None:
     """For editors (code lenses, hovers): line -> (device time per step, shared) of a source
     file's lines with kernels, and the step time; None when the run has no profile.
     `kernelscope.profile.report.time_label(us, us / step)` makes "0.42 ms · 31% of step"."""

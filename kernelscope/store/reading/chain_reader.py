@@ -84,7 +84,8 @@ class ChainReader:
         for frame in frames:
             lines_of_stack.setdefault(frame["stack_id"], []).append(frame["line"])
         rows = select_in(self.conn, "SELECT * FROM nodes WHERE stack_id IN ({})", lines_of_stack)
-        return [(row, line) for row in sorted(rows, key=lambda row: row["id"]) for line in lines_of_stack[row["stack_id"]]]
+        return [(row, line) for row in sorted(rows, key=lambda row: row["id"])
+                for line in lines_of_stack[row["stack_id"]]]
 
     def reason_at_source(self, row: sqlite3.Row) -> str:
         if self.via.get(row["id"]) == "call":

@@ -171,7 +171,8 @@ def build(conn: sqlite3.Connection, run_id: int, path: str, cache: bool = True, 
             else:
                 kernel_rows.setdefault(node_id, []).append((kernel_id, number, shared, value))
     calls: dict[int, list[int]] = {}
-    for kernel_id, wrapper_line in select_in(conn, "SELECT kernel_id, wrapper_line FROM kernel_calls WHERE kernel_id IN ({})",
+    for kernel_id, wrapper_line in select_in(conn,
+                                             "SELECT kernel_id, wrapper_line FROM kernel_calls WHERE kernel_id IN ({})",
                                              {k for ids in kernels_of_node.values() for k in ids}, plain=True):
         calls.setdefault(kernel_id, []).append(wrapper_line)
     order = {kernel_id: position for position, kernel_id in enumerate(kernels)}
@@ -236,7 +237,8 @@ def _line_keys(conn: sqlite3.Connection, posts: list[int], kernels_of_node: dict
     (its file's and its own)."""
     file_ids: dict[str, int] = {}
     own: dict[int, set[int]] = {}
-    for node_id, file, number in select_in(conn, "SELECT node_id, file, line FROM generated_lines WHERE node_id IN ({})",
+    for node_id, file, number in select_in(conn,
+                                           "SELECT node_id, file, line FROM generated_lines WHERE node_id IN ({})",
                                            posts, plain=True):
         file_id = file_ids.get(file)
         if file_id is None:
@@ -257,8 +259,9 @@ def _line_keys(conn: sqlite3.Connection, posts: list[int], kernels_of_node: dict
 
 
 def _overview(posts: set[int], direct_posts: set[int], pres: list[int], direct: set[int], info: dict[int, _Node],
-              nodes: _OverviewNodes, graphs: dict[int, GraphInfo], kernels: dict[int, KernelInfo], order: dict[int, int],
-              kernels_of_node: dict[int, list[int]], line_keys: dict[int, KeyParts]) -> list[GraphOverview]:
+              nodes: _OverviewNodes, graphs: dict[int, GraphInfo], kernels: dict[int, KernelInfo],
+              order: dict[int, int], kernels_of_node: dict[int, list[int]],
+              line_keys: dict[int, KeyParts]) -> list[GraphOverview]:
     """One line's answer counted per graph and module instance, as `StoreBackend.query(...,
     detail=False, rollup=True)` counts it (kernelscope.store.reading.rollup): a post-grad node is
     reached directly when it or a pre-grad node it came from is on the line, else via call."""

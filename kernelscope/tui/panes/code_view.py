@@ -200,7 +200,8 @@ class CodeView(ScrollView, can_focus=True):
         self.scroll_to(x=max(self.scroll_offset.x + delta, 0), animate=False)
 
     def action_next_linked(self, direction: int) -> None:
-        ordered = sorted(self.linked | self.markers) if self.role == "source" and not self.linked else sorted(self.linked)
+        ordered = (sorted(self.linked | self.markers) if self.role == "source" and not self.linked
+                   else sorted(self.linked))
         later = [line for line in ordered if (line - self.cursor_line) * direction > 0]
         if later:
             self.move_cursor(later[0] if direction > 0 else later[-1])
