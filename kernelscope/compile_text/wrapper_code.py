@@ -35,7 +35,7 @@ def read_layout(text: str) -> WrapperLayout:
     blocks: list[KernelBlock] = []
     handles: dict[int, tuple[str, int]] = {}
     call_start = call_end = 0
-    call_indent = None
+    call_indent = 0  # the indentation of `def call(...)`, set with call_start
     pending_handle: tuple[str, int] | None = None
     index = 0
     while index < len(lines):

@@ -95,7 +95,7 @@ def project_setting(workspace: Path) -> str | None:
         import tomllib
     except ImportError:  # Python 3.10
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib
         except ImportError:
             return None
     try:

@@ -60,7 +60,7 @@ def read_project_config(workspace: Path) -> ProjectConfig:
         import tomllib
     except ImportError:  # Python 3.10
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib
         except ImportError:
             return ProjectConfig(problem="reading pyproject.toml needs Python 3.11 or the tomli package")
     try:

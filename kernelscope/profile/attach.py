@@ -44,4 +44,7 @@ def attach_trace(store: StoreBackend, trace_path: str | Path, run_id: int | None
         warnings=result.warnings,
     )
     store.attach_profile(run_id, record)
-    return store.run(run_id).profile(), result
+    profile = store.run(run_id).profile()
+    if profile is None:  # deleted by another process since
+        raise StoreError(f"run {run_id} was deleted while its profile was attached")
+    return profile, result

@@ -72,7 +72,9 @@ class RunGraph:
         by_op: dict[str, list[RunKernel]] = defaultdict(list)
         for kernel in sorted((k for k in self.kernels if k.kind == "extern"),
                              key=lambda k: (k.wrapper_line or 0, k.name)):
-            by_op[kernel.op].append(kernel)
+            op = kernel.op
+            if op is not None:  # an extern call always has one
+                by_op[op].append(kernel)
         return by_op
 
 
@@ -138,7 +140,7 @@ def join(trace: Trace, graphs: list[RunGraph], run_label: str = "the run") -> Jo
         result.device_total_us += event.duration
         call, op = _graph_call_and_op(event)
         if call is None:
-            result.outside[_outside_label(event)] += event.duration
+            result.outside[_outside_label(event.launch)] += event.duration
             continue
         graph = graph_of_call[id(call)]
         kernel = graph.triton.get(event.name) or (graph.triton.get(op.name) if op is not None else None) \
@@ -285,11 +287,11 @@ def _extern_ops(trace: Trace, graph_of_call: dict[int, RunGraph]) -> dict[int, R
     return found
 
 
-def _outside_label(event: DeviceEvent) -> str:
+def _outside_label(launch: CpuEvent) -> str:
     """Which eager work launched device time outside the graphs: the op that issued the
     launch, under the outermost range around it (a ProfilerStep range aside)."""
-    enclosing = [e for e in event.enclosing() if not e.name.startswith(STEP_PREFIX)]
+    enclosing = [e for e in launch.ancestors() if not e.name.startswith(STEP_PREFIX)]
     if not enclosing:
-        return f"{event.launch.name} (no enclosing op)"
+        return f"{launch.name} (no enclosing op)"
     inner, outer = enclosing[0], enclosing[-1]
     return inner.name if inner.name == outer.name else f"{inner.name} (in {outer.name})"

@@ -26,6 +26,10 @@ def time_label(us: float | None, share: float | None) -> str:
     return f"{format_time(us)} · {format_share(share)} of step" if share is not None else format_time(us)
 
 
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
 def profile_data(profile: RunProfile, top: int = 10) -> dict:
     kernels = sorted(profile.kernels.values(), key=lambda k: (-k.device_time_us, k.graph, k.name))
     lines = sorted(line_times(profile).items(), key=lambda item: (-item[1][0], item[0]))
@@ -33,14 +37,14 @@ def profile_data(profile: RunProfile, top: int = 10) -> dict:
         **profile.summary(),
         "top_kernels": [
             {"graph": k.graph, "name": k.name, "kind": k.kind, "device_time_us": round(k.device_time_us, 3),
-             "step_share": None if k.step_share is None else round(k.step_share, 4),
+             "step_share": _rounded(k.step_share, 4),
              "calls_per_step": round(k.calls, 2), "shared": k.shared,
              "lines": [f"{file}:{line}" for file, line in k.lines]}
             for k in kernels[:top]
         ],
         "top_lines": [
             {"file": file, "line": line, "device_time_us": round(us, 3),
-             "step_share": None if profile.share(us) is None else round(profile.share(us), 4), "shared": shared}
+             "step_share": _rounded(profile.share(us), 4), "shared": shared}
             for (file, line), (us, shared) in lines[:top]
         ],
     }

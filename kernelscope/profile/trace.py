@@ -123,7 +123,9 @@ def parse_events(path: str, events: list, device_name: str = "") -> Trace:
             start, duration = float(event["ts"]), float(event.get("dur", 0.0))
         except (KeyError, TypeError, ValueError):
             continue
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        args = event.get("args")
+        if not isinstance(args, dict):
+            args = {}
         name = str(event.get("name", ""))
         if category in DEVICE_CATEGORIES:
             device.append(DeviceEvent(name, category, start, duration, _int_or_none(args.get("correlation"))))
@@ -137,7 +139,8 @@ def parse_events(path: str, events: list, device_name: str = "") -> Trace:
         raise TraceError(f"{path}: the trace holds no CPU or GPU events")
     _nest(cpu)
     for event in device:
-        event.launch = launches.get(event.correlation)
+        if event.correlation is not None:
+            event.launch = launches.get(event.correlation)
     steps = sorted((e for e in cpu if e.name.startswith(STEP_PREFIX) and e.category == "user_annotation"),
                    key=lambda e: e.start)
     device.sort(key=lambda e: e.start)

@@ -36,6 +36,12 @@ class Location:
     kernel: str | None = None  # kernel files (and their stage files) only
     line_count: int | None = None  # generated files only (source files are not copied)
 
+    def require_graph(self) -> GraphRef:
+        """The graph of a generated file (every one belongs to a graph; a source file to none)."""
+        if self.graph is None:
+            raise ValueError(f"{self.path} is a {self.kind} file: it belongs to no graph")
+        return self.graph
+
 
 @dataclass
 class SourceRef:

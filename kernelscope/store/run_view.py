@@ -23,6 +23,8 @@ from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
 from kernelscope.store.parts import asm_builds, decisions, distributed, profiles
+from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
+from kernelscope.store.parts.distributed import CollectiveRef, RankRef
 from kernelscope.store.reading import (
     graphs_and_kernels,
     line_overviews,
@@ -34,6 +36,7 @@ from kernelscope.store.reading import (
     source_index,
 )
 from kernelscope.store.reading.answer_cache import cached, db_key
+from kernelscope.store.reading.source_index import LineAnswer, SourceLineSummary
 from kernelscope.store.results import (
     ASM,
     SOURCE,
@@ -166,11 +169,11 @@ class RunView:
         numbers, graph and wrapper lines), answered at once and cached per file."""
         return source_index.file_index(self._conn, self.id, self._source(path).path)
 
-    def source_line(self, path: str | Path | Location, line: int) -> source_index.LineAnswer:
+    def source_line(self, path: str | Path | Location, line: int) -> LineAnswer:
         """What one model source line became, from the file's source index."""
         return source_index.source_line(self._conn, self.id, self._source(path).path, line)
 
-    def line_summaries(self, path: str | Path | Location) -> dict[int, source_index.SourceLineSummary]:
+    def line_summaries(self, path: str | Path | Location) -> dict[int, SourceLineSummary]:
         """Per line of a source file: its kernels and the lines fused with it (lenses, hints)."""
         return source_index.line_summaries(self._conn, self.id, self._source(path).path)
 
@@ -267,18 +270,18 @@ class RunView:
         return [kernel.file for kernel in asm.pending(self.id, kernel_ids)]
 
     def asm_below(self, kernel_file: str, kernel_lines: Sequence[int],
-                  stages: tuple[str, ...] = STAGES) -> asm_builds.KernelBelow:
+                  stages: tuple[str, ...] = STAGES) -> KernelBelow:
         """The build of the kernel stored at `kernel_file` (info None: not built yet) and the
         stage lines its `kernel_lines` became."""
         return self._asm().below(kernel_file, list(kernel_lines), stages)
 
-    def asm_file(self, path: str | Path | Location) -> asm_builds.AsmFileRef | None:
+    def asm_file(self, path: str | Path | Location) -> AsmFileRef | None:
         """What a stage file (`runs/3/asm/.../k.sass`) is: kernel, stage, lines; None for other files."""
         location = path if isinstance(path, Location) else self.locate(path)
         return self._asm().locate(location.path) if location.kind == ASM else None
 
     def asm_line(self, path: str | Path | Location, line: int, direction: str = "up",
-                 module: str | Sequence[str] | None = None, direct_only: bool = False) -> asm_builds.AsmLineAnswer:
+                 module: str | Sequence[str] | None = None, direct_only: bool = False) -> AsmLineAnswer:
         """A line of a stage file up the chain: the kernel line(s) it came from and the chain of
         each (`query` of the kernel file's line, in `direction`, with `module` and `direct_only`)."""
         ref = self.asm_file(path)
@@ -291,7 +294,7 @@ class RunView:
         chains = [self.query_at(kernel, kernel_line, direction, module, direct_only)
                   for kernel_line in sorted({asm_line.kernel_line for asm_line in lines})]
         text = lines[0].text if lines else _line_of(self._store.absolute_path(ref.path), line)
-        return asm_builds.AsmLineAnswer(ref, line, text, lines, chains)
+        return AsmLineAnswer(ref, line, text, lines, chains)
 
     # -- distributed jobs (kernelscope.store.parts.distributed) -----------------------------
 
@@ -300,7 +303,7 @@ class RunView:
         DDP split part, collectives and compute/communication order."""
         return distributed.distributed_run(self._conn, self.id, self._store.root)
 
-    def collectives_at(self, location: Location, line: int) -> list[distributed.CollectiveRef]:
+    def collectives_at(self, location: Location, line: int) -> list[CollectiveRef]:
         """The collectives a wrapper, post-grad or model source line issues or waits on."""
         return distributed.collectives_at(self._conn, location, line)
 
@@ -309,11 +312,11 @@ class RunView:
         return cached(("has collectives", db_key(self._conn), self.id),
                       lambda: distributed.has_collectives(self._conn, self.id))
 
-    def rank(self) -> distributed.RankRef | None:
+    def rank(self) -> RankRef | None:
         """The run's rank in its distributed job (None for a run of one process)."""
         return distributed.rank_of(self._conn, self.id)
 
-    def file_collectives(self, path: str | Path | Location) -> dict[int, list[distributed.CollectiveRef]]:
+    def file_collectives(self, path: str | Path | Location) -> dict[int, list[CollectiveRef]]:
         """Line -> the collectives of a model source file's line: those its nodes issue or wait
         on, and those it needed (the collective's model line), cached per file."""
         location = self._source(path)

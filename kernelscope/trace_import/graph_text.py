@@ -45,10 +45,11 @@ def parse_graph(text: str) -> ParsedGraph:
     lines = [_ANSI.sub("", line) for line in text.splitlines()]
     graph_lines = node_lines("\n".join(lines))
     parsed = ParsedGraph()
-    start = next((i for i, line in enumerate(lines) if _DEF.match(line)), None)
-    if start is None:
+    first_def = next(((i, match) for i, line in enumerate(lines) if (match := _DEF.match(line))), None)
+    if first_def is None:
         return parsed
-    def_indent = len(_DEF.match(lines[start]).group(1))
+    start, definition = first_def
+    def_indent = len(definition.group(1))
     signature, index = _signature(lines, start, def_indent)
     placeholders: dict[str, FxNode] = {}
     for name in signature:
@@ -127,7 +128,8 @@ def _op_and_target(rhs: str, known: set[str]) -> tuple[str, str]:
         if owner in known:
             return "call_method", method
         return "call_function", dotted
-    if _GETITEM.match(rhs) and _GETITEM.match(rhs).group(1) in known:
+    getitem = _GETITEM.match(rhs)
+    if getitem and getitem.group(1) in known:
         return "call_function", "_operator.getitem"
     if rhs.startswith("self."):
         return "get_attr", rhs[len("self."):]

@@ -152,9 +152,13 @@ def _finish(pending, payload_lines, interned, wants_payload, stats, fail) -> Tra
     text, line = pending
     try:
         metadata = json.loads(text)
-    except ValueError as error:
+    except json.JSONDecodeError as error:
         stats.malformed += 1
         fail(line, f"metadata is not valid JSON ({error.msg} at column {error.colno}; truncated line?)")
+        return None
+    except UnicodeDecodeError:  # json.loads decodes the bytes first
+        stats.malformed += 1
+        fail(line, "metadata is not UTF-8")
         return None
     if not isinstance(metadata, dict) or not metadata:
         stats.malformed += 1

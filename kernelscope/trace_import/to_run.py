@@ -127,7 +127,9 @@ def _guess_kind(log: RankLog, compile_) -> str:
 
 
 def _link_pre_grad(graph: GraphRecord, mapping: dict, from_comments: dict[str, list[str]]) -> None:
-    post_to_pre = mapping.get("postToPre") if isinstance(mapping.get("postToPre"), dict) else {}
+    post_to_pre = mapping.get("postToPre")
+    if not isinstance(post_to_pre, dict):
+        post_to_pre = {}
     pre_names = {node.name for node in graph.pre_grad_nodes}
     by_source: dict[tuple[str, int], list[str]] = {}
     for node in graph.pre_grad_nodes:
@@ -180,17 +182,17 @@ def _sources_from_kernel_stack_traces(graph: GraphRecord, traces: dict) -> None:
     every_stack = {line: stack for stacks in stacks_by_kernel.values() for line, stack in stacks.items()}
     by_name = {node.name: node for node in graph.post_grad_nodes}
     for kernel in graph.kernels:
-        stacks = stacks_by_kernel.get(kernel.name.split("#")[0] if kernel.kind == "extern" else kernel.name)
-        if not stacks:
+        kernel_stacks = stacks_by_kernel.get(kernel.name.split("#")[0] if kernel.kind == "extern" else kernel.name)
+        if not kernel_stacks:
             continue
         for name in kernel.nodes:
             node = by_name.get(name)
             if node is not None and node.source is None and node.op == "call_function":
-                stack = next(iter(stacks.values()))
+                stack = next(iter(kernel_stacks.values()))
                 node.source, node.source_via = stack[-1], f"kernel stack trace of {kernel.name}"
                 node.stack = list(stack)
             elif node is not None and node.source is not None:
-                node.stack = list(stacks.get((node.source.file, node.source.line), node.stack))
+                node.stack = list(kernel_stacks.get((node.source.file, node.source.line), node.stack))
     for node in [*graph.pre_grad_nodes, *graph.post_grad_nodes]:
         if node.source is not None and not node.stack:
             node.stack = list(every_stack.get((node.source.file, node.source.line), [node.source]))
@@ -203,7 +205,11 @@ _TORCH_FILE = re.compile(r"[/\\](?:site|dist)-packages[/\\]torch[/\\]")
 
 
 def _remap(location: SourceLocation | None, path_map) -> SourceLocation | None:
-    if location is None or not path_map:
+    return None if location is None else _remap_frame(location, path_map)
+
+
+def _remap_frame(location: SourceLocation, path_map) -> SourceLocation:
+    if not path_map:
         return location
     for old, new in path_map:
         if location.file == old or location.file.startswith(old.rstrip("/") + "/"):
@@ -218,10 +224,10 @@ def _map_paths(graphs: list[GraphRecord], path_map) -> None:
     for graph in graphs:
         for node in [*graph.pre_grad_nodes, *graph.post_grad_nodes]:
             node.source = _remap(node.source, path_map)
-            node.stack = [_remap(frame, path_map) for frame in node.stack]
+            node.stack = [_remap_frame(frame, path_map) for frame in node.stack]
 
 
 def _map_break(brk: GraphBreak, path_map) -> GraphBreak:
     brk.source = _remap(brk.source, path_map)
-    brk.stack = [_remap(frame, path_map) for frame in brk.stack]
+    brk.stack = [_remap_frame(frame, path_map) for frame in brk.stack]
     return brk

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 _END_OF_OUTPUT = object()
 STDERR_TAIL_LINES = 40
@@ -57,6 +58,13 @@ def describe_exit(returncode: int | None) -> str:
         except ValueError:
             return f"killed by signal {-returncode}"
     return f"exited with status {returncode}"
+
+
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """One of the worker's pipes (`start` opens all three: None only for a process started otherwise)."""
+    if stream is None:
+        raise RuntimeError("the engine worker was started without its pipes")
+    return stream
 
 
 class WorkerClient:
@@ -143,8 +151,8 @@ class WorkerClient:
             return
         if self._request_lock.acquire(blocking=False):
             try:
-                self._send({"jsonrpc": "2.0", "id": next(self._ids), "method": "shutdown", "params": {}})
-                process.stdin.close()
+                self._send(process, {"jsonrpc": "2.0", "id": next(self._ids), "method": "shutdown", "params": {}})
+                _pipe(process.stdin).close()
                 process.wait(timeout=timeout)
             except (OSError, subprocess.TimeoutExpired):
                 pass
@@ -168,7 +176,7 @@ class WorkerClient:
                 raise WorkerCrashed("the worker is not started", None, [])
             request_id = next(self._ids)
             try:
-                self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+                self._send(process, {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
             except OSError:
                 raise self._crashed(process, unheard=True) from None
             heard = False
@@ -199,9 +207,10 @@ class WorkerClient:
                     raise WorkerRequestError(error.get("code", 0), error.get("message", ""), error.get("data"))
                 return message.get("result")
 
-    def _send(self, message: dict) -> None:
-        self._process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
-        self._process.stdin.flush()
+    def _send(self, process: subprocess.Popen, message: dict) -> None:
+        stdin = _pipe(process.stdin)
+        stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+        stdin.flush()
 
     def _crashed(self, process: subprocess.Popen, unheard: bool = False) -> WorkerCrashed:
         try:
@@ -217,7 +226,7 @@ class WorkerClient:
     # -- reader threads --------------------------------------------------------------
 
     def _read_messages(self, process: subprocess.Popen, messages: queue.Queue) -> None:
-        for raw in process.stdout:
+        for raw in _pipe(process.stdout):
             try:
                 message = json.loads(raw)
             except ValueError:
@@ -228,7 +237,7 @@ class WorkerClient:
         messages.put(_END_OF_OUTPUT)
 
     def _read_stderr(self, process: subprocess.Popen) -> None:
-        for raw in process.stderr:
+        for raw in _pipe(process.stderr):
             self._output(raw.decode("utf-8", errors="replace").rstrip("\n"))
 
     def _output(self, line: str) -> None:

@@ -1,4 +1,4 @@
-"""SQL helpers shared by the store's readers."""
+"""SQL helpers shared by the store's readers and writers."""
 from __future__ import annotations
 
 import sqlite3
@@ -19,3 +19,12 @@ def select_in(conn: sqlite3.Connection, sql: str, ids: Iterable[int], plain: boo
         chunk = ids[start:start + _CHUNK]
         rows += cursor.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
     return rows
+
+
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The rowid of the row `cursor`'s INSERT just made (sqlite3 types `lastrowid` as
+    `int | None`: None only before any INSERT)."""
+    rowid = cursor.lastrowid
+    if rowid is None:
+        raise sqlite3.InterfaceError("no row was inserted")
+    return rowid

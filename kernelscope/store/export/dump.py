@@ -252,7 +252,7 @@ class _DumpContext:
             (graph_id,),
         ):
             from_pre_grad.setdefault(row["post_node_id"], []).append(row["pre_node_name"])
-        nodes = {"pre": [], "post": []}
+        nodes: dict[str, list[dict]] = {"pre": [], "post": []}
         for row in conn.execute("SELECT * FROM nodes WHERE graph_id = ?", (graph_id,)):
             nodes[row["stage"]].append({
                 "name": row["name"],
@@ -418,7 +418,8 @@ def load_schema(version: str = SCHEMA_VERSION) -> dict:
     """The JSON Schema of dump format `version` (the current one by default)."""
     from importlib import resources  # only validation needs the schema files
 
-    resource = resources.files("kernelscope").joinpath(*SCHEMA_RESOURCES[version])
+    folder, name = SCHEMA_RESOURCES[version]
+    resource = resources.files("kernelscope").joinpath(folder).joinpath(name)  # one part per call on Python 3.10
     return json.loads(resource.read_text(encoding="utf-8"))
 
 

@@ -135,7 +135,7 @@ class AsmStore:
             if self.conn.execute("SELECT 1 FROM kernel_asm WHERE kernel_id = ?", (kernel.kernel_id,)).fetchone():
                 self.conn.execute("ROLLBACK")
                 return False
-            if built is None:
+            if built is None or staging is None:  # staging: made when (and only when) built is
                 self._insert_error(kernel, error or "unknown error", seconds)
             else:
                 self._insert_build(kernel, built, directory, staging)
@@ -259,7 +259,8 @@ class AsmStore:
         kernel_id = self.kernel_ids_of_files([kernel_file]).get(kernel_file)
         info = None if kernel_id is None else self.infos([kernel_id]).get(kernel_id)
         name = info.name if info is not None else kernel_file.rsplit("/", 1)[-1].removesuffix(".py")
-        lines = self.lines_down(kernel_id, kernel_lines, stages) if info is not None and info.facts else []
+        lines = (self.lines_down(kernel_id, kernel_lines, stages)
+                 if kernel_id is not None and info is not None and info.facts else [])
         return KernelBelow(name, kernel_file, sorted(set(kernel_lines)), info, lines)
 
 

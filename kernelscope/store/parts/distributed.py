@@ -326,6 +326,10 @@ def _collective_refs(conn: sqlite3.Connection, rows: list) -> list[CollectiveRef
                                 "AND reason LIKE 'calls extern kernel%' ORDER BY line",
                           {node_id for node_id in [*nodes, *peer_ids.values()] if node_id is not None}):
         call_lines.setdefault(line["node_id"], []).append(line["line"])
+
+    def calls_of(node_id: int | None) -> list[int]:
+        return call_lines.get(node_id, []) if node_id is not None else []
+
     refs = []
     for row in rows:
         node = nodes.get(row["node_id"])
@@ -353,7 +357,7 @@ def _collective_refs(conn: sqlite3.Connection, rows: list) -> list[CollectiveRef
             stack=stacks.get(node["stack_id"], []) if node is not None else [],
             lineage=lineage, wrapper_file=wrappers.get(row["graph_id"], ""),
             wrapper_lines=call_lines.get(row["node_id"], []),
-            peer_lines={peer: call_lines.get(peer_ids.get((row["graph_id"], peer)), [])
+            peer_lines={peer: calls_of(peer_ids.get((row["graph_id"], peer)))
                         for peer in json.loads(row["peers_json"])},
         ))
     return refs

@@ -209,7 +209,7 @@ def kernel_source_lines(conn: sqlite3.Connection, run_id: int) -> dict[int, list
 
 def line_times(profile: RunProfile) -> dict[tuple[str, int], tuple[float, bool]]:
     """(file, line) -> (device time per step of the kernels on that line, whether any is shared)."""
-    found: dict[tuple[str, int], list] = {}
+    found: dict[tuple[str, int], tuple[float, bool]] = {}
     for kernel in profile.kernels.values():
         for line in kernel.lines:
             total, shared = found.get(line, (0.0, False))
@@ -277,7 +277,7 @@ def annotate_query(conn: sqlite3.Connection, result) -> None:
     for chain in result.graphs:
         for kernel in chain.kernels:
             kernel_id = kernel_ids.get((chain.graph.id, kernel.name))
-            kernel.device_time_us = round(times.get(kernel_id, 0.0), 3)
+            kernel.device_time_us = round(times.get(kernel_id, 0.0), 3) if kernel_id is not None else 0.0
             kernel.shared = kernel_id in shared
         for source in chain.sources:
             ids = source_kernels[(source.file, source.line)].get(source.line, set())
@@ -397,7 +397,8 @@ def annotate_kernels(conn: sqlite3.Connection, run_id: int, kernels) -> RunProfi
     ):
         by_key[(row[1], row[2])] = row[0]
     for kernel in kernels:
-        timed = profile.kernels.get(by_key.get((kernel.graph, kernel.name)))
+        kernel_id = by_key.get((kernel.graph, kernel.name))
+        timed = profile.kernels.get(kernel_id) if kernel_id is not None else None
         kernel.device_time_us = round(timed.device_time_us, 3) if timed else 0.0
         kernel.shared = bool(timed and timed.shared)
     return profile

@@ -108,7 +108,7 @@ class ChainReader:
     def nodes_at_graph_line(self, location: Location, stage: str, line: int) -> list[sqlite3.Row]:
         return self.conn.execute(
             "SELECT * FROM nodes WHERE graph_id = ? AND stage = ? AND graph_line = ? ORDER BY id",
-            (location.graph.id, stage, line),
+            (location.require_graph().id, stage, line),
         ).fetchall()
 
     def post_nodes_from_pre(self, pre_rows: list[sqlite3.Row]) -> list[tuple[sqlite3.Row, str]]:
@@ -244,7 +244,8 @@ class ChainReader:
             return
         kernel_lines = [row for row in line_rows if row["kernel_id"] is not None]
         for line_ref in line_refs(kernel_lines, self):
-            refs[line_ref.kernel_id].lines.append(line_ref.ref)
+            if line_ref.kernel_id is not None:  # always: these are kernel lines
+                refs[line_ref.kernel_id].lines.append(line_ref.ref)
         for call in sorted(calls, key=lambda row: row["wrapper_line"]):
             kernel = kernels[call["kernel_id"]]
             reason = "calls extern kernel" if kernel["kind"] == "extern" else "launches kernel"
@@ -255,17 +256,18 @@ class ChainReader:
 
     def add_launched_kernels(self, chains: dict[int, GraphChain], location: Location, line: int) -> None:
         """Down from a wrapper line: the kernels it launches or calls."""
+        graph = location.require_graph()
         rows = self.conn.execute(
             "SELECT k.* FROM kernel_calls kc JOIN kernels k ON k.id = kc.kernel_id "
             "WHERE kc.graph_id = ? AND kc.wrapper_line = ? ORDER BY k.position",
-            (location.graph.id, line),
+            (graph.id, line),
         ).fetchall()
-        if rows and location.graph.id not in chains:
-            chains[location.graph.id] = GraphChain(graph=location.graph)
+        if rows and graph.id not in chains:
+            chains[graph.id] = GraphChain(graph=graph)
         for row in rows:
             nodes = [node["node_name"] for node in self.conn.execute(
                 "SELECT node_name FROM kernel_nodes WHERE kernel_id = ? ORDER BY position", (row["id"],))]
-            chains[location.graph.id].kernels.append(
+            chains[graph.id].kernels.append(
                 KernelRef(name=row["name"], kind=row["kind"], file=row["file"], nodes=sorted(set(nodes)),
                           reason="launched here")
             )

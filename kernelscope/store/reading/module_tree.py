@@ -32,14 +32,15 @@ def _build(conn: sqlite3.Connection, run_id: int) -> list[InstanceGroup]:
         classes.setdefault(path, "")
         if stage == "post":
             own_nodes[path] += count
-    kernels_of: dict[str, set[tuple[str, str, str]]] = {}  # path -> (kind, graph kind, name or op) reached
+    # path -> (kind, graph kind, name or op, kernel id) of the kernels it reaches
+    kernels_of: dict[str, set[tuple[str, str, str, int]]] = {}
     for path, kind, graph_kind, name, kernel_id in conn.execute(
             """SELECT DISTINCT n.module_path, k.kind, g.kind, k.name, k.id FROM kernels k
                JOIN graphs g ON g.id = k.graph_id JOIN kernel_nodes kn ON kn.kernel_id = k.id
                JOIN nodes n ON n.id = kn.node_id WHERE k.run_id = ? AND n.module_path != ''""", (run_id,)):
         kernels_of.setdefault(path, set()).add((kind, graph_kind, name, kernel_id))
 
-    every = set()
+    every: set[str] = set()
     for path in classes:
         parts = path.split(".")
         every.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))

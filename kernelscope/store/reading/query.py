@@ -93,7 +93,7 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
         if origin_rows and not text:
             result.text = origin_rows[0]["text"]
         node_ids = [row["node_id"] for row in origin_rows if row["node_id"] is not None]
-        reasons = {}
+        reasons: dict[int, list[str]] = {}
         for row in origin_rows:
             if row["node_id"] is not None:
                 reasons.setdefault(row["node_id"], []).append(row["reason"])
@@ -154,7 +154,7 @@ def lines_for_file(conn: sqlite3.Connection, location: Location) -> FileLinks:
             stage = "pre" if location.kind == PRE_GRAD else "post"
             rows = conn.execute(
                 "SELECT * FROM nodes WHERE graph_id = ? AND stage = ? AND graph_line > 0 ORDER BY id",
-                (location.graph.id, stage),
+                (location.require_graph().id, stage),
             ).fetchall()
             line_of = {row["id"]: [row["graph_line"]] for row in rows}
             reason_of = {row["id"]: "defined at this line" for row in rows}
@@ -182,7 +182,7 @@ def lines_for_file(conn: sqlite3.Connection, location: Location) -> FileLinks:
                     for name in sorted(kernels_of_post.get(post_id, ())):
                         add_unique(links.kernels, name)
     else:
-        graph = location.graph
+        graph = location.require_graph()
         for row in conn.execute(
             "SELECT line, node_name, reason FROM generated_lines WHERE file = ? ORDER BY line, origin_index, id",
             (location.path,),

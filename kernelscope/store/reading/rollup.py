@@ -4,7 +4,8 @@ query (`StoreBackend.query(..., rollup=True)`) and the line overviews built with
 source index, so both count the same way."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import SimpleNamespace
 
 from kernelscope.store.results import GraphChain, ModuleSummary
 
@@ -15,9 +16,10 @@ class KeyParts(tuple):
     launched once per layer, so sharing the sets keeps an outer line's count linear."""
 
 
-def module_summaries(chain: GraphChain, line_keys: dict[str, set | KeyParts],
+def module_summaries(chain: GraphChain | SimpleNamespace, line_keys: Mapping[str, set | KeyParts],
                      group_of: Callable[[str], str] | None = None) -> list[ModuleSummary]:
-    """Per module instance of the chain's nodes (or per group, `group_of(instance path)`,
+    """Per module instance of the chain's nodes (a GraphChain, or the source index's
+    namespace of the same shape) (or per group, `group_of(instance path)`,
     e.g. `blocks.0.attn.qkv` -> `blocks.0`): its post-grad nodes, Triton and extern
     kernels, distinct generated lines (`line_keys`: per post-grad node, a set of line
     keys or KeyParts) and direct source lines, in graph order."""

@@ -121,7 +121,7 @@ class _Node(NamedTuple):
 
 class _Source(NamedTuple):
     file: str
-    line: int
+    line: int | None  # as stored (a node recorded with a source file has its line)
 
 
 def build(conn: sqlite3.Connection, run_id: int, path: str, cache: bool = True, overviews: bool = False,

@@ -21,6 +21,7 @@ from pathlib import Path
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.database import connection
+from kernelscope.store.database.sql import inserted_id
 from kernelscope.store.writing import writer
 
 
@@ -153,10 +154,11 @@ def _copy_rows(source: sqlite3.Connection, conn: sqlite3.Connection, table: _Tab
     elif "run_id" in table.columns:
         rows = source.execute(f"SELECT * FROM {table.name} WHERE run_id = ?", (run_id,)).fetchall()
     else:  # reached through a parent (node_links through nodes, kernel_nodes through kernels, ...)
-        column, parent = next(((column, parent) for column, parent in table.references.items()
-                               if parent in ids and column in table.required), (None, None))
-        if column is None:
+        reference = next(((column, parent) for column, parent in table.references.items()
+                          if parent in ids and column in table.required), None)
+        if reference is None:
             return
+        column, parent = reference
         rows = []
         parent_ids = sorted(ids[parent])
         for start in range(0, len(parent_ids), 500):
@@ -179,17 +181,17 @@ def _copy_rows(source: sqlite3.Connection, conn: sqlite3.Connection, table: _Tab
         values = []
         for column in columns:
             value = row[table.columns.index(column)]
-            parent = table.references.get(column)
+            referenced = table.references.get(column)
             if table.name != "runs" and column == "run_id":
                 value = new_run
-            elif parent is not None and value is not None:
-                value = ids.get(parent, {}).get(value)
+            elif referenced is not None and value is not None:
+                value = ids.get(referenced, {}).get(value)
             elif isinstance(value, str) and value.startswith(old_prefix) and new_run is not None \
                     and is_generated(value):
                 value = f"{paths.run_dir(new_run)}/" + value[len(old_prefix):]
             values.append(value)
         cursor = conn.execute(insert, values)
         if table.integer_id:
-            mapping[row[table.columns.index("id")]] = cursor.lastrowid
+            mapping[row[table.columns.index("id")]] = inserted_id(cursor)
         if table.name == "runs":
             new_run = mapping[run_id]

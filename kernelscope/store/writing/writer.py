@@ -27,6 +27,7 @@ from kernelscope.errors import StoreError
 from kernelscope.run_record import FxNode, GraphRecord, LineOrigin, RunRecord, SourceLocation
 from kernelscope.store import paths, places
 from kernelscope.store.database import connection
+from kernelscope.store.database.sql import inserted_id
 from kernelscope.store.parts import decisions
 from kernelscope.store.parts.distributed import code_digest
 from kernelscope.store.reading import line_overviews
@@ -103,7 +104,7 @@ def _insert_run(conn: sqlite3.Connection, record: RunRecord, root: Path) -> int:
             sum(len(graph.kernels) for graph in record.graphs),
         ),
     )
-    return cursor.lastrowid
+    return inserted_id(cursor)
 
 
 @dataclass
@@ -161,7 +162,7 @@ class _RunWriter:
                 None if graph.inductor_mapping is None else _json(graph.inductor_mapping),
             ),
         )
-        ids = _GraphIds(graph_id=cursor.lastrowid)
+        ids = _GraphIds(graph_id=inserted_id(cursor))
         for kind, text in (
             ("pre_grad", graph.pre_grad_text),
             ("post_grad", graph.post_grad_text),
@@ -188,7 +189,7 @@ class _RunWriter:
                  *source, node.source_via, node.graph_line, self._stack_id(stack),
                  node.module_path, node.module_class, _json(lineage) if lineage else None),
             )
-            by_name[node.name] = cursor.lastrowid
+            by_name[node.name] = inserted_id(cursor)
         return by_name
 
     def _stack_id(self, stack: list[SourceLocation]) -> int | None:
@@ -197,9 +198,9 @@ class _RunWriter:
             return None
         frames = tuple(map(self._source_columns, stack))
         if frames not in self.stack_ids:
-            stack_id = self.conn.execute(
+            stack_id = inserted_id(self.conn.execute(
                 "INSERT INTO stacks (run_id, size) VALUES (?, ?)", (self.run_id, len(frames))
-            ).lastrowid
+            ))
             self.conn.executemany(
                 """INSERT INTO stack_frames (stack_id, depth, run_id, file, line, function, code)
                    VALUES (?, ?, ?, ?, ?, ?, ?)""",
@@ -254,7 +255,7 @@ class _RunWriter:
                 (self.run_id, ids.graph_id, position, kernel.name, kernel.kind, file,
                  None if kernel.inductor_nodes is None else _json(kernel.inductor_nodes)),
             )
-            kernel_id = cursor.lastrowid
+            kernel_id = inserted_id(cursor)
             self.kernel_ids.setdefault((graph.key, kernel.name), kernel_id)
             if file is not None:
                 self._write_file(file, "kernel", kernel.source, ids.graph_id, kernel_id)
@@ -279,7 +280,7 @@ class _RunWriter:
     def _insert_lines(self, origins: list[LineOrigin], file: str, ids: _GraphIds, kernel_id: int | None) -> None:
         rows = []
         for origin_index, origin in enumerate(origins):
-            for name in origin.nodes or [None]:
+            for name in origin.nodes if origin.nodes else (None,):
                 rows.append((
                     self.run_id, ids.graph_id, kernel_id, file, origin.line, origin.text,
                     origin.reason, origin_index, name, None if name is None else ids.post_nodes.get(name),
