@@ -13,7 +13,8 @@ os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 # The model zoo builds transformers models from configs; nothing may be downloaded.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent  # the checkout: test files import REPO, DATA, ... from here
+DATA = REPO / "tests" / "data"  # models and files the tests share (also named by bench/ and scripts/)
 EXAMPLES = REPO / "examples"
 ZOO = REPO / "bench" / "models"
 

@@ -380,6 +380,57 @@ def make_big_run(workspace: Path, kernel_count: int) -> RunRecord:
                      workspace=str(workspace), graphs=[graph])
 
 
+# -- one rank of a tensor-parallel job (tests/engine/test_distributed.py, the LSP and TUI ones) --
+
+STYLE = "torch/distributed/tensor/parallel/style.py"
+RANK_FW_WRAPPER = "runs/{run}/graphs/0_0_0-forward/wrapper.py"  # a rank run's forward wrapper in its store
+
+
+def rank_run(workspace: Path, rank: int, world_size: int = 2, job: str = "torchrun:abc", created: float = 0.0):
+    """The MLP run as one rank of a tensor-parallel job: fc2's addmm stands for an all_reduce
+    (RowwiseParallel's output), its backward is a DDP split part."""
+    from kernelscope.run_record import Collective, GraphSplit, RankInfo
+
+    run = make_mlp_run(workspace, created=created or 1_763_800_000.0 + rank)
+    run.rank = RankInfo(rank=rank, world_size=world_size, job=job, backend="gloo", local_rank=rank)
+    forward, backward = run.graphs
+    fc2 = next(node for node in forward.post_grad_nodes if node.name == "addmm_1")
+    fc2.module_path, fc2.module_class = "fc2", "torch.nn.modules.linear.Linear"
+    forward.collectives = [Collective(
+        node="addmm_1", op="all_reduce", role="issue", peers=[], group="0", group_size=world_size,
+        reduce_op="sum", bytes=1024, issued_by="RowwiseParallel output", style="RowwiseParallel",
+        frame=SourceLocation(STYLE, 298, "_prepare_output_fn", "outputs = outputs.redistribute(...)"),
+        redistribute="P(sum) -> R", model_line=fc2.source)]
+    backward.split = GraphSplit(part=1, parts=2, params=["fc2.weight", "fc2.bias"], bucket_bytes=8320,
+                                cap_bytes=1 << 20, splitter="DDPOptimizer")
+    return run
+
+
+# -- a hand-made build below the kernel (tests/asm/test_asm.py, tests/lsp/test_lsp_asm.py) --
+
+
+def write_hand_made_build(store, run_id: int) -> tuple[str, int]:
+    """Store a build of the forward GELU kernel whose SASS line 3 came from its erf line:
+    (the kernel file, the erf line)."""
+    from kernelscope.asm.model import AsmFacts, AsmLine, KernelAsm, LaunchConfig, Occupancy
+
+    [pending] = [kernel for kernel in store.asm.pending(run_id) if "0_0_0-forward" in kernel.file]
+    erf = next(number for number, text in enumerate(store.absolute_path(pending.file).read_text().splitlines(), 1)
+               if "libdevice.erf" in text)
+    config = LaunchConfig.of({"XBLOCK": 512}, 4, 1)
+    facts = AsmFacts(arch="sm_90", config=config, candidates=[config], chosen_by="the kernel's only config",
+                     registers=16, spill_bytes=0, spill_load_bytes=0, local_bytes=0, local_stores=0, local_loads=0,
+                     shared_bytes=0, num_warps=4, num_stages=1, occupancy=Occupancy(16, 64, 64, "warps"),
+                     instructions=2, mix={"special function": 1, "control": 1})
+    built = KernelAsm(pending.name, facts, {"ttir": "", "ttgir": "", "ptx": "ex2.approx.f32 %f1, %f0;\n",
+                                            "sass": ".text:\n.L_x_0:\n  MUFU.EX2 R0, R0 ;\n  EXIT ;\n"},
+                      [AsmLine("ptx", 1, erf, "ex2.approx.f32 %f1, %f0;", "ex2.approx.f32"),
+                       AsmLine("sass", 3, erf, "MUFU.EX2 R0, R0", "MUFU.EX2"),
+                       AsmLine("sass", 4, erf + 3, "EXIT", "EXIT")])
+    assert store.asm.write(pending, built)
+    return pending.file, erf
+
+
 # -- pytest fixtures (import them into a test module to use them) -------------------
 
 import pytest  # noqa: E402

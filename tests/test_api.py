@@ -16,13 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from synthetic_runs import GELU_LINE, make_mlp_run, mlp_store, workspace  # noqa: F401  (fixtures)
 
 import kernelscope
 import kernelscope.cli
 from kernelscope.errors import CompileError, StoreError, TargetError, UserError
 
-REPO = Path(__file__).resolve().parents[1]
 READ_COMMANDS = ["runs", "show", "query", "dump", "validate"]
 
 

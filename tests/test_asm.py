@@ -16,8 +16,8 @@ import types
 from pathlib import Path
 
 import pytest
-from conftest import REPO, gpt2_softmax_line
-from synthetic_runs import mlp_store, workspace  # noqa: F401 - fixtures
+from conftest import DATA, REPO, gpt2_softmax_line
+from synthetic_runs import mlp_store, workspace, write_hand_made_build  # noqa: F401 - fixtures
 
 from kernelscope.asm import facts, linemaps
 from kernelscope.asm.model import LaunchConfig
@@ -189,28 +189,6 @@ def test_shared_memory_counts_the_reserved_kilobyte_once(tmp_path):
 
 
 # -- the read model of builds (a hand-made build of the synthetic MLP run; no compile) ---------------
-
-
-def write_hand_made_build(store, run_id: int) -> tuple[str, int]:
-    """Store a build of the forward GELU kernel whose SASS line 3 came from its erf line:
-    (the kernel file, the erf line)."""
-    from kernelscope.asm.model import AsmFacts, AsmLine, KernelAsm, Occupancy
-
-    [pending] = [kernel for kernel in store.asm.pending(run_id) if "0_0_0-forward" in kernel.file]
-    erf = next(number for number, text in enumerate(store.absolute_path(pending.file).read_text().splitlines(), 1)
-               if "libdevice.erf" in text)
-    config = LaunchConfig.of({"XBLOCK": 512}, 4, 1)
-    facts = AsmFacts(arch="sm_90", config=config, candidates=[config], chosen_by="the kernel's only config",
-                     registers=16, spill_bytes=0, spill_load_bytes=0, local_bytes=0, local_stores=0, local_loads=0,
-                     shared_bytes=0, num_warps=4, num_stages=1, occupancy=Occupancy(16, 64, 64, "warps"),
-                     instructions=2, mix={"special function": 1, "control": 1})
-    built = KernelAsm(pending.name, facts, {"ttir": "", "ttgir": "", "ptx": "ex2.approx.f32 %f1, %f0;\n",
-                                            "sass": ".text:\n.L_x_0:\n  MUFU.EX2 R0, R0 ;\n  EXIT ;\n"},
-                      [AsmLine("ptx", 1, erf, "ex2.approx.f32 %f1, %f0;", "ex2.approx.f32"),
-                       AsmLine("sass", 3, erf, "MUFU.EX2 R0, R0", "MUFU.EX2"),
-                       AsmLine("sass", 4, erf + 3, "EXIT", "EXIT")])
-    assert store.asm.write(pending, built)
-    return pending.file, erf
 
 
 def test_builds_read_through_the_run_view(mlp_store):
@@ -425,7 +403,7 @@ def width_dumps(tmp_path_factory):
     import sys
 
     directory = tmp_path_factory.mktemp("widths")
-    shutil.copy(REPO / "tests" / "data" / "asm_widths.py", directory / "asm_widths.py")
+    shutil.copy(DATA / "asm_widths.py", directory / "asm_widths.py")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     dumps = {}
     for factory in ("make_narrow", "make_wide"):
@@ -497,7 +475,7 @@ def test_a_reduction_the_gpu_would_also_build_with_a_halved_r0_block(recordings)
     would compile and time a second config: the shown config says so."""
     from kernelscope.engine.asm_build import KernelToBuild, build_kernel
 
-    run = recordings.get_spec(f"{REPO / 'tests' / 'data' / 'asm_widths.py'}:make_wide_reduction")
+    run = recordings.get_spec(f"{DATA / 'asm_widths.py'}:make_wide_reduction")
     [kernel] = [k for g in run.graphs for k in g.kernels if k.kind == "triton"]
     directory = Path(tempfile.mkdtemp(prefix="kernelscope-test-"))
     path = directory / f"{kernel.name}.py"
@@ -548,7 +526,7 @@ def test_the_cubin_comes_from_the_ptxas_inductor_points_triton_at(recordings, tm
     monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
     monkeypatch.setattr(compile_tasks, "_set_triton_ptxas_path",
                         lambda: monkeypatch.setenv("TRITON_PTXAS_PATH", str(logging_ptxas)))
-    run = recordings.get_spec(f"{REPO / 'tests' / 'data' / 'asm_widths.py'}:make_wide_reduction")
+    run = recordings.get_spec(f"{DATA / 'asm_widths.py'}:make_wide_reduction")
     [kernel] = [k for g in run.graphs for k in g.kernels if k.kind == "triton"]
     path = tmp_path / f"{kernel.name}.py"
     path.write_text(kernel.source)

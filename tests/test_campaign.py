@@ -4,11 +4,10 @@ need no compile; the worker faults drive the real front ends and are slow."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
 from faults import concurrency, fuzz, injection, store_faults  # noqa: E402

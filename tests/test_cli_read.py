@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 from synthetic_runs import GELU_LINE, make_mlp_run, mlp_store, workspace  # noqa: F401  (fixtures)
 
 import kernelscope.cli
@@ -14,7 +14,6 @@ from kernelscope.cli import common as cli_common
 from kernelscope.cli.common import format_time
 
 READ_COMMANDS = ["runs", "show", "query", "dump", "validate"]
-REPO = Path(__file__).resolve().parents[1]
 FW = "runs/1/graphs/0_0_0-forward"
 
 

@@ -14,15 +14,14 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from synthetic_runs import FC2_LINE, MLP_PATH, make_mlp_run, workspace  # noqa: F401 - fixture
+from synthetic_runs import RANK_FW_WRAPPER as FW_WRAPPER
+from synthetic_runs import FC2_LINE, MLP_PATH, STYLE, make_mlp_run, rank_run, workspace  # noqa: F401 - fixture
 
 from kernelscope.errors import UserError
-from kernelscope.run_record import Collective, GraphSplit, RankInfo, SourceLocation
+from kernelscope.run_record import Collective
 from kernelscope.store import StoreBackend
 
 EXAMPLES = REPO / "examples" / "distributed"
-STYLE = "torch/distributed/tensor/parallel/style.py"
-FW_WRAPPER = "runs/{run}/graphs/0_0_0-forward/wrapper.py"
 
 
 def collectives_at(store, path, line):
@@ -36,24 +35,6 @@ def line_of(path: Path, needle: str) -> int:
 
 
 # -- synthetic ranks: the store, merge, show, query, diff ------------------------------------
-
-
-def rank_run(workspace: Path, rank: int, world_size: int = 2, job: str = "torchrun:abc", created: float = 0.0):
-    """The MLP run as one rank of a tensor-parallel job: fc2's addmm stands for an all_reduce
-    (RowwiseParallel's output), its backward is a DDP split part."""
-    run = make_mlp_run(workspace, created=created or 1_763_800_000.0 + rank)
-    run.rank = RankInfo(rank=rank, world_size=world_size, job=job, backend="gloo", local_rank=rank)
-    forward, backward = run.graphs
-    fc2 = next(node for node in forward.post_grad_nodes if node.name == "addmm_1")
-    fc2.module_path, fc2.module_class = "fc2", "torch.nn.modules.linear.Linear"
-    forward.collectives = [Collective(
-        node="addmm_1", op="all_reduce", role="issue", peers=[], group="0", group_size=world_size,
-        reduce_op="sum", bytes=1024, issued_by="RowwiseParallel output", style="RowwiseParallel",
-        frame=SourceLocation(STYLE, 298, "_prepare_output_fn", "outputs = outputs.redistribute(...)"),
-        redistribute="P(sum) -> R", model_line=fc2.source)]
-    backward.split = GraphSplit(part=1, parts=2, params=["fc2.weight", "fc2.bias"], bucket_bytes=8320,
-                                cap_bytes=1 << 20, splitter="DDPOptimizer")
-    return run
 
 
 def run_of_rank(workspace: Path, rank: int, edit=None):

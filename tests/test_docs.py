@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 README_MAX_LINES = 300  # the README is a newcomer's first page; the rest lives in docs/
 
 FENCE = re.compile(r"^\s*(```|~~~)")

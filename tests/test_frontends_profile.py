@@ -57,7 +57,7 @@ def test_tui_kernel_list_shows_device_time(profiled_store):
 
     from kernelscope.tui.app import KernelscopeApp
     from kernelscope.tui.kernel_list import KernelList
-    from test_tui import SIZE, settle
+    from tui_support import SIZE, settle
 
     store, _ = profiled_store
 

@@ -152,7 +152,7 @@ async def test_language_server_logs_the_full_compile_error_with_the_variable(tmp
 @pytest.mark.parametrize("wanted", [False, True])
 def test_the_tui_keeps_the_full_error_for_after_the_screen(tmp_path, monkeypatch, wanted):
     from synthetic_runs import make_mlp_run
-    from test_tui import SIZE, settle
+    from tui_support import SIZE, settle
 
     from kernelscope.store import StoreBackend
     from kernelscope.tui.app import KernelscopeApp

@@ -22,14 +22,13 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
+from conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "kernelscope"
 ENGINE = "kernelscope.engine"
 PARSERS = "kernelscope.compile_text"
 TRACE_IMPORT = "kernelscope.trace_import"
 STORE = "kernelscope.store"
-
 
 
 def _module_name(path: Path) -> str:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import DATA
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -153,7 +154,7 @@ async def test_hover_on_a_model_line_shows_kernels_per_graph(examples):
 
 @pytest.mark.slow
 async def test_hover_on_an_outer_line_summarises_per_module_instance(recordings, tmp_path):
-    blocks = REPO / "tests" / "data" / "lsp_blocks.py"
+    blocks = DATA / "lsp_blocks.py"
     with StoreBackend(tmp_path / "store") as store:
         store.write_run(recordings.get_spec(f"{blocks}:make", DEVICE))
     session = await start_session(REPO, {"store": str(tmp_path / "store")})

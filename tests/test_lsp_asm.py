@@ -130,8 +130,7 @@ async def test_stage_files_answer_labels_and_bad_lines_and_unbuilt_kernels_say_h
     """A hand-made build of the synthetic MLP's forward GELU kernel (no compile): a stage
     file's label line answers that it has no kernel line, a line past the end is an
     error, and the backward kernel, not built, says how to build it."""
-    from synthetic_runs import GELU_LINE, MLP_PATH, make_mlp_run
-    from test_asm import write_hand_made_build
+    from synthetic_runs import GELU_LINE, MLP_PATH, make_mlp_run, write_hand_made_build
 
     from pygls.exceptions import JsonRpcException
 

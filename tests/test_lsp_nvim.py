@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import DATA
 
 from kernelscope.store import StoreBackend
 from lsp_support import REPO, line_of
 
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
-SCRIPT = Path(__file__).parent / "data" / "nvim_lsp_client.lua"
+SCRIPT = DATA / "nvim_lsp_client.lua"
 MLP = REPO / "examples" / "mlp.py"
 DEVICE = "virtual-cuda"
 

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-REPO = Path(__file__).resolve().parents[1]
 GELU = next(number for number, text in enumerate((REPO / "examples/mlp.py").read_text().splitlines(), 1)
             if "F.gelu" in text)
 

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -132,7 +133,7 @@ def test_a_point_checks_presence_own_definition_and_parameters():
 def test_patches_put_back_exactly_what_the_owner_held(monkeypatch):
     from kernelscope.engine.patching import Patches, PatchPointChanged
 
-    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
     inherited = fake_point(owner="test_patching.SubLowering")
     static = fake_point("helper")
     with Patches() as patches:
@@ -171,7 +172,7 @@ def test_a_line_probe_point_that_does_not_hold_switches_line_provenance_off_and_
     from kernelscope.engine import patch_points
     from kernelscope.engine.recorder import RecordOptions, record_factory
 
-    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
     # Inductor's TritonScheduling as a later torch might have it: moved away.
     moved = dataclasses.replace(patch_points.DEFINE_KERNEL, owner="test_patching.Lowering", attribute="define_kernel")
     monkeypatch.setattr(patch_points, "DEFINE_KERNEL", moved)
@@ -188,7 +189,7 @@ def test_a_virtual_cuda_point_that_does_not_hold_stops_the_recording_before_it_c
     from kernelscope.engine import patch_points, patching
     from kernelscope.engine.recorder import RecordOptions, record_factory
 
-    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
     moved = patching.PatchPoint("virtual-cuda", "test_patching.Lowering", "device", "a moved FakeTensor.device",
                                 own=True)
     monkeypatch.setattr(patch_points, "POINTS", [*patch_points.POINTS, moved])
@@ -246,7 +247,7 @@ def test_doctor_torch_exits_non_zero_when_a_point_is_broken(monkeypatch, capsys)
     from kernelscope.cli import main
     from kernelscope.engine import patch_points
 
-    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
     monkeypatch.setattr(patch_points, "POINTS", [*patch_points.POINTS, fake_point("emit")])
     assert main(["doctor", "--torch", "--json"]) == 1
     rows = json.loads(capsys.readouterr().out)["patch_points"]

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from kernelscope.profile import ProfileMismatch, TraceError
 from kernelscope.profile.attach import attach_trace
@@ -27,7 +28,6 @@ from kernelscope.profile.report import time_label
 from kernelscope.store.parts.profiles import file_line_times, line_times
 from kernelscope.trace_import import ImportOptions, import_log
 
-REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "profiles"
 JOB_CHECKOUT = "/work/main"  # where the GPU job ran (its TORCH_TRACE log names files there)
 STEPS = 3  # record_job.py --steps 3

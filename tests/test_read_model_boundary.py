@@ -10,7 +10,9 @@ import re
 import tokenize
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "kernelscope"
+from conftest import REPO
+
+PACKAGE = REPO / "kernelscope"
 STORE = PACKAGE / "store"
 SQL = re.compile(r"\b(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|INDEX|VIEW)|DROP\s+"
                  r"(TABLE|INDEX)|PRAGMA|VACUUM|BEGIN\s+(IMMEDIATE|TRANSACTION)|ROLLBACK)\b")

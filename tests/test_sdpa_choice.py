@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 
-from conftest import REPO
+from conftest import DATA, REPO
 
 sys.path.insert(0, str(REPO / "bench"))
 import sdpa_choices  # noqa: E402  (the recording script: its case builder is reused here)
@@ -26,7 +26,7 @@ import sdpa_choices  # noqa: E402  (the recording script: its case builder is re
 RECORD = json.loads((REPO / "bench/results/sdpa_choices_h100_torch2.11.json").read_text())
 BACKEND_NAMES = {"efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION", "math": "MATH",
                  "flash": "FLASH_ATTENTION"}
-SHAPES = REPO / "tests" / "data" / "sdpa_suite_shapes.py"
+SHAPES = DATA / "sdpa_suite_shapes.py"
 
 
 def test_the_record_covers_the_backends_of_its_grid():

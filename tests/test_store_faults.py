@@ -18,13 +18,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from synthetic_runs import GELU_LINE, MLP_PATH, make_mlp_run
 
 from kernelscope.cli import main as cli_main
 from kernelscope.store import StoreBackend
 from kernelscope.store.health import integrity
 
-REPO = Path(__file__).resolve().parent.parent
 KERNEL = "runs/{run}/graphs/0_0_0-forward/kernels/triton_poi_fused_gelu_0.py"
 WRAPPER = "runs/{run}/graphs/0_0_0-forward/wrapper.py"
 

@@ -20,9 +20,9 @@ import re
 
 import pytest
 
-from conftest import REPO, assert_full_links
+from conftest import DATA, REPO, assert_full_links
 
-MODELS = REPO / "tests" / "data" / "tensors_in_forward.py"
+MODELS = DATA / "tensors_in_forward.py"
 
 
 class CudaRuntimeUsed(AssertionError):
@@ -89,7 +89,7 @@ def test_a_decoder_with_the_library_defaults_records(cuda_runtime_raises):
 
     from kernelscope.engine.recorder import RecordOptions, record_factory
 
-    source = REPO / "tests" / "data" / "hf_defaults.py"
+    source = DATA / "hf_defaults.py"
     run = record_factory(f"{source}:make_llama", RecordOptions(device="virtual-cuda", workspace=REPO))
     assert cuda_runtime_raises == []
     assert_full_links(run)

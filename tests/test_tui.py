@@ -7,12 +7,12 @@ import asyncio
 import gc
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import REPO, example_line
 from synthetic_runs import GELU_LINE, make_mlp_run, mlp_store, workspace  # noqa: F401  (fixtures)
+from tui_support import SIZE, links_for, settle, started
 
 from kernelscope.store import StoreBackend
 from kernelscope.store.results import NodeRef
@@ -23,7 +23,6 @@ from kernelscope.tui.linking import link_set
 from kernelscope.tui.module_filter import ModuleFilterScreen
 from kernelscope.tui.run_data import KernelFilter, KernelRow, sort_key
 
-SIZE = (160, 48)
 MLP = "examples/mlp.py"
 GRAPH_BREAK = "examples/graph_break.py"
 
@@ -42,23 +41,6 @@ def real_store(recordings, tmp_path_factory) -> Path:
     return root
 
 
-async def settle(pilot, condition, timeout: float = 20.0) -> None:
-    """Let the workers run until `condition()` holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the app did not reach the expected state in time")
-        await pilot.pause(0.05)
-
-
-async def links_for(pilot, app, role: str, line: int) -> None:
-    """Put the cursor of pane `role` on `line` and wait for the linked lines."""
-    app.view(role).focus()
-    generation = app.link_generation
-    app.view(role).move_cursor(line, center=True)
-    await settle(pilot, lambda: app.link_generation > generation and app.last_query == (role, line))
-
-
 def linked_text(app, role: str) -> list[str]:
     view = app.view(role)
     return [view.lines[line - 1] for line in sorted(view.linked)]
@@ -69,10 +51,6 @@ def line_of(view, needle: str) -> int:
         if needle in text:
             return number
     raise AssertionError(f"{needle!r} not in {view.path}")
-
-
-async def started(pilot, app) -> None:
-    await settle(pilot, lambda: app.last_links is not None)
 
 
 # -- real recordings: the linked highlights ----------------------------------------------------

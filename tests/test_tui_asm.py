@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 from conftest import gpt2_softmax_line
-from test_tui import SIZE, links_for, settle, started
+from tui_support import SIZE, links_for, settle, started
 
 from kernelscope.store import StoreBackend
 from kernelscope.tui.app import KernelscopeApp

@@ -9,9 +9,8 @@ import asyncio
 
 import pytest
 from conftest import EXAMPLES
-from synthetic_runs import FC2_LINE, MLP_PATH, workspace  # noqa: F401 - fixture
-from test_distributed import rank_run
-from test_tui import SIZE, links_for, settle, started
+from synthetic_runs import FC2_LINE, MLP_PATH, rank_run, workspace  # noqa: F401 - fixture
+from tui_support import SIZE, links_for, settle, started
 
 from kernelscope.store import StoreBackend
 from kernelscope.tui.app import KernelscopeApp

@@ -11,7 +11,7 @@ import os
 
 import pytest
 from conftest import REPO, example_line
-from test_tui import settle
+from tui_support import settle
 
 from kernelscope.store import StoreBackend
 from kernelscope.tui.app import KernelscopeApp

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from conftest import EXAMPLES
-from test_tui import SIZE, settle
+from tui_support import SIZE, settle
 
 from kernelscope.tui.app import KernelscopeApp
 from kernelscope.tui.compile_driver import CompileRequest

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 EXTENSION = REPO / "vscode-extension"
 CODE_SERVER = EXTENSION / "e2e" / "node_modules" / ".bin" / "code-server"
 SCENARIO = EXTENSION / "e2e" / "run-e2e.mjs"

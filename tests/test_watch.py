@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from synthetic_runs import make_mlp_run
 from watchdog.events import (
     DirModifiedEvent,
@@ -47,7 +48,6 @@ from kernelscope.watch.debounce import Debouncer
 from kernelscope.watch.watcher import ChangeFilter, FileWatcher, is_editor_artifact
 from kernelscope.watch.worker_client import WorkerClient, WorkerRequestError
 
-REPO = Path(__file__).resolve().parent.parent
 MLP_SOURCE = (REPO / "examples" / "mlp.py").read_text()
 GELU_LINE = 'h = F.gelu(h)'
 ERF = "libdevice.erf"

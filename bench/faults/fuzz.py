@@ -375,7 +375,7 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers(-(2 ** 64), 2 ** 64
 
 
 def _trace_log(tally, work, store, examples, seed_value) -> None:
-    from test_import import compile_records, trace_line
+    from trace_logs import compile_records, trace_line
 
     from kernelscope.errors import UserError
     from kernelscope.store import StoreBackend
