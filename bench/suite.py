@@ -43,7 +43,6 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
-from suite import registry  # noqa: E402, F401  (the bench/suite/ package: tests/test_suite.py reads it from here)
 from suite.registry import FAMILIES, MODELS, SuiteModel  # noqa: E402
 
 MODES = ("inference", "train")

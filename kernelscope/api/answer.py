@@ -53,12 +53,19 @@ class Answer:
     @property
     def empty(self) -> bool:
         """Nothing recorded at this line."""
-        return self.overview.empty if self.overview is not None else self.result.empty
+        return self.overview.empty if self.overview is not None else self._chain.empty
 
     @property
     def graphs(self) -> list:
         """Per graph: GraphOverview (summary) or GraphChain (the chain)."""
-        return self.overview.graphs if self.overview is not None else self.result.graphs
+        return self.overview.graphs if self.overview is not None else self._chain.graphs
+
+    @property
+    def _chain(self) -> QueryResult:
+        """`result`, for an answer without an overview (an Answer holds one of the two)."""
+        if self.result is None:
+            raise ValueError("an Answer holds an overview or a result")
+        return self.result
 
     @property
     def groups(self) -> list[ModuleGroup]:
@@ -80,9 +87,9 @@ class Answer:
         if self.overview is not None:
             tree = build_overview(self.overview)
         elif self.summary:
-            tree = build_summary(self.result)
+            tree = build_summary(self._chain)
         else:
-            tree = build_tree(self.result)
+            tree = build_tree(self._chain)
         if self.collectives:
             tree.children.insert(1 if self.text.strip() else 0, Branch("collectives", "bold red", [
                 Branch(lines[0], "red", [Branch(line, "red") for line in lines[1:]])
@@ -114,7 +121,7 @@ class Answer:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data: what `kernelscope query --json` prints (the chain with
         `detail=True`; a summary's counts otherwise), with the line's collectives."""
-        data = asdict(self.overview if self.overview is not None else self.result)
+        data = asdict(self.overview if self.overview is not None else self._chain)
         if self.collectives:
             data["collectives"] = [asdict(collective) for collective in self.collectives]
         return data

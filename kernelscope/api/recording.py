@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from kernelscope.errors import UserError
 from kernelscope.store import DEFAULT_STORE_DIR
@@ -77,7 +77,7 @@ class Recorder(contextlib.ContextDecorator):
         self._named = named  # False: `name` is the caller's; a decorated function names the run instead
         self.run: Run | None = None
         self._block: contextlib.AbstractContextManager | None = None
-        self._recorded = None
+        self._recorded: Any = None  # the engine's recording block (torch side: not typed here)
 
     def __enter__(self) -> Recorder:
         from kernelscope.engine.recorder import RecordOptions, record_block
@@ -92,9 +92,11 @@ class Recorder(contextlib.ContextDecorator):
         _recording = self
         return self
 
-    def __exit__(self, *exc_info: Any) -> bool:
+    def __exit__(self, *exc_info: Any) -> Literal[False]:
         global _recording
         block, self._block, _recording = self._block, None, None
+        if block is None:  # not entered
+            return False
         block.__exit__(*exc_info)  # raises the one-line error of a failed block
         if exc_info[0] is None:
             self.run = write_run(self._recorded.run, self.store)
@@ -127,8 +129,8 @@ def recording(*, store: str | os.PathLike[str] | Store = DEFAULT_STORE_DIR, targ
     inside recompiles (unrecorded) when called after it. An exception in the block
     raises TargetError naming the user's file:line, and no run is written."""
     frame = sys._getframe(1)
-    source = Path(frame.f_code.co_filename)
-    source = source if source.is_file() else None
+    called_from = Path(frame.f_code.co_filename)
+    source = called_from if called_from.is_file() else None
     where = _display(source, Path.cwd()) if source else "<python>"
     function = frame.f_code.co_name
     shown = where if function == "<module>" else f"{where}:{function}"  # a script's top level: as `kernelscope run`

@@ -18,7 +18,7 @@ from kernelscope.cli.common import open_store, parse_file_line, print_json, prin
 from kernelscope.render.query_tree import Branch, build_tree
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store.parts.asm_builds import KernelBelow
-from kernelscope.store.results import ASM
+from kernelscope.store.results import ASM, LineRef
 
 STAGE_SUFFIXES = tuple(f".{stage}" for stage in STAGES)
 SASS_SHOWN = 16  # SASS instructions listed per kernel line before the rest is summarized
@@ -64,8 +64,8 @@ def _kernel_lines(result) -> dict[str, list[int]]:
     return {file: sorted(refs) for file, refs in _kernel_line_refs(result).items()}
 
 
-def _kernel_line_refs(result) -> dict[str, dict[int, object]]:
-    found: dict[str, dict[int, object]] = {}
+def _kernel_line_refs(result) -> dict[str, dict[int, LineRef]]:
+    found: dict[str, dict[int, LineRef]] = {}
     for chain in result.graphs:
         for kernel in chain.kernels:
             if kernel.kind == "extern" or not kernel.file:
@@ -76,7 +76,7 @@ def _kernel_line_refs(result) -> dict[str, dict[int, object]]:
     return found
 
 
-def below_branch(belows: list[KernelBelow], line_refs: dict[str, dict[int, object]] | None = None):
+def below_branch(belows: list[KernelBelow], line_refs: dict[str, dict[int, LineRef]] | None = None):
     built = [below.info.facts for below in belows if below.info is not None and below.info.facts]
     root = Branch(f"below the kernel: {asm_text.kernels_summary(built) or 'nothing built'}", "bold magenta")
     for below in belows:
@@ -84,7 +84,7 @@ def below_branch(belows: list[KernelBelow], line_refs: dict[str, dict[int, objec
     return root
 
 
-def _kernel_branch(below: KernelBelow, refs: dict[int, object]):
+def _kernel_branch(below: KernelBelow, refs: dict[int, LineRef]):
     info = below.info
     if info is None:
         return Branch(f"kernel {below.kernel}: not compiled below Triton", "yellow")

@@ -80,7 +80,7 @@ def parse_run_id(text: str) -> int:
 
 
 def print_json(data) -> None:
-    if dataclasses.is_dataclass(data):
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):  # an instance, not a dataclass itself
         data = dataclasses.asdict(data)
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
 

@@ -206,7 +206,7 @@ def _graph_changes(before: DiffSide, after: DiffSide) -> list[GraphChange]:
     changes = []
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key), new.get(key)
-        label = (a or b).label
+        label = old[key].label if key in old else new[key].label
         if a is None:
             changes.append(GraphChange(label, "added", None, _graph_numbers(b)))
         elif b is None:
@@ -221,7 +221,7 @@ def _where(key: SourceKey) -> str:
 
 
 def _kernel_change(pair: KernelPair, alignment: LineAlignment) -> KernelChange:
-    kernel = pair.after or pair.before
+    kernel = pair.kernel
     old_targets = Counter(pair.before.targets if pair.before else ())
     new_targets = Counter(pair.after.targets if pair.after else ())
     lines = set(pair.after.sources) if pair.after else set()
@@ -277,8 +277,9 @@ def _source_line_changes(before: DiffSide, after: DiffSide, changed_pairs: list[
     rows = _Rows(alignment)
     for pair in changed_pairs:
         if pair.before is None:
-            for key in pair.after.sources:
-                rows.for_after(key)["appeared"].add(pair.after.name)
+            appeared = pair.kernel  # B's
+            for key in appeared.sources:
+                rows.for_after(key)["appeared"].add(appeared.name)
         elif pair.after is None:
             for key in pair.before.sources:
                 rows.for_before(key)["vanished"].add(pair.before.name)

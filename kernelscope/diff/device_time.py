@@ -91,8 +91,8 @@ def render_lines(diff: DeviceTimeDiff | None) -> list[str]:
     for key, label in (("device_time_us", "all device work"), ("attributed_us", "on kernels and extern calls"),
                        ("outside_graphs_us", "outside the compiled graphs"), ("step_time_us", "step wall time")):
         a, b = diff.before[key], diff.after[key]
-        change = f" ({(b / a - 1) * 100:+.1f}%)" if a else ""
-        out.append(f"  {label}: {a:.1f} -> {b:.1f} us{change}")
+        percent = f" ({(b / a - 1) * 100:+.1f}%)" if a else ""
+        out.append(f"  {label}: {a:.1f} -> {b:.1f} us{percent}")
     for change in diff.kernels:
         name = change.after if change.before == change.after else f"{change.before} -> {change.after}"
         out.append(f"  {change.delta_us:+.1f} us  {name} {change.graph} "

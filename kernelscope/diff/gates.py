@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kernelscope.diff import device_time, resources
-from kernelscope.diff.compare import RunDiff
+from kernelscope.diff.compare import KernelChange, RunDiff
 from kernelscope.errors import UserError
 
 EXIT_NO_GATE_TRIPPED = 0
@@ -40,9 +40,15 @@ def _more(total: str, what: str) -> Callable[[RunDiff], list[str]]:
 
 
 def _kernel_changes(diff: RunDiff) -> list[str]:
-    return [f"kernel {change.status}: " + (change.after if change.status == "appeared" else change.before if
-            change.status == "vanished" else f"{change.before} -> {change.after} ({', '.join(change.changes)})")
-            for change in diff.kernels]
+    return [f"kernel {change.status}: {_kernel_named(change)}" for change in diff.kernels]
+
+
+def _kernel_named(change: KernelChange) -> str:
+    if change.status == "appeared":
+        return f"{change.after}"
+    if change.status == "vanished":
+        return f"{change.before}"
+    return f"{change.before} -> {change.after} ({', '.join(change.changes)})"
 
 
 def _new_breaks(diff: RunDiff) -> list[str]:

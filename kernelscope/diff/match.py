@@ -39,6 +39,14 @@ class KernelPair:
         return "changed" if self.changes else "unchanged"
 
     @property
+    def kernel(self) -> KernelView:
+        """B's kernel, or A's where it vanished (a pair holds one at least)."""
+        kernel = self.after or self.before
+        if kernel is None:
+            raise ValueError("a kernel pair of no kernels")
+        return kernel
+
+    @property
     def changes(self) -> list[str]:
         """What differs between the two kernels of a pair, one phrase each."""
         before, after = self.before, self.after
@@ -67,9 +75,9 @@ def match_kernels(before: list[KernelView], after: list[KernelView], alignment: 
         exact.setdefault(_signature(kernel, kernel.sources), []).append(kernel)
     unmatched_left = []
     for kernel in left:
-        candidates = exact.get(_signature(kernel, before_lines[id(kernel)]))
-        if candidates:
-            pairs.append(KernelPair(kernel, candidates.pop(0)))
+        same = exact.get(_signature(kernel, before_lines[id(kernel)]))
+        if same:
+            pairs.append(KernelPair(kernel, same.pop(0)))
         else:
             unmatched_left.append(kernel)
     matched_right = {id(pair.after) for pair in pairs}
@@ -134,6 +142,6 @@ def _order(kernel: KernelView) -> tuple:
 
 
 def _pair_order(pair: KernelPair) -> tuple:
-    kernel = pair.after or pair.before
+    kernel = pair.kernel
     return (kernel.phase, min(kernel.sources, default=("", 0)), kernel.name,
             pair.before.name if pair.before else "")

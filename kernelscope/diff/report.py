@@ -106,9 +106,9 @@ def _text(diff: RunDiff, gates: list[GateResult]) -> str:
         if diff.graphs:
             out.append("graphs:")
             for graph in diff.graphs:
-                numbers = graph.after if graph.status == "added" else graph.before if graph.status == "removed" else \
-                    {key: f"{graph.before[key]} -> {graph.after[key]}" for key in graph.before
-                     if graph.before[key] != graph.after[key]}
+                before, after = graph.before or {}, graph.after or {}  # None on the side without the graph
+                numbers = after if graph.status == "added" else before if graph.status == "removed" else \
+                    {key: f"{before[key]} -> {after[key]}" for key in before if before[key] != after[key]}
                 detail = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in numbers.items())
                 out.append(f"  {MARKS[graph.status]} {graph.graph} {graph.status}: {detail}")
         if diff.kernels:

@@ -57,11 +57,11 @@ def compare_resources(pairs) -> ResourceDiff:
     return result
 
 
-def gate_reasons(diff: ResourceDiff, what: str) -> list[str]:
+def gate_reasons(diff: ResourceDiff | None, what: str) -> list[str]:
     """Why `registers-increase` / `spills-increase` trips: a paired kernel uses more, or a
     side has no kernel compiled below Triton (the gate cannot pass on no evidence)."""
-    if not diff.built_before or not diff.built_after:
-        missing = "A and B have" if not (diff.built_before or diff.built_after) else \
+    if diff is None or not diff.built_before or not diff.built_after:
+        missing = "A and B have" if diff is None or not (diff.built_before or diff.built_after) else \
             "A has" if not diff.built_before else "B has"
         return [f"{what}-increase: {missing} no kernel compiled below Triton — record with `--asm` "
                 "(or run `kernelscope show RUN --asm`) before dumping"]

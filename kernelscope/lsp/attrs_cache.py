@@ -73,8 +73,9 @@ def cache_path() -> Path:
     installation = [sys.version, sys.prefix]
     for package, module in (("lsprotocol", "types.py"), ("attr", "_make.py")):
         spec = importlib.util.find_spec(package)
+        locations = (spec.submodule_search_locations or []) if spec is not None else []
         try:
-            found = os.stat(os.path.join(spec.submodule_search_locations[0], module))
+            found = os.stat(os.path.join(locations[0], module))
             installation.append(f"{found.st_size}:{found.st_mtime_ns}")
         except (AttributeError, IndexError, OSError, TypeError):
             installation.append("?")

@@ -10,10 +10,11 @@ is off until the workspace is trusted.
 from __future__ import annotations
 
 from kernelscope.asm import text as asm_text
+from kernelscope.asm.model import AsmFacts, AsmLine
 from kernelscope.lsp.render import Link, generated_hover, spans
 from kernelscope.store import RunView
 from kernelscope.store.parts.asm_builds import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu
-from kernelscope.store.reading.source_index import LineAnswer
+from kernelscope.store.reading.source_index import KernelHit, LineAnswer
 
 BUILDABLE = ("triton", "template")  # extern calls run library code: nothing below them
 STAGE_NAMES = {"ttir": "TTIR", "ttgir": "TTGIR", "ptx": "PTX", "sass": "SASS"}
@@ -58,15 +59,21 @@ def source_line_text(view: RunView, answer: LineAnswer, link: Link, trusted: boo
     if not hits or not buildable(view):
         return ""
     builds = view.asm_builds([hit.kernel.id for hit in hits])
-    built = [(hit, builds[hit.kernel.id]) for hit in hits if hit.kernel.id in builds and builds[hit.kernel.id].facts]
-    failed = [builds[hit.kernel.id] for hit in hits if hit.kernel.id in builds and not builds[hit.kernel.id].facts]
+    built: list[tuple[KernelHit, KernelAsmInfo, AsmFacts]] = []  # (hit, its build, the build's facts)
+    failed: list[KernelAsmInfo] = []
+    for hit in hits:
+        info = builds.get(hit.kernel.id)
+        if info is not None and info.facts:
+            built.append((hit, info, info.facts))
+        elif info is not None:
+            failed.append(info)
     missing = len(hits) - len(built) - len(failed)
     lines = []
     if built:
-        head = asm_text.kernels_summary([info.facts for _, info in built])
-        lines.append(f"**below the kernel** ({built[0][1].facts.arch}): {head}")
-        for hit, info in built[:MAX_KERNELS]:
-            lines.append(f"- {_kernel_facts(view, hit, info, link)}")
+        head = asm_text.kernels_summary([facts for _, _, facts in built])
+        lines.append(f"**below the kernel** ({built[0][2].arch}): {head}")
+        for hit, info, facts in built[:MAX_KERNELS]:
+            lines.append(f"- {_kernel_facts(view, hit, info, facts, link)}")
         if len(built) > MAX_KERNELS:
             lines.append(f"- … {len(built) - MAX_KERNELS} more")
     if failed:
@@ -78,8 +85,7 @@ def source_line_text(view: RunView, answer: LineAnswer, link: Link, trusted: boo
     return "\n".join(lines)
 
 
-def _kernel_facts(view: RunView, hit, info: KernelAsmInfo, link: Link) -> str:
-    facts = info.facts
+def _kernel_facts(view: RunView, hit, info: KernelAsmInfo, facts: AsmFacts, link: Link) -> str:
     text = (f"`{info.name}` {facts.registers} registers · {asm_text.spills_text(facts)} · "
             f"occupancy {facts.occupancy.share:.0%}")
     below = view.asm_below(hit.kernel.file, sorted(set(hit.lines)), ("sass",))
@@ -120,7 +126,7 @@ def kernel_line_text(view: RunView, kernel_file: str, line: int, link: Link, tru
 def stage_ranges(below: KernelBelow) -> list[tuple[str, int, int]]:
     """(stage file, first line, last line) of each run of consecutive stage lines, PTX then
     SASS, at most MAX_RANGES per file: where a kernel line's definition lands."""
-    found = []
+    found: list[tuple[str, int, int]] = []
     if below.info is None:
         return found
     for stage in SHOWN_STAGES:
@@ -156,7 +162,7 @@ def stage_file_hover(answer: AsmLineAnswer, run_label: str, link: Link) -> str:
 
 
 def _first_per_kernel_line(answer: AsmLineAnswer) -> list:
-    seen = {}
+    seen: dict[int, AsmLine] = {}
     for line in answer.lines:
         seen.setdefault(line.kernel_line, line)
     return [seen[key] for key in sorted(seen)]

@@ -112,7 +112,8 @@ class Compiler:
                 # it had died while idle (after `alive` last said it lived): ask a new one, once
                 ended = str(crash).removeprefix("the engine worker ")
                 asked = "compile" if method == "record" else "PTX/SASS build"
-                if not self._restart(on_restart, f"the engine worker ended ({ended}) before the {asked} reached it"):
+                if not self._restart(client, on_restart,
+                                     f"the engine worker ended ({ended}) before the {asked} reached it"):
                     raise
                 return client.request(
                     method, params, timeout=timeout,
@@ -125,7 +126,7 @@ class Compiler:
         except WorkerCrashed as crash:
             tail = [line for line in crash.stderr_tail if line.strip()][-2:]
             detail = f" (last output: {' | '.join(tail)})" if tail and not crash.timed_out else ""
-            restarted = self._restart(on_restart, str(crash))
+            restarted = self._restart(client, on_restart, str(crash))
             raise CompileFailed("timeout" if crash.timed_out else "crash", f"{crash}{detail}",
                                 restarted=restarted, traceback="\n".join(crash.stderr_tail) or None) from None
 
@@ -147,16 +148,16 @@ class Compiler:
                 on_restart(f"the engine worker {ended}; started a new one (pid {self._client.pid})")
         return self._client
 
-    def _restart(self, on_restart, reason: str) -> bool:
+    def _restart(self, client: WorkerClient, on_restart, reason: str) -> bool:
         """Start a fresh worker now, so the next compile finds it warm."""
         try:
-            self._client.restart()
+            client.restart()
         except WorkerCrashed as error:
             if on_restart:
                 on_restart(f"{reason}; restarting the engine worker failed: {error}")
             return False
         if on_restart:
-            on_restart(f"{reason}; restarted the engine worker (pid {self._client.pid})")
+            on_restart(f"{reason}; restarted the engine worker (pid {client.pid})")
         return True
 
     def stop(self) -> None:

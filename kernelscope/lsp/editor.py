@@ -43,9 +43,15 @@ def location(provenance: Provenance, stored_path: str, line: int, workspace: str
     when the line moved away). Plain dicts: answers can hold thousands of them, and
     building lsprotocol objects costs 50 times more."""
     if line_map is not None:
-        line = line_map.current_line(line)
-        if line is None:
+        current = line_map.current_line(line)
+        if current is None:
             return None
+        line = current
+    return line_location(provenance, stored_path, line, workspace)
+
+
+def line_location(provenance: Provenance, stored_path: str, line: int, workspace: str | None = None) -> dict:
+    """`location` of a line as recorded (no line map: never None)."""
     return {"uri": provenance.uri_for(stored_path, workspace),
             "range": {"start": {"line": line - 1, "character": 0}, "end": {"line": line, "character": 0}}}
 

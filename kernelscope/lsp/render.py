@@ -234,9 +234,9 @@ def generated_hover(result: QueryResult, run: RunSummary | None, link: Link, ran
             shown = ", ".join(f"`{node.name}` = `{node.target}`" for node in pres[:3])
             lines.append(f"- from pre-grad {shown}" + (f" … {len(pres) - 3} more" if len(pres) > 3 else ""))
         if location.kind == "wrapper" and chain.kernels:
-            for kernel in chain.kernels[:MAX_ITEMS]:
-                target = f"[`{kernel.name}`]({link(kernel.file, None)})" if kernel.file else f"`{kernel.name}`"
-                lines.append(f"- {kernel.reason}: {target} ({kernel.kind})")
+            for launched in chain.kernels[:MAX_ITEMS]:
+                target = f"[`{launched.name}`]({link(launched.file, None)})" if launched.file else f"`{launched.name}`"
+                lines.append(f"- {launched.reason}: {target} ({launched.kind})")
         if chain.sources:
             lines.append("")
             for source in chain.sources[:MAX_ITEMS]:
@@ -267,7 +267,7 @@ def lens_title(summary: SourceLineSummary) -> str:
             externs += 1
         else:
             by_kind[kernel.graph_kind] = by_kind.get(kernel.graph_kind, 0) + 1
-    parts = []
+    parts: list[str] = []
     short = {"forward": "fw", "backward": "bw", "inference": ""}
     for kind in ("inference", "forward", "backward"):
         if kind in by_kind:

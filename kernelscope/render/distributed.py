@@ -60,11 +60,10 @@ def render_run(view: DistributedRun) -> list[str]:
         out.append(f"  ranks recorded in this store: {recorded}"
                    + (f" · {missing} not here (merge their stores, or record them)" if missing > 0 else ""))
         out += [f"  {line}" for line in code_lines(view)]
-    splits = [graph for graph in view.graphs if graph.split is not None]
+    splits = [(graph, graph.split) for graph in view.graphs if graph.split is not None]
     if splits:
         out.append("  graphs split by DDP's optimizer (one part per gradient bucket):")
-        for graph in splits:
-            split = graph.split
+        for graph, split in splits:
             more = f" (+{len(split.params) - 4} more)" if len(split.params) > 4 else ""
             params = ", ".join(split.params[:4]) + more
             bucket = f"bucket {_size(split.bucket_bytes)} (cap {_size(split.cap_bytes)}): " if split.cap_bytes else ""

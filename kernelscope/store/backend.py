@@ -10,6 +10,7 @@ one thread; open one per thread.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kernelscope.errors import StoreError
@@ -29,7 +30,7 @@ from kernelscope.store.writing import deletion, merge, writer
 class StoreBackend:
     """A workspace's `.kernelscope/` directory: `kernelscope.sqlite` plus `runs/<id>/` files."""
 
-    def __init__(self, root: str | Path = paths.DEFAULT_STORE_DIR, create: bool = True,
+    def __init__(self, root: str | os.PathLike[str] = paths.DEFAULT_STORE_DIR, create: bool = True,
                  path_map: places.PathMap | None = None):
         self.root = Path(root).absolute()
         self.db_path = self.root / connection.DB_FILE_NAME

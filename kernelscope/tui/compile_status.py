@@ -32,12 +32,14 @@ class CompileStatus(Controller):
         self._driver: CompileDriver | None = None
 
     def start(self) -> None:
+        if self.request is None:  # the app starts it only with a request
+            return
         self.app.status.set_progress(f"compiling {self.request.target} in the engine worker…")
-        self.compile_target()
+        self.compile_target(self.request)
 
     @thread_worker("compile", "compile target")
-    def compile_target(self) -> None:
-        self._driver = CompileDriver(self.request, lambda event: self.app.post_message(CompileEvent(event)))
+    def compile_target(self, request: CompileRequest) -> None:
+        self._driver = CompileDriver(request, lambda event: self.app.post_message(CompileEvent(event)))
         self._driver.drive()
 
     def show(self, message: CompileEvent) -> None:
@@ -51,7 +53,7 @@ class CompileStatus(Controller):
             status.set_progress(f"build {event.build}: {event.phase}…")
         elif isinstance(event, BuildFinished):
             status.set_progress(f"build {event.build}: run {event.run_id} in {event.seconds:.1f}s"
-                                + (" · watching for saves" if self.request.watch else ""))
+                                + (" · watching for saves" if self.request is not None and self.request.watch else ""))
             self.app.runs.switch_to(event.run_id)
         elif isinstance(event, BuildFailed):
             where = display_path(event.file, self.app.workspace) if event.file else ""

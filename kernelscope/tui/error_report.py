@@ -31,7 +31,7 @@ class ErrorReport(Controller):
         if event.state != WorkerState.ERROR:
             return
         error = event.worker.error
-        if isinstance(error, Stale):
+        if error is None or isinstance(error, Stale):  # None: never, in the ERROR state
             return
         self.keep(full_error(error))
         if isinstance(error, (UserError, StoreError)):

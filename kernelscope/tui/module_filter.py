@@ -53,10 +53,15 @@ class ModuleList(OptionList):
     ]
 
     def action_open_group(self) -> None:
-        self.screen.toggle_group(True)
+        self._toggle_group(True)
 
     def action_close_group(self) -> None:
-        self.screen.toggle_group(False)
+        self._toggle_group(False)
+
+    def _toggle_group(self, opened: bool) -> None:
+        screen = self.screen  # the ModuleFilterScreen it is shown in
+        if isinstance(screen, ModuleFilterScreen):
+            screen.toggle_group(opened)
 
 
 class ModuleFilterScreen(ModalScreen):

@@ -145,7 +145,7 @@ def add_run_facts(rows: list[KernelRow], facts: dict[str, KernelFacts]) -> list[
 
 def _with_parents(modules: set[str]) -> set[str]:
     """`blocks.0.attn.qkv` also offers `blocks.0.attn` and `blocks.0` (a whole layer)."""
-    every = set()
+    every: set[str] = set()
     for module in modules:
         parts = module.split(".")
         every.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))

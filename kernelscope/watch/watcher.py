@@ -14,6 +14,7 @@ import fnmatch
 import os
 import threading
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from watchdog.events import (
     FileCreatedEvent,
@@ -24,6 +25,9 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+
+if TYPE_CHECKING:
+    from watchdog.observers.api import ObservedWatch
 
 IGNORED_DIRECTORIES = frozenset({"__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache",
                                  ".ruff_cache", ".ipynb_checkpoints"})
@@ -104,7 +108,7 @@ class FileWatcher:
         self.filter = ChangeFilter(excluded_dirs=excluded_dirs)
         self._observer = Observer()
         self._handler = _Handler(self)
-        self._watches: dict[str, object] = {}
+        self._watches: dict[str, ObservedWatch] = {}
         self._lock = threading.Lock()
 
     def start(self) -> None:

@@ -7,6 +7,7 @@ Published for open documents on open/save/change and after every new run.
 from __future__ import annotations
 
 import ast
+import asyncio
 import re
 
 from lsprotocol import types
@@ -41,7 +42,7 @@ def setup(server) -> None:
 
 
 CHANGE_QUIET_SECONDS = 0.3  # typing: publish once the document has been quiet this long
-_pending: dict[str, object] = {}  # uri -> the scheduled publish (asyncio.TimerHandle)
+_pending: dict[str, asyncio.TimerHandle] = {}  # uri -> the scheduled publish
 
 
 def _on_document(server, uri: str, event: str) -> None:

@@ -50,9 +50,9 @@ def links(server, uri: str) -> list[types.DocumentLink]:
                 path = file if file.is_absolute() else provenance.workspace / file
                 if path.is_file():
                     add(number, match, "file", f"{provenance.uri_for(str(path))}#L{match['line']}")
-        match = KERNEL_PATH.search(text)
-        if match:
-            pending_path.append((number, match))
+        cache_path = KERNEL_PATH.search(text)
+        if cache_path:
+            pending_path.append((number, cache_path))
         for pattern in (KERNEL_DEFINED, KERNEL_LAUNCH):
             for match in pattern.finditer(text):
                 kernel_file = kernels_dir / f"{match['name']}.py"

@@ -37,6 +37,7 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
     run = view.summary()
     rank = rank_label(view.rank())
     links = link(server.provenance)
+    line: int | None  # None: a source line edited since the run (below)
     if document.location.kind == ASM:  # a PTX/SASS line: up through its kernel line(s)
         line = checked_line(document, position)
         answer = view.asm_line(document.location, line)

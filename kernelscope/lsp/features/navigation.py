@@ -19,6 +19,7 @@ from kernelscope.lsp.lookup import (
 )
 
 if TYPE_CHECKING:  # the store side loads after `initialize` (see server.py)
+    from kernelscope.lsp.positions import LineMap
     from kernelscope.store import QueryResult
 
 
@@ -83,7 +84,8 @@ def definitions(server, uri: str, position: types.Position) -> list[dict]:
 
 def collective_model_lines(server, collectives, run_id: int) -> list[dict | None]:
     """The model lines whose ops needed these collectives, where they are in the files now."""
-    found, line_maps = [], {}
+    found: list[dict | None] = []
+    line_maps: dict[str, LineMap] = {}
     for collective in collectives:
         model = collective.model_line
         if model is None:
@@ -135,7 +137,8 @@ def entry_locations(server, answer) -> list[dict | None]:
 
 def source_locations(server, result: QueryResult) -> list[dict | None]:
     """The model lines of an answer, where they are in the files now."""
-    found, line_maps = [], {}
+    found: list[dict | None] = []
+    line_maps: dict[str, LineMap] = {}
     for chain in result.graphs:
         for source in chain.sources:
             found.append(model_location(server, source.file, source.line, result.location.run_id, line_maps))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from kernelscope.lsp.editor import location, typed
+from kernelscope.lsp.editor import line_location, typed
 from kernelscope.lsp.lookup import kernel_def_line
 
 MAX_SYMBOLS = 500
@@ -32,7 +32,7 @@ def symbols(server, query: str) -> list[types.SymbolInformation]:
         path = graph.files.get("post_grad") or graph.files.get("wrapper")
         if path and wanted in name.lower():
             found.append(types.SymbolInformation(
-                name=name, kind=types.SymbolKind.Module, location=typed(location(provenance, path, 1)),
+                name=name, kind=types.SymbolKind.Module, location=typed(line_location(provenance, path, 1)),
                 container_name=f"run {run_id}"))
     for kernel in run.kernels().values():
         if len(found) >= MAX_SYMBOLS:
@@ -41,6 +41,6 @@ def symbols(server, query: str) -> list[types.SymbolInformation]:
             continue
         found.append(types.SymbolInformation(
             name=kernel.name, kind=types.SymbolKind.Function,
-            location=typed(location(provenance, kernel.file, kernel_def_line(provenance, kernel.file))),
+            location=typed(line_location(provenance, kernel.file, kernel_def_line(provenance, kernel.file))),
             container_name=render.kernel_detail(kernel)))
     return found

@@ -13,6 +13,7 @@ from lsprotocol import types
 
 from kernelscope.lsp.editor import range_of, text_position
 from kernelscope.lsp.lookup import ASM, asm_chains, model_location, query_at
+from kernelscope.lsp.positions import LineMap
 
 METHOD = "kernelscope/sourceForLine"
 
@@ -30,7 +31,8 @@ def source_for_line(server, uri: str, position: types.Position) -> dict:
         results = asm_chains(server, document, position, "up")
     if not results:
         return {"sources": []}
-    sources, seen, line_maps = [], set(), {}
+    sources, seen = [], set()
+    line_maps: dict[str, LineMap] = {}
     for chain in (chain for result in results for chain in result.graphs):
         for source in chain.sources:
             if (source.file, source.line) in seen:
