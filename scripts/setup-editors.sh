@@ -16,7 +16,7 @@ REPO=$PWD
 start=$SECONDS
 
 if [ "${KERNELSCOPE_SKIP_EDITORS:-}" = 1 ]; then
-  echo "setup-editors: skipped (KERNELSCOPE_SKIP_EDITORS=1); tests/test_vscode_*.py will fail until it runs"
+  echo "setup-editors: skipped (KERNELSCOPE_SKIP_EDITORS=1); the tests of tests/vscode/ will fail until it runs"
   exit 0
 fi
 if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]')" != 20 ]; then

@@ -19,9 +19,9 @@ fi
 if ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo "sudo -n")
   { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq tmux >/dev/null; } \
-    || echo "setup: could not install tmux; tests/test_tui_tmux.py will be skipped" >&2
+    || echo "setup: could not install tmux; tests/tui/test_tui_tmux.py will be skipped" >&2
 fi
-# The newest torch beside the pinned one (tests/test_torch_newest.py records a fixed subset with it):
+# The newest torch beside the pinned one (tests/engine/test_torch_newest.py records a fixed subset with it):
 # what a new user's `pip install torch` brings, the CUDA build (~5.5 GB), in .venv-torch-newest.
 NEWEST_TORCH=${NEWEST_TORCH:-2.14.1}
 if ! .venv-torch-newest/bin/python -c "import torch, transformers, kernelscope; assert torch.__version__.startswith('$NEWEST_TORCH')" 2>/dev/null; then

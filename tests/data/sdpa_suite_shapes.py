@@ -1,6 +1,6 @@
 """Attention as the model suite's models call it, small: each reproduces one decision an H100
 made for the suite under torch 2.11 (/work results of `bench/suite.py --compare`), which
-virtual-cuda's SDPA rule got wrong before it ported ATen's checks (tests/test_sdpa_choice.py).
+virtual-cuda's SDPA rule got wrong before it ported ATen's checks (tests/engine/devices/test_sdpa_choice.py).
 """
 import torch
 from torch import nn

@@ -1,7 +1,7 @@
 """Models that make tensors on their input's device inside `forward`, every way a model
 does (Hugging Face's DynamicCache makes `torch.tensor([], device=...)`; masks, position
 ids, scales, index tensors...). Under virtual-cuda each of these is a device-making call
-traced on fake cuda tensors: none may reach a CUDA runtime (tests/test_tensors_in_forward.py).
+traced on fake cuda tensors: none may reach a CUDA runtime (tests/engine/devices/test_tensors_in_forward.py).
 """
 import torch
 from torch import nn

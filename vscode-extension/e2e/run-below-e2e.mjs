@@ -1,5 +1,5 @@
 // Below the kernel and distributed jobs in a real VS Code (code-server through Chromium,
-// driven by Playwright). The caller (tests/test_vscode_below.py) starts code-server on a
+// driven by Playwright). The caller (tests/vscode/test_vscode_below.py) starts code-server on a
 // workspace whose store holds GPT-2 with its softmax kernel built to PTX/SASS (run 1), the
 // Llama TP block as rank 0 of a faked 8-rank job (run 2) and both ranks of a real 2-rank
 // gloo job (runs 3, 4). This script reads the status bar and the run picker (ranks), the

@@ -1,5 +1,5 @@
 // End-to-end scenario in a real VS Code (code-server), driven through Debian's
-// Chromium by Playwright. The caller (tests/test_vscode_e2e.py) starts
+// Chromium by Playwright. The caller (tests/vscode/test_vscode_e2e.py) starts
 // code-server with the kernelscope .vsix installed and a workspace holding
 // examples/mlp.py, then checks what this script saw (results.json) against the
 // store. Each step checks what the page shows and keeps a screenshot.

@@ -1,5 +1,5 @@
 // The run overview's module instances in a real VS Code (code-server through
-// Chromium, driven by Playwright). The caller (tests/test_vscode_modules.py)
+// Chromium, driven by Playwright). The caller (tests/vscode/test_vscode_modules.py)
 // starts code-server on a workspace whose store holds a deep model's run; this
 // script opens "kernelscope: Show run", reads the "Module instances" section,
 // opens a folded group and reads its members, and writes what it saw to

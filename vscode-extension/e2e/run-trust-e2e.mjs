@@ -1,5 +1,5 @@
 // Workspace trust in a real VS Code (code-server with workspace trust on, driven
-// through Chromium by Playwright). The caller (tests/test_vscode_trust.py) opens a
+// through Chromium by Playwright). The caller (tests/vscode/test_vscode_trust.py) opens a
 // folder the fresh profile does not trust, whose .vscode/settings.json names as
 // `kernelscope.python` a script that writes --marker when it runs, and whose store
 // holds a run. This script declines the trust prompt, then reads what the extension

@@ -21,7 +21,7 @@ function sample(): RunOverview {
     ],
     graphBreaks: [{ reason: 'print() <script>', uri: M, line: 10 }],
     recompiles: [],
-    // As kernelscope/render/fusion.py draws it (tests/test_render_fusion.py checks the drawing).
+    // As kernelscope/render/fusion.py draws it (tests/render/test_render_fusion.py checks the drawing).
     fusionSvg:
       '<svg class="fusion" xmlns="http://www.w3.org/2000/svg" width="976" height="158" viewBox="0 0 976 158">' +
       `<g class="edges"><path class="fedge" data-source="s20" data-kernel="k1" d="M392,45 C472,45 472,45 552,45"/></g>` +

@@ -1,7 +1,7 @@
 """The fusion picture (kernelscope/render/fusion.py): one layout and one SVG for the VS
 Code run overview (sent by the language server) and Jupyter (a Run's `_repr_html_`).
-These check the drawing itself; tests/test_api.py and tests/test_notebook.py check it
-on a real run, tests/test_lsp.py and tests/test_vscode_e2e.py in the editor."""
+These check the drawing itself; tests/api/test_api.py and tests/api/test_notebook.py check it
+on a real run, tests/lsp/test_lsp.py and tests/vscode/test_vscode_e2e.py in the editor."""
 from __future__ import annotations
 
 import re

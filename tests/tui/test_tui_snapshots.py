@@ -3,7 +3,7 @@
 Deterministic: a fixed terminal size, a fresh store whose run ids are fixed, and
 nothing on screen that names the machine (paths are workspace- or store-relative;
 no times). Update after an intended change with
-`pytest tests/test_tui_snapshots.py --snapshot-update`, and look at the SVGs.
+`pytest tests/tui/test_tui_snapshots.py --snapshot-update`, and look at the SVGs.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Record targets on virtual-cuda in this one process, one JSON line per target (stdout).
 
-Run by tests/test_torch_newest.py with the newest torch's interpreter (.venv-torch-newest,
+Run by tests/engine/test_torch_newest.py with the newest torch's interpreter (.venv-torch-newest,
 made by scripts/setup.sh), so one process records a whole group of models:
 
-    .venv-torch-newest/bin/python tests/torch_newest_record.py examples/mlp.py:make examples/mlp.py:make:train
+    .venv-torch-newest/bin/python tests/engine/torch_newest_record.py examples/mlp.py:make examples/mlp.py:make:train
 
 A target is `path.py:factory`, with `:train` appended to record a training step.
 """
@@ -16,7 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(REPO))

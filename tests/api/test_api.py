@@ -3,7 +3,7 @@
 The CLI's read commands and `compile`/`run` go through the same functions, so the
 API must answer exactly what the CLI prints: checked on a synthetic store (fast) and
 on real recordings (slow: one in-process record of examples/mlp.py's model, one
-`recording()` block, one decorated function). tests/test_notebook.py runs the API in
+`recording()` block, one decorated function). tests/api/test_notebook.py runs the API in
 a real Jupyter kernel."""
 from __future__ import annotations
 
@@ -284,7 +284,7 @@ def test_recording_a_block_and_a_decorated_function(tmp_path, monkeypatch):
         with kernelscope.recording(store=store, target="virtual-cuda") as rec:
             torch.compile(rms_silu)(*inputs)
         run = rec.run
-        assert run.target == "tests/test_api.py:test_recording_a_block_and_a_decorated_function"
+        assert run.target == "tests/api/test_api.py:test_recording_a_block_and_a_decorated_function"
         assert run.summary.mode == "inference" and store.latest == run
         assert any("rsqrt" in kernel.name for kernel in run.kernels)
         assert not run.query("examples/function.py:11").empty
@@ -294,7 +294,7 @@ def test_recording_a_block_and_a_decorated_function(tmp_path, monkeypatch):
             return torch.compile(rms_silu)(*inputs)
 
         step()
-        assert [other.target for other in store.runs] == ["tests/test_api.py:test_recording_a_block_and_a_decorated_function.<locals>.step",
+        assert [other.target for other in store.runs] == ["tests/api/test_api.py:test_recording_a_block_and_a_decorated_function.<locals>.step",
                                                           run.target]
 
 
@@ -321,7 +321,7 @@ def test_a_model_that_raises_names_its_file_and_line_and_writes_no_run(tmp_path,
         with kernelscope.recording(store=store, target="virtual-cuda") as rec:
             torch.compile(broken)(torch.randn(8))
     assert rec.run is None
-    with pytest.raises(UserError, match=r"kernelscope.recording\(\) is recording \(tests/test_api.py:test_a_model_that_"
+    with pytest.raises(UserError, match=r"kernelscope.recording\(\) is recording \(tests/api/test_api.py:test_a_model_that_"
                                         r"raises\w+\): recordings do not nest"):
         with kernelscope.recording(store=store, target="virtual-cuda"):
             kernelscope.record(broken, torch.randn(8), target="virtual-cuda", store=store)

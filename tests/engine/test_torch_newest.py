@@ -5,8 +5,8 @@ on the pinned torch of `.venv` (2.13).
 
 The subset: every example (examples/*.py `make`), the zoo (bench/models/), and one model of
 each suite family (bench/suite/registry.REPRESENTATIVES), inference and training, each held
-to the floors the pinned torch's tests hold it to (tests/test_zoo.py, bench/suite.py's
-FLOORS). Each group is recorded in one process (tests/torch_newest_record.py), two at a time.
+to the floors the pinned torch's tests hold it to (tests/engine/test_zoo.py, bench/suite.py's
+FLOORS). Each group is recorded in one process (tests/engine/torch_newest_record.py), two at a time.
 And `kernelscope doctor --torch` finds every patch point there as expected.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.slow
 NEWEST = REPO / ".venv-torch-newest" / "bin" / "python"
 EXAMPLES = ["attention", "conv_bn", "function", "graph_break", "mlp", "nanogpt"]
 ZOO = ["bert", "gpt2", "llama", "moe", "small_cnn", "transformer_encoder"]
-# Zoo floors (tests/test_zoo.py) for examples and zoo models; the suite's own for the suite.
+# Zoo floors (tests/engine/test_zoo.py) for examples and zoo models; the suite's own for the suite.
 ZOO_FLOORS = {"kernel_agreement": 1.0, "kernel_lines": 0.95, "wrapper_lines": 0.95,
               "forward_nodes_with_source": 0.99, "backward_nodes_with_source": 0.99}
 SUITE_FLOORS = {"kernel_lines": 0.95, "wrapper_lines": 0.95, "kernel_agreement": 0.95,
@@ -68,7 +69,7 @@ def _newest_or_skip():
 
 def _record_group(targets: list[str]) -> dict[str, dict]:
     env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1", HF_HUB_OFFLINE="1")
-    done = subprocess.run([str(NEWEST), str(REPO / "tests" / "torch_newest_record.py"), *targets], cwd=REPO,
+    done = subprocess.run([str(NEWEST), str(Path(__file__).with_name("torch_newest_record.py")), *targets], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=1500)
     rows = {}
     for line in done.stdout.splitlines():  # a model's own prints are not JSON rows

@@ -2,7 +2,7 @@
 a store, compiled in its engine worker and watched files, neither it nor its worker has a
 network socket or any listening socket — only unnamed socket pairs (asyncio's own wake-up
 pipe) and pipes. The other safety checks live beside the code they check:
-tests/test_lsp.py (workspace code never runs on open or hover), tests/test_import.py
+tests/lsp/test_lsp.py (workspace code never runs on open or hover), tests/trace_import/test_import.py
 (logs are never executed and never write outside the store), vscode-extension/test/
 overview.test.ts (the webview's content security policy)."""
 from __future__ import annotations
