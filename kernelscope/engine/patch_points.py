@@ -11,7 +11,8 @@ Features and what happens when one of their points does not hold on a torch:
 - "timing decisions" (decision_hooks/): those decisions are neither recorded nor replayed, said in the run;
 - "launch configs" (asm_launches.py, --target cuda): launch configs not recorded, said in the run;
 - "upstream fixes" (torch_fixes.py): the fix is not applied, said in the run;
-- "recording", "virtual-cuda", "cpu-triton", "fake process group": they cannot work in part;
+- "recording", "virtual-cuda", "virtual-cuda program", "cpu-triton", "fake process group": they
+  cannot work in part;
   checked when a recording starts (`require`, below), which stops with one message;
 - "below the kernel" (asm_build.py): the kernel's build fails with the reason, stored with it.
 """
@@ -197,6 +198,72 @@ CUDA_DEVICE_GUARD = CustomPoint(_VIRTUAL, "c10::impl::device_guard_impl_registry
 FAKE_MODE_SLOT = CustomPoint(_VIRTUAL, "torch._C._TorchDispatchModeKey.FAKE (dispatch-mode slot)",
                              "real computation runs on the CPU in the fake mode's slot (real_compute.py)",
                              _fake_mode_slot_problem)
+
+# -- virtual-cuda program (devices/cuda_program.py, cuda_runtime.py: a whole program on the
+# virtual GPU; also virtual-cuda's CUDA_QUERIES and CUDA_LAZY_INIT, answered for the program)
+
+_PROGRAM = "virtual-cuda program"
+PROGRAM_CUDA = {
+    name: PatchPoint(_PROGRAM, "torch.cuda", name, "torch.cuda answers a program as one emulated GPU")
+    for name in ("is_initialized", "init", "is_tf32_supported", "get_arch_list", "manual_seed", "manual_seed_all",
+                 "seed", "seed_all", "initial_seed", "get_rng_state_all", "set_rng_state_all", "mem_get_info",
+                 "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+                 "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_accumulated_memory_stats",
+                 "memory_stats", "memory_summary", "empty_cache", "ipc_collect", "set_per_process_memory_fraction",
+                 "Stream", "Event", "StreamContext", "stream", "current_stream", "default_stream", "set_stream",
+                 "is_current_stream_capturing")
+}
+PROGRAM_ACCELERATOR = {
+    name: PatchPoint(_PROGRAM, "torch.accelerator", name, "torch.accelerator answers cuda, one device",
+                     optional=True)
+    for name in ("is_available", "current_accelerator", "device_count", "current_device_index",
+                 "current_device_idx", "set_device_index", "set_device_idx", "synchronize", "current_stream",
+                 "set_stream")
+}
+PROGRAM_NVTX = PatchPoint(_PROGRAM, "torch.cuda.nvtx", "_nvtx", "NVTX ranges and marks do nothing")
+PROGRAM_REFUSED = {
+    name: PatchPoint(_PROGRAM, "torch.cuda", name, "refused in one line: no CUDA graphs on the virtual GPU")
+    for name in ("CUDAGraph", "graph", "make_graphed_callables")
+}
+SWAP_MODULE_PARAMS = PatchPoint(_PROGRAM, "torch.__future__", "_swap_module_params_on_conversion",
+                                "setting: model.to('cuda') swaps each parameter for a virtual GPU tensor")
+OPTIM_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.optim.optimizer", "_foreach_supported_types",
+                                 "list: optimizers take the foreach path for virtual GPU tensors, as for cuda")
+UTILS_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.utils._foreach_utils", "_foreach_supported_types",
+                                 "list: clip_grad_norm_ and friends take the foreach path, as for cuda")
+AUTOCAST_ENTER = PatchPoint(_PROGRAM, "torch.amp.autocast_mode.autocast", "__enter__",
+                            "eager torch.autocast('cuda') also enters the CPU's autocast with its dtype",
+                            parameters=("self",), own=True)
+AUTOCAST_EXIT = PatchPoint(_PROGRAM, "torch.amp.autocast_mode.autocast", "__exit__",
+                           "... and leaves it", parameters=("self",), own=True)
+OPTIMIZER_INIT_GROUP = PatchPoint(_PROGRAM, "torch._dynamo.variables.optimizer.OptimizerVariable", "call_method",
+                                  "an optimizer's _init_group, run for real by Dynamo, makes its state on the "
+                                  "virtual GPU", parameters=("self", "tx", "name", "args", "kwargs"))
+DYNAMO_MODE_STACK = PatchPoint(_PROGRAM, "torch._dynamo.variables.torch_function.SymbolicTorchFunctionState",
+                              "__init__", "Dynamo traces the program's own torch-function modes, not kernelscope's",
+                              parameters=("self", "py_stack"), own=True)
+DYNAMO_SUBCLASS_TYPE = PatchPoint(_PROGRAM, "torch._dynamo.variables.builder", "infer_subclass_type",
+                                 "Dynamo traces a virtual GPU tensor as a plain tensor (a fake cuda one)",
+                                 parameters=("value",))
+DYNAMO_SKIP_DIRS = PatchPoint(_PROGRAM, "torch._dynamo.trace_rules", "SKIP_DIRS",
+                              "list: Dynamo never compiles kernelscope's program modules as frames of their own "
+                              "(trace_rules.add and _recompile_re)")
+DYNAMO_SKIP_DIRS_RE = PatchPoint(_PROGRAM, "torch._dynamo.trace_rules", "_recompile_re",
+                                 "the skip list's pattern, made again after the list changed")
+PROGRAM_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed", "init_process_group",
+                                        "NCCL in a single process is refused in one line", optional=True)
+PROGRAM_C10D_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed.distributed_c10d", "init_process_group",
+                                             "the same, where the program imports it from distributed_c10d",
+                                             optional=True)
+CPP_EXTENSION_LOAD = PatchPoint(_PROGRAM, "torch.utils.cpp_extension", "load",
+                                "a CUDA C++ extension is refused in one line", parameters=("name", "sources"),
+                                keywords=("with_cuda",))
+CPP_EXTENSION_LOAD_INLINE = PatchPoint(_PROGRAM, "torch.utils.cpp_extension", "load_inline",
+                                       "the same for load_inline's cuda_sources",
+                                       parameters=("name", "cpp_sources", "cuda_sources"), keywords=("with_cuda",))
+OPS_LOAD_LIBRARY = PatchPoint(_PROGRAM, "torch._ops._Ops", "load_library",
+                              "a library that needs CUDA's runtime is refused in one line",
+                              parameters=("self", "path"))
 
 # -- cpu-triton (devices/cpu_triton.py, codegen_only.py) ------------------------------------
 

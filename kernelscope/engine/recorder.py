@@ -94,8 +94,9 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
 
 @dataclass
 class RecordedBlock:
-    """What `record_block` yields: its run, once the block has ended."""
+    """What `record_block` yields: the target it records for, and its run once the block has ended."""
 
+    device: str = ""
     run: RunRecord | None = None
 
 
@@ -108,7 +109,7 @@ def record_block(options: RecordOptions, target: str, source_file: Path | None, 
     import_seconds = import_torch(options)
     device = resolve_device(options.device)
     started = time.perf_counter()
-    block = RecordedBlock()
+    block = RecordedBlock(device)
     with _fake_job(options), Recording(device, options) as recording:
         try:
             yield block
@@ -121,9 +122,23 @@ def record_block(options: RecordOptions, target: str, source_file: Path | None, 
 
 
 def record_script(path: Path, args: list[str], options: RecordOptions) -> RunRecord:
-    """`kernelscope run script.py -- ARGS`: record every compile the script performs."""
+    """`kernelscope run script.py -- ARGS`: record every compile the script performs. Under
+    virtual-cuda the script runs on the virtual GPU (devices/cuda_program.py): it sees a CUDA
+    device from its first line."""
     nothing = f"{path}: the script ran but compiled nothing with torch.compile"
     with record_block(options, targets.display_path(path, options.workspace), path, nothing) as block:
         options.on_phase("capture", str(path))
-        targets.run_script(path, args)
+        with _program_on(block.device, options):
+            targets.run_script(path, args)
     return block.run
+
+
+def _program_on(device: str, options: RecordOptions):
+    """The context a whole program runs in on `device`: virtual-cuda's virtual GPU, else none.
+    A distributed job (`--world-size`, or a rank torchrun started) runs as before, on the CPU
+    with its graphs compiled for cuda: DTensor on the virtual GPU is the next stage."""
+    from kernelscope.engine.devices import cuda_program
+
+    if device != "virtual-cuda" or options.world_size is not None or cuda_program.launched():
+        return contextlib.nullcontext()
+    return cuda_program.cuda_program()

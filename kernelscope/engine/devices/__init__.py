@@ -23,6 +23,13 @@ virtual-cuda (the CUDA code of an sm_90 GPU, without a GPU; docs/targets.md):
 - `meta_models`       — models built on the meta device, recorded without a weight.
 - `fake_distributed`  — DTensor inputs, NCCL as on a CUDA build, torch's fake process group.
 - `device_audit`      — which device query was answered what while compiling (tests).
+virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU; docs/targets.md,
+"Your GPU program, unmodified"):
+- `cuda_program`      — the context a program runs in: everything below entered, Dynamo told
+  about the virtual GPU, what cannot be given refused in one line.
+- `program_mode`      — the torch-function mode: "cuda" made on the CPU, results kept there.
+- `virtual_gpu_tensor` — the virtual GPU's tensors: CPU tensors whose Python device is cuda:0.
+- `cuda_runtime`      — what torch.cuda and torch.accelerator answer (one emulated H100).
 cpu-triton (Inductor's Triton backend on CPU tensors):
 - `cpu_triton`        — the backend switched on; `--execute` in Triton's interpreter.
 - `codegen_only`      — generated wrappers kept and never loaded (also virtual-cuda's).

@@ -10,6 +10,11 @@ GPU's way by construction, not case by case (`device_audit` checks it). Inductor
 writes its genuine CUDA wrapper and kernels; we keep the code and never load it
 (loading would compile every kernel to a cubin). Dynamo's own graph then runs
 eagerly on the CPU so the program goes on.
+
+A program that runs on the virtual GPU (`kernelscope run`, cuda_program.py) is captured by
+Dynamo on fake cuda tensors already: such a graph is compiled as captured, from its real
+(virtual GPU) inputs, as a GPU compiles it; the copy onto cuda is for graphs of CPU tensors
+(factories, CPU scripts).
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from kernelscope.engine.devices import (
     fake_distributed,
     lifted_constants,
     meta_models,
+    program_mode,
     real_compute,
     triton_driver,
 )
@@ -156,6 +162,30 @@ def _graph_on_cuda(gm):
 
 
 
+def _captured_on_cuda(gm) -> bool:
+    """Whether Dynamo captured `gm` on the virtual GPU (cuda_program): an input's fake value,
+    or a device the graph names, is cuda. Such a graph is compiled as captured; a graph of
+    CPU tensors (a CPU script, a factory) is copied onto cuda first (`_graph_on_cuda`)."""
+    import torch
+
+    for node in gm.graph.nodes:
+        value = node.meta.get("example_value")
+        if isinstance(value, torch.Tensor) and value.device.type == "cuda":
+            return True
+        device = node.kwargs.get("device") if node.op in ("call_function", "call_method") else None
+        if device is not None and isinstance(device, (str, torch.device)) and torch.device(device).type == "cuda":
+            return True
+    return False
+
+
+def _copied(gm):
+    """A copy of Dynamo's graph with what Dynamo hands AOTAutograd beside it (the compile may
+    change its graph; Dynamo's own runs eagerly)."""
+    copy = codegen_only.copy_graph_module(gm)
+    _keep_dynamo_metadata(gm, copy)
+    return copy
+
+
 def _keep_dynamo_metadata(gm, copy) -> None:
     """What Dynamo hands AOTAutograd beside the graph, which a deep copy drops: the
     parameters' sources and each placeholder's `_dynamo_source`. Without them AOTAutograd
@@ -260,18 +290,25 @@ def make_compile_fx(original_compile_fx):
         if inner_compile is not None:
             kwargs["inner_compile"] = inner_compile
         fake_mode = detect_fake_mode(example_inputs_)
+        in_program = program_mode.running()  # a program on the virtual GPU: fake cuda tensors all along
         compiling.append(True)
         try:
-            with meta_models.compiling(), pretend_cuda_present(), fake_cuda.cuda_fake_tensors(), \
+            with meta_models.compiling(), pretend_cuda_present(), \
+                    contextlib.nullcontext() if in_program else fake_cuda.cuda_fake_tensors(), \
                     fake_distributed.collectives_as_on_a_gpu_build(), \
                     device_audit.compiling_with(fake_mode), \
                     real_compute.real_compute_on_cpu(fake_mode), \
                     functorch_config.patch(force_non_lazy_backward_lowering=True), \
                     codegen_only.wrappers_kept(points.LOAD_BY_KEY_PATH):
-                cuda_gm = lifted_constants.creators_on_cuda(_graph_on_cuda(model_))
-                fake_inputs = _fake_cuda_inputs(cuda_gm, example_inputs_, fake_mode)
-                _rederive_example_values(cuda_gm, fake_inputs, fake_mode)
-                original_compile_fx(cuda_gm, fake_inputs, **kwargs)
+                if in_program and _captured_on_cuda(model_):
+                    # captured as a GPU captures it: compiled as captured, from the real inputs
+                    cuda_gm = lifted_constants.creators_on_cuda(_copied(model_))
+                    original_compile_fx(cuda_gm, example_inputs_, **kwargs)
+                else:
+                    cuda_gm = lifted_constants.creators_on_cuda(_graph_on_cuda(model_))
+                    fake_inputs = _fake_cuda_inputs(cuda_gm, example_inputs_, fake_mode)
+                    _rederive_example_values(cuda_gm, fake_inputs, fake_mode)
+                    original_compile_fx(cuda_gm, fake_inputs, **kwargs)
         finally:
             compiling.pop()
         return meta_models.runs_on_meta(model_.forward)

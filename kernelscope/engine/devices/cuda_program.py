@@ -1,0 +1,275 @@
+"""A whole program under virtual-cuda: it sees a CUDA device from its first line.
+
+`kernelscope run SCRIPT` under virtual-cuda runs the script inside `cuda_program()`. A
+script written for a GPU (`model.to("cuda")`, `torch.randn(..., device="cuda")`,
+`torch.autocast("cuda")`, `torch.compile(model)`, a compiled optimizer step,
+`torch.cuda.synchronize()`) runs unmodified; its values are real (computed on the CPU),
+so data-dependent Python, `.item()`, printed losses and early exits behave as on the GPU.
+While inside:
+- `ProgramMode` (program_mode.py) makes what the program puts on cuda a virtual GPU tensor
+  (virtual_gpu_tensor.py): a CPU tensor whose Python device is `cuda:0`;
+- `torch.cuda` and `torch.accelerator` answer as one emulated H100 (cuda_runtime.py);
+- `model.to("cuda")` swaps each parameter for a virtual GPU tensor (torch's
+  `swap_module_params_on_conversion`, on while the program runs);
+- optimizers and `clip_grad_norm_` take the foreach path for virtual GPU tensors, as they
+  do for cuda tensors (torch's `_foreach_supported_types`), and an optimizer's
+  `_init_group`, which Dynamo runs for real while it compiles a step, makes the state on
+  the virtual GPU (`EagerProgramMode` while it runs: capturable and fused optimizers make
+  their `step` with `device=p.device`);
+- `torch.autocast("cuda", dtype=...)` also enters the CPU's autocast with that dtype while
+  the program runs eagerly (the eager values are the CPU autocast's; its op lists differ
+  from CUDA's, docs/targets.md); inside a compile the graph keeps the cuda autocast a GPU's
+  graph has;
+- Dynamo captures on fake cuda tensors (fake_cuda's `cuda_fake_tensors`, with the no-op
+  CUDA device guard): it fakeifies a virtual GPU tensor as a fake cuda tensor by itself
+  (meta_utils reads the Python device), so the captured graph, its graph inputs and the
+  device branches taken in user and library code are the GPU's; virtual_cuda's compile_fx
+  compiles such a graph as captured;
+- what virtual-cuda cannot give is refused in one line naming the call, the program's line
+  and what to do (`Unavailable`): a CUDA C++ extension, a library that needs CUDA's
+  runtime, CUDA graphs, NCCL in a single process, and the CUDA
+  runtime reached where the mode is not (another thread, a C++ API).
+Every change to torch is a patch point of "virtual-cuda program" (patch_points.py), checked
+whole before the program starts.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import traceback
+
+from kernelscope.engine import patch_points as points
+from kernelscope.engine.patching import Patches, checked
+from kernelscope.errors import TargetError
+
+class Unavailable(TargetError):
+    """The program needs what virtual-cuda cannot give (one line: the call, the line, what to do)."""
+
+
+def _program_line() -> str:
+    """`file:line` of the innermost frame of the program (outside torch and kernelscope)."""
+    import torch
+
+    skipped = (os.path.dirname(torch.__file__) + os.sep,
+               os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep)
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(skipped) and not frame.filename.startswith("<"):
+            return f"{frame.filename}:{frame.lineno}"
+    return "the program"
+
+
+def refuse(call: str, why: str, what_to_do: str) -> Unavailable:
+    """The one-line error for `call`, made at the program's line."""
+    return Unavailable(f"{_program_line()}: virtual-cuda cannot run `{call}`: {why}; {what_to_do} "
+                       "(the last good run in the store is unchanged)")
+
+
+_ON_A_GPU = "record this program on a GPU with --target cuda"
+
+
+@contextlib.contextmanager
+def cuda_program(fake_job: bool = False):
+    """The program runs on the virtual GPU while inside (see the module docstring).
+    `fake_job`: `--world-size` set up torch's fake process group, so NCCL is not refused.
+    (The recorder runs a distributed job, `--world-size` or torchrun's ranks, outside this
+    context for now: DTensor's local results are made below the torch-function level, so
+    they would be CPU tensors among virtual GPU ones.)"""
+    points.require("virtual-cuda program", "nothing was recorded")
+    import torch
+    import torch._dynamo.polyfills.loader  # noqa: F401 - imported before fake_cuda's patches
+
+    from kernelscope.engine.devices import cuda_runtime, fake_cuda, program_mode
+    from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
+    from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
+
+    problem = ensure_cuda_device_guard()
+    if problem:
+        raise Unavailable(f"virtual-cuda cannot run a program on this torch: {problem}")
+    vgt = tensor_class()
+    with Patches() as patches:
+        cuda_runtime.install(patches)
+        patches.assign(points.SWAP_MODULE_PARAMS, True)
+        for point in (points.OPTIM_FOREACH_TYPES, points.UTILS_FOREACH_TYPES):
+            _append(patches, point, vgt)
+        _autocast_on_the_cpu_too(patches)
+        patches.wrap(points.OPTIMIZER_INIT_GROUP, _init_group_on_the_virtual_gpu)
+        _never_compiled_by_dynamo(patches)
+        patches.wrap(points.DYNAMO_MODE_STACK, _program_mode_untraced)
+        patches.wrap(points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
+            None if type(value) is vgt else infer(value)))
+        _refusals(patches, fake_job)
+        with fake_cuda.cuda_fake_tensors(), program_mode.program_mode():
+            yield
+
+
+def _append(patches: Patches, point, value) -> None:
+    """`value` appended to the list at `point` (as torch's DTensor appends itself), removed on exit."""
+    checked(point)
+    listed = point.current()
+    if value in listed:
+        return
+    listed.append(value)
+    patches.callback(lambda: value in listed and listed.remove(value))
+
+
+def _autocast_on_the_cpu_too(patches: Patches) -> None:
+    import torch
+
+    from kernelscope.engine.devices import program_mode
+
+    enter, exit_ = points.AUTOCAST_ENTER.current(), points.AUTOCAST_EXIT.current()
+
+    def autocast_enter(self):
+        entered = enter(self)
+        if self.device == "cuda" and program_mode.running() and not torch.compiler.is_compiling() \
+                and not torch._jit_internal.is_scripting():
+            cpu_autocast = torch.amp.autocast_mode.autocast(
+                "cpu", dtype=self.fast_dtype, enabled=self._enabled, cache_enabled=self._cache_enabled)
+            cpu_autocast.__enter__()
+            self._kernelscope_cpu_autocast = cpu_autocast
+        return entered
+
+    def autocast_exit(self, exc_type, exc_val, exc_tb):
+        cpu_autocast = self.__dict__.pop("_kernelscope_cpu_autocast", None)
+        if cpu_autocast is not None:
+            cpu_autocast.__exit__(exc_type, exc_val, exc_tb)
+        return exit_(self, exc_type, exc_val, exc_tb)
+
+    patches.replace(points.AUTOCAST_ENTER, autocast_enter)
+    patches.replace(points.AUTOCAST_EXIT, autocast_exit)
+
+
+def _init_group_on_the_virtual_gpu(call_method):
+    from kernelscope.engine.devices.program_mode import eager_program_mode
+
+    def wrapped(self, tx, name, args, kwargs):
+        if name != "_init_group":
+            return call_method(self, tx, name, args, kwargs)
+        with eager_program_mode():
+            return call_method(self, tx, name, args, kwargs)
+
+    return wrapped
+
+
+_PROGRAM_MODULES = ("kernelscope.engine.devices.program_mode", "kernelscope.engine.devices.virtual_gpu_tensor",
+                    "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program")
+
+
+def _never_compiled_by_dynamo(patches: Patches) -> None:
+    """The mode, the tensor class, torch.cuda's answers and this module run as Python frames
+    of their own inside the program (a mode's `__torch_function__`, a grad hook, autocast's
+    `__enter__`): where the program runs eagerly inside a compiled function (after a graph
+    break) Dynamo would try to compile each as a frame. Its skip list names them."""
+    import importlib
+
+    checked(points.DYNAMO_SKIP_DIRS, points.DYNAMO_SKIP_DIRS_RE)
+    skip_dirs, recompile = points.DYNAMO_SKIP_DIRS.current(), points.DYNAMO_SKIP_DIRS_RE.current()
+    added = [os.path.abspath(importlib.import_module(name).__file__) for name in _PROGRAM_MODULES]
+    added = [path for path in added if path not in skip_dirs]
+    skip_dirs.extend(added)
+    recompile()
+
+    def undo():
+        for path in added:
+            if path in skip_dirs:
+                skip_dirs.remove(path)
+        recompile()
+
+    patches.callback(undo)
+
+
+def _program_mode_untraced(init):
+    """Dynamo's symbolic mode stack without the program mode (kept in its guards): the mode
+    steps aside under Dynamo anyway, and Dynamo, reading an attribute of a virtual GPU tensor
+    under a mode, dispatches to the subclass again and again (RecursionError)."""
+    from kernelscope.engine.devices.program_mode import mode_classes
+
+    program_mode_class = mode_classes()[0]
+
+    def symbolic_state_init(self, py_stack, *args, **kwargs):
+        init(self, py_stack, *args, **kwargs)
+        for index in reversed(range(len(py_stack))):
+            if type(py_stack[index]) is program_mode_class:
+                del self.mode_stack[index]
+
+    return symbolic_state_init
+
+
+# -- what cannot be given, refused in one line ---------------------------------------------------
+
+
+def _refusals(patches: Patches, fake_job: bool) -> None:
+    import torch
+
+    load, load_inline, load_library = (points.CPP_EXTENSION_LOAD.current(), points.CPP_EXTENSION_LOAD_INLINE.current(),
+                                       points.OPS_LOAD_LIBRARY.current())
+    extension = ("its kernels are CUDA code, which needs a GPU to build and run; " + _ON_A_GPU +
+                 ", or give the program a path without the extension (a PyTorch or Triton version of the op)")
+
+    def cpp_extension_load(name, sources, *args, **kwargs):
+        listed = [sources] if isinstance(sources, str) else list(sources)
+        if kwargs.get("with_cuda") or any(str(source).endswith((".cu", ".cuh")) for source in listed):
+            raise refuse(f"torch.utils.cpp_extension.load({name!r}, ...)", "it builds a CUDA C++ extension",
+                         extension)
+        return load(name, sources, *args, **kwargs)
+
+    def cpp_extension_load_inline(name, cpp_sources, cuda_sources=None, *args, **kwargs):
+        if cuda_sources or kwargs.get("with_cuda"):
+            raise refuse(f"torch.utils.cpp_extension.load_inline({name!r}, cuda_sources=...)",
+                         "it builds a CUDA C++ extension", extension)
+        return load_inline(name, cpp_sources, cuda_sources, *args, **kwargs)
+
+    def ops_load_library(self, path):
+        try:
+            return load_library(self, path)
+        except OSError as error:
+            if "cuda" in str(error).lower() or "cudart" in str(error).lower():
+                raise refuse(f"torch.ops.load_library({os.path.basename(str(path))!r})",
+                             f"the library needs CUDA's runtime ({str(error).splitlines()[0][:200]})",
+                             extension) from error
+            raise
+
+    def refused_cuda_graphs(name):
+        def cuda_graph(*args, **kwargs):
+            raise refuse(f"torch.cuda.{name}", "CUDA graphs capture and replay work on a GPU, and there is none",
+                         _ON_A_GPU + ", or run the program without CUDA graphs")
+        return cuda_graph
+
+    patches.replace(points.CPP_EXTENSION_LOAD, cpp_extension_load)
+    patches.replace(points.CPP_EXTENSION_LOAD_INLINE, cpp_extension_load_inline)
+    patches.replace(points.OPS_LOAD_LIBRARY, ops_load_library)
+    for name, point in points.PROGRAM_REFUSED.items():
+        patches.replace(point, refused_cuda_graphs(name))
+    patches.wrap(points.CUDA_LAZY_INIT, _runtime_refused)
+    if not fake_job and torch.distributed.is_available() and points.PROGRAM_INIT_PROCESS_GROUP.holds():
+        patches.wrap(points.PROGRAM_INIT_PROCESS_GROUP, _nccl_refused)
+        if points.PROGRAM_C10D_INIT_PROCESS_GROUP.holds():
+            patches.wrap(points.PROGRAM_C10D_INIT_PROCESS_GROUP, _nccl_refused)
+
+
+def _runtime_refused(lazy_init):
+    def refused(*args, **kwargs):
+        raise refuse("a CUDA tensor or call outside the program mode",
+                     "torch reached the CUDA runtime, where the virtual GPU does not reach (another thread, "
+                     "torch.Generator(device='cuda'), a C++ API)",
+                     _ON_A_GPU + ", or make it on the main thread with device='cuda'")
+    return refused
+
+
+def launched() -> bool:
+    """Whether this process is a rank of a job a launcher started (torchrun's environment)."""
+    return all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR"))
+
+
+def _nccl_refused(init_process_group):
+    """NCCL (asked for, or the default for cuda tensors) in a single process: refused in one
+    line (a distributed job, launched or `--world-size`, runs outside the program context)."""
+    def without_nccl(*args, **kwargs):
+        backend = kwargs.get("backend", args[0] if args else None)
+        if backend is not None and "nccl" not in str(backend).lower():
+            return init_process_group(*args, **kwargs)
+        raise refuse(f"torch.distributed.init_process_group(backend={backend!r})",
+                     "there is no NCCL without GPUs, and a single process is no job",
+                     "record one rank of the job with --world-size N (torch's fake process group; --rank R "
+                     "picks the rank), or run it on GPUs with --target cuda")
+    return without_nccl

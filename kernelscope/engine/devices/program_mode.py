@@ -1,0 +1,327 @@
+"""The torch-function mode a virtual-cuda program runs in: "cuda" made on the CPU.
+
+While a program runs under virtual-cuda (`cuda_program`), `ProgramMode` sees every torch
+call the program's Python makes (torch functions, tensor methods and attributes) and:
+- runs what is asked for on cuda on the CPU and hands back a virtual GPU tensor
+  (`virtual_gpu_tensor`): factories with `device="cuda"` (or `cuda:0`, `0`, a cuda
+  `torch.device`, `torch.set_default_device("cuda")`), `.cuda()`, `.to("cuda")`,
+  `.to(cuda_tensor)`; `.cpu()` and `.to("cpu")` of one give a plain CPU tensor (a copy,
+  as the GPU's copy to the host is);
+- keeps results on the virtual GPU: an op with a virtual GPU tensor among its inputs
+  returns virtual GPU tensors (its own inputs handed back, as in-place ops do, keep their
+  class: a CPU tensor written with `cpu_t.copy_(gpu_t)` stays a CPU tensor), unless it
+  is told a device of its own (`empty_like(x, device="cpu")`);
+- answers as a GPU's tensors do where a method answers: `get_device()` 0, `type()`
+  `torch.cuda.FloatTensor`, `numpy()` refused with the GPU's own message, `repr`
+  `tensor(..., device='cuda:0')`; `pin_memory()` returns the tensor (nothing is pinned),
+  `is_pinned()` False, `record_stream` does nothing;
+- makes gradients of leaves on the virtual GPU virtual GPU tensors: when a leaf that
+  requires grad is made here it gets a post-accumulate-grad hook that changes its fresh
+  `.grad`'s class (so Dynamo, compiling an optimizer step, fakeifies the grads as cuda),
+  and a `.grad` read through the mode is changed likewise.
+
+Under Dynamo the mode steps aside (`torch.compiler.is_compiling()`): Dynamo traces the
+program's own calls (`torch.zeros(n, device="cuda")` stays that in the graph). Dynamo
+clears the mode stack while it compiles; where it runs the program's code for real there
+(an optimizer's `_init_group`, which makes its state on the parameters' device), cuda_program
+enters `EagerProgramMode`, the same work without the step aside.
+
+Cost: one Python call per torch call, and for ops on virtual GPU tensors the subclass's
+own `__torch_function__` is skipped (the mode runs the op with subclass handling off and
+changes the class of what it made), so an op pays one Python layer, not two
+(bench/virtual_cuda_program.py measures the eager cost).
+"""
+from __future__ import annotations
+
+import contextlib
+
+from kernelscope.engine.devices.virtual_gpu_tensor import new_on_virtual_gpu, on_virtual_gpu, tensor_class
+
+_made: list = []
+
+
+def mode_classes():
+    """(ProgramMode, EagerProgramMode), made once (engine modules import without torch)."""
+    if _made:
+        return _made[0]
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    run = _runner()
+
+    class ProgramMode(TorchFunctionMode):
+        """The program's mode; steps aside while Dynamo traces (see the module docstring)."""
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if torch.compiler.is_compiling():
+                return func(*args, **(kwargs or {}))
+            return run(func, types, args, kwargs)
+
+    class EagerProgramMode(TorchFunctionMode):
+        """The same, for the program's code Dynamo runs for real while it compiles."""
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return run(func, types, args, kwargs)
+
+    _made.append((ProgramMode, EagerProgramMode))
+    return _made[0]
+
+
+def _is_cuda(device) -> bool:
+    import torch
+
+    if isinstance(device, torch.device):
+        return device.type == "cuda"
+    if isinstance(device, str):
+        return device == "cuda" or device.startswith("cuda:")
+    return isinstance(device, int) and not isinstance(device, bool) and device >= 0
+
+
+def _runner():
+    """The mode's work, as one function (bound once to what it reads on every call)."""
+    import torch
+
+    vgt = tensor_class()
+    plain = torch.Tensor
+    cpu = torch.device("cpu")
+    no_subclass = torch._C.DisableTorchFunctionSubclass
+    grad_get = torch._C.TensorBase.grad.__get__
+    specials = _specials(vgt, cpu, no_subclass)
+
+    def wrap(out, args):
+        """Fresh results of an op on the virtual GPU change class; the op's inputs do not."""
+        if type(out) is plain:
+            for arg in args:
+                if out is arg:
+                    return out
+            out.__class__ = vgt
+            if out.requires_grad and out.is_leaf:
+                grads_on_virtual_gpu(out)
+        elif isinstance(out, (tuple, list)):
+            for item in out:
+                if type(item) is plain and not any(item is arg for arg in args):
+                    item.__class__ = vgt
+        return out
+
+    def run(func, types, args, kwargs):
+        special = specials.get(func)
+        if special is not None:
+            return special(func, args, kwargs or {})
+        if kwargs:
+            device = kwargs.get("device")
+            if device is not None:
+                if _is_cuda(device):
+                    kwargs = dict(kwargs)
+                    kwargs["device"] = cpu
+                    with no_subclass():
+                        return wrap(func(*args, **kwargs), args)
+                if vgt in types:  # told a device of its own: the result is not on the virtual GPU
+                    with no_subclass():
+                        return func(*args, **kwargs)
+        else:
+            kwargs = {}
+        if vgt in types:
+            with no_subclass():
+                return wrap(func(*args, **kwargs), args)
+        return func(*args, **kwargs)
+
+    def grad_read(func, args, kwargs):
+        with no_subclass():
+            grad = grad_get(args[0])
+        return on_virtual_gpu(grad) if grad is not None and type(args[0]) is vgt else grad
+
+    def requires_grad_(func, args, kwargs):
+        with no_subclass():
+            out = func(*args, **kwargs)
+        if type(args[0]) is vgt and args[0].requires_grad and args[0].is_leaf:
+            grads_on_virtual_gpu(args[0])
+        return out
+
+    specials[torch.Tensor.grad.__get__] = grad_read
+    specials[torch.Tensor.requires_grad_] = requires_grad_
+    specials[torch.Tensor.requires_grad.__set__] = requires_grad_
+    return run
+
+
+def _grad_hook():
+    import torch
+
+    grad_get = torch._C.TensorBase.grad.__get__
+    no_subclass = torch._C.DisableTorchFunctionSubclass
+
+    def grad_on_virtual_gpu(tensor):
+        with no_subclass():
+            grad = grad_get(tensor)
+        if grad is not None:
+            on_virtual_gpu(grad)
+
+    return grad_on_virtual_gpu
+
+
+_hook: list = []
+
+
+def grads_on_virtual_gpu(leaf) -> None:
+    """`leaf`'s gradients are virtual GPU tensors from now on (a post-accumulate-grad hook,
+    added once)."""
+    if not _hook:
+        _hook.append(_grad_hook())
+    hooks = leaf._post_accumulate_grad_hooks
+    if hooks is not None and any(hook is _hook[0] for hook in hooks.values()):
+        return
+    leaf.register_post_accumulate_grad_hook(_hook[0])
+
+
+# -- what answers differently from the generic path ------------------------------------------
+
+
+def _specials(vgt, cpu, no_subclass):
+    import torch
+
+    to = torch._C.TensorBase.to
+    parse_to = torch._C._nn._parse_to
+
+    def copy_to(tensor, dtype=None, non_blocking=False, memory_format=None):
+        kwargs = {"copy": True, "non_blocking": non_blocking}
+        if memory_format is not None:
+            kwargs["memory_format"] = memory_format
+        with no_subclass():
+            return to(tensor, cpu, dtype, **kwargs)
+
+    def tensor_to(func, args, kwargs):
+        self = args[0]
+        copy = bool(kwargs.get("copy", False))
+        with no_subclass():
+            device, dtype, non_blocking, memory_format = parse_to(
+                *args[1:], **{name: value for name, value in kwargs.items() if name != "copy"})
+        on_gpu = type(self) is vgt
+        if device is None or device.type not in ("cuda", "cpu"):
+            if device is not None and on_gpu:  # e.g. meta: a plain tensor there
+                with no_subclass():
+                    return func(*args, **kwargs)
+            with no_subclass():
+                out = func(*args, **kwargs)
+            return on_virtual_gpu(out) if on_gpu and out is not self else out
+        if device.type == "cuda":
+            if on_gpu:
+                with no_subclass():
+                    out = to(self, cpu, dtype, non_blocking, copy, memory_format=memory_format) \
+                        if memory_format is not None else to(self, cpu, dtype, non_blocking, copy)
+                return out if out is self else on_virtual_gpu(out)
+            return on_virtual_gpu(copy_to(self, dtype, non_blocking, memory_format))
+        if on_gpu:  # to the host: a copy, a plain CPU tensor
+            return copy_to(self, dtype, non_blocking, memory_format)
+        with no_subclass():
+            return func(*args, **kwargs)
+
+    def tensor_cuda(func, args, kwargs):
+        self = args[0]
+        memory_format = kwargs.get("memory_format")
+        if type(self) is vgt and memory_format in (None, torch.preserve_format):
+            return self
+        non_blocking = kwargs.get("non_blocking", args[2] if len(args) > 2 else False)
+        out = copy_to(self, None, non_blocking, memory_format)
+        return on_virtual_gpu(out)
+
+    def tensor_cpu(func, args, kwargs):
+        self = args[0]
+        if type(self) is vgt:
+            return copy_to(self, None, False, kwargs.get("memory_format"))
+        with no_subclass():
+            return func(*args, **kwargs)
+
+    def tensor_numpy(func, args, kwargs):
+        self = args[0]
+        if type(self) is vgt:
+            if not kwargs.get("force", args[1] if len(args) > 1 else False):
+                raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                                "tensor to host memory first.")
+            return copy_to(self.detach()).numpy()
+        with no_subclass():
+            return func(*args, **kwargs)
+
+    def tensor_get_device(func, args, kwargs):
+        if type(args[0]) is vgt:
+            return 0
+        with no_subclass():
+            return func(*args, **kwargs)
+
+    def tensor_type(func, args, kwargs):
+        self = args[0]
+        wanted = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+        with no_subclass():
+            if wanted is None:
+                name = func(self)
+                return name.replace("torch.", "torch.cuda.", 1) if type(self) is vgt else name
+            if isinstance(wanted, str) and wanted.startswith("torch.cuda."):
+                out = func(self, wanted.replace("torch.cuda.", "torch.", 1), *args[2:],
+                           **{k: v for k, v in kwargs.items() if k != "dtype"})
+                return out if out is self else on_virtual_gpu(copy_to(out) if out is self else out)
+            out = func(*args, **kwargs)
+        return on_virtual_gpu(out) if type(self) is vgt and out is not self else out
+
+    def tensor_repr(func, args, kwargs):
+        self = args[0]
+        with no_subclass():
+            text = func(*args, **kwargs)
+        if type(self) is not vgt:
+            return text
+        is_param = getattr(self, "_is_param", False)
+        if is_param and text.startswith("Parameter(") and text.endswith(")"):
+            text = text[len("Parameter("):-1]  # torch's repr of a subclass parameter
+        long, short = text[:text.find("(") + 1], "tensor("  # torch names a subclass by its class
+        text = short + text[len(long):].replace("\n" + " " * len(long), "\n" + " " * len(short))
+        return f"Parameter containing:\n{text}" if is_param else text
+
+    def returns_self(func, args, kwargs):
+        return args[0]
+
+    def answers_false(func, args, kwargs):
+        return False
+
+    def does_nothing(func, args, kwargs):
+        return None
+
+    return {
+        torch.Tensor.to: tensor_to,
+        torch.Tensor.cuda: tensor_cuda,
+        torch.Tensor.cpu: tensor_cpu,
+        torch.Tensor.numpy: tensor_numpy,
+        torch.Tensor.get_device: tensor_get_device,
+        torch.Tensor.type: tensor_type,
+        torch.Tensor.__repr__: tensor_repr,
+        torch.Tensor.pin_memory: returns_self,
+        torch.Tensor.is_pinned: answers_false,
+        torch.Tensor.record_stream: does_nothing,
+    }
+
+
+_running: list[bool] = []
+
+
+def running() -> bool:
+    """Whether a program runs on the virtual GPU in this process (inside `program_mode`)."""
+    return bool(_running)
+
+
+@contextlib.contextmanager
+def program_mode():
+    """The program's mode, entered while inside (outermost of the program's own modes)."""
+    mode_class, _ = mode_classes()
+    _running.append(True)
+    try:
+        with mode_class():
+            yield
+    finally:
+        _running.pop()
+
+
+@contextlib.contextmanager
+def eager_program_mode():
+    """`EagerProgramMode` while inside: for the program's code Dynamo runs for real."""
+    _, mode_class = mode_classes()
+    with mode_class():
+        yield
+
+
+__all__ = ["eager_program_mode", "grads_on_virtual_gpu", "mode_classes", "new_on_virtual_gpu", "program_mode", "running"]
