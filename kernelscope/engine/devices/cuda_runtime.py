@@ -166,7 +166,6 @@ def install(patches: Patches) -> None:
 
     props = _device_properties()
     capability = (props.major, props.minor)
-    cuda = torch.device("cuda", 0)
     Stream, Event, StreamContext, current_stream, default_stream, set_stream = _stream_classes()
 
     def manual_seed(seed):
@@ -228,7 +227,7 @@ def install(patches: Patches) -> None:
     }
     accelerator = {
         "is_available": lambda: True,
-        "current_accelerator": lambda check_available=False: cuda,
+        "current_accelerator": lambda check_available=False: torch.device("cuda"),
         "device_count": lambda: 1,
         "current_device_index": lambda: 0,
         "current_device_idx": lambda: 0,

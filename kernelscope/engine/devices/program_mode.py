@@ -4,7 +4,8 @@ While a program runs under virtual-cuda (`cuda_program`), `ProgramMode` sees eve
 call the program's Python makes (torch functions, tensor methods and attributes) and:
 - runs what is asked for on cuda on the CPU and hands back a virtual GPU tensor
   (`virtual_gpu_tensor`): factories with `device="cuda"` (or `cuda:0`, `0`, a cuda
-  `torch.device`, `torch.set_default_device("cuda")`), `.cuda()`, `.to("cuda")`,
+  `torch.device`; or no device under `torch.set_default_device("cuda")` or
+  `with torch.device("cuda")`), `.cuda()`, `.to("cuda")`,
   `.to(cuda_tensor)`; `.cpu()` and `.to("cpu")` of one give a plain CPU tensor (a copy,
   as the GPU's copy to the host is);
 - keeps results on the virtual GPU: an op with a virtual GPU tensor among its inputs
@@ -87,6 +88,9 @@ def _runner():
     no_subclass = torch._C.DisableTorchFunctionSubclass
     grad_get = torch._C.TensorBase.grad.__get__
     specials = _specials(vgt, cpu, no_subclass)
+    import torch.utils._device as default_device
+
+    constructors = default_device._device_constructors()  # the factories a default device applies to
 
     def wrap(out, args):
         """Fresh results of an op on the virtual GPU change class; the op's inputs do not."""
@@ -107,6 +111,12 @@ def _runner():
         special = specials.get(func)
         if special is not None:
             return special(func, args, kwargs or {})
+        if func in constructors and (not kwargs or kwargs.get("device") is None):
+            default = default_device.CURRENT_DEVICE  # torch.set_default_device / with torch.device(...)
+            if default is not None and default.type == "cuda":
+                kwargs = {**(kwargs or {}), "device": cpu}
+                with no_subclass():
+                    return wrap(func(*args, **kwargs), args)
         if kwargs:
             device = kwargs.get("device")
             if device is not None:
@@ -194,6 +204,8 @@ def _specials(vgt, cpu, no_subclass):
         with no_subclass():
             device, dtype, non_blocking, memory_format = parse_to(
                 *args[1:], **{name: value for name, value in kwargs.items() if name != "copy"})
+        if len(args) > 1 and isinstance(args[1], torch.Tensor):  # to(other): other's Python device
+            device = args[1].device
         on_gpu = type(self) is vgt
         if device is None or device.type not in ("cuda", "cpu"):
             if device is not None and on_gpu:  # e.g. meta: a plain tensor there
