@@ -126,10 +126,15 @@ def record_script(path: Path, args: list[str], options: RecordOptions) -> RunRec
     virtual-cuda the script runs on the virtual GPU (devices/cuda_program.py): it sees a CUDA
     device from its first line."""
     nothing = f"{path}: the script ran but compiled nothing with torch.compile"
+    notes: list[str] = []
     with record_block(options, targets.display_path(path, options.workspace), path, nothing) as block:
         options.on_phase("capture", str(path))
-        with _program_on(block.device, options):
-            targets.run_script(path, args)
+        with _program_on(block.device, options) as program_notes:
+            try:
+                targets.run_script(path, args)
+            finally:
+                notes += program_notes or []
+    block.run.warnings.extend(note for note in notes if note not in block.run.warnings)
     return block.run
 
 

@@ -69,8 +69,8 @@ _ON_A_GPU = "record this program on a GPU with --target cuda"
 
 @contextlib.contextmanager
 def cuda_program(fake_job: bool = False):
-    """The program runs on the virtual GPU while inside (see the module docstring).
-    `fake_job`: `--world-size` set up torch's fake process group, so NCCL is not refused.
+    """The program runs on the virtual GPU while inside (see the module docstring); yields the
+    notes its run carries in its warnings (program_mode.note). `fake_job`: `--world-size` set up torch's fake process group, so NCCL is not refused.
     (The recorder runs a distributed job, `--world-size` or torchrun's ranks, outside this
     context for now: DTensor's local results are made below the torch-function level, so
     they would be CPU tensors among virtual GPU ones.)"""
@@ -98,8 +98,8 @@ def cuda_program(fake_job: bool = False):
         patches.wrap(points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
             None if type(value) is vgt else infer(value)))
         _refusals(patches, fake_job)
-        with fake_cuda.cuda_fake_tensors(), program_mode.program_mode():
-            yield
+        with fake_cuda.cuda_fake_tensors(), program_mode.program_mode() as notes:
+            yield notes
 
 
 def _append(patches: Patches, point, value) -> None:

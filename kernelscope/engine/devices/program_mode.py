@@ -308,7 +308,7 @@ def _specials(vgt, cpu, no_subclass):
     }
 
 
-_running: list[bool] = []
+_running: list[list[str]] = []  # per program inside: the notes its run carries
 
 
 def running() -> bool:
@@ -316,14 +316,22 @@ def running() -> bool:
     return bool(_running)
 
 
+def note(text: str) -> None:
+    """A note for the run of the program running now (its warnings), once."""
+    if _running and text not in _running[-1]:
+        _running[-1].append(text)
+
+
 @contextlib.contextmanager
 def program_mode():
-    """The program's mode, entered while inside (outermost of the program's own modes)."""
+    """The program's mode, entered while inside (outermost of the program's own modes); yields
+    the list of notes (`note`) the program's run carries in its warnings."""
     mode_class, _ = mode_classes()
-    _running.append(True)
+    notes: list[str] = []
+    _running.append(notes)
     try:
         with mode_class():
-            yield
+            yield notes
     finally:
         _running.pop()
 
@@ -336,4 +344,5 @@ def eager_program_mode():
         yield
 
 
-__all__ = ["eager_program_mode", "grads_on_virtual_gpu", "mode_classes", "new_on_virtual_gpu", "program_mode", "running"]
+__all__ = ["eager_program_mode", "grads_on_virtual_gpu", "mode_classes", "new_on_virtual_gpu", "note", "program_mode",
+           "running"]

@@ -76,6 +76,9 @@ def test_the_model_and_its_optimizer_step_are_recorded_on_cuda(gpu_script):
     # the graph breaks are torch's own (the optimizer's `_use_grad`, as on a GPU); nothing recompiled
     assert {brk["source"]["function"] for brk in run["graph_breaks"]} == {"_use_grad"}
     assert run["recompiles"] == []
+    # bf16 autocast around the compiled model: the run says CUDA's autocast lists are not applied yet
+    assert any(warning.startswith("torch.autocast('cuda') around or inside a compiled region")
+               for warning in run["warnings"])
 
 
 def test_the_printed_losses_are_real(gpu_script):
