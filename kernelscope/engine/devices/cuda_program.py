@@ -42,6 +42,7 @@ from kernelscope.engine import patch_points as points
 from kernelscope.engine.patching import Patches, checked
 from kernelscope.errors import TargetError
 
+
 class Unavailable(TargetError):
     """The program needs what virtual-cuda cannot give (one line: the call, the line, what to do)."""
 
@@ -70,7 +71,8 @@ _ON_A_GPU = "record this program on a GPU with --target cuda"
 @contextlib.contextmanager
 def cuda_program(fake_job: bool = False):
     """The program runs on the virtual GPU while inside (see the module docstring); yields the
-    notes its run carries in its warnings (program_mode.note). `fake_job`: `--world-size` set up torch's fake process group, so NCCL is not refused.
+    notes its run carries in its warnings (program_mode.note). `fake_job`: `--world-size` set
+    up torch's fake process group, so NCCL is not refused.
     (The recorder runs a distributed job, `--world-size` or torchrun's ranks, outside this
     context for now: DTensor's local results are made below the torch-function level, so
     they would be CPU tensors among virtual GPU ones.)"""

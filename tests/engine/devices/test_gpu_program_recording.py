@@ -12,11 +12,9 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-from tests.conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, REPO
 
 pytestmark = pytest.mark.slow
 
@@ -151,10 +149,11 @@ def test_a_program_needing_a_cuda_extension_gets_one_line_and_the_store_survives
     done = kernelscope("run", str(script), "--store", str(store))
     assert done.returncode == 3
     [line] = done.stderr.strip().splitlines()
-    assert line == (f"kernelscope: error: {script}:5: virtual-cuda cannot run `torch.utils.cpp_extension.load_inline("
-                    "'fused_gelu', cuda_sources=...)`: it builds a CUDA C++ extension; its kernels are CUDA code, which "
-                    "needs a GPU to build and run; record this program on a GPU with --target cuda, or give the program "
-                    "a path without the extension (a PyTorch or Triton version of the op) (the last good run in the "
-                    "store is unchanged) (--traceback shows the full error)")
+    assert line == (f"kernelscope: error: {script}:5: virtual-cuda cannot run "
+                    "`torch.utils.cpp_extension.load_inline('fused_gelu', cuda_sources=...)`: it builds a CUDA C++ "
+                    "extension; its kernels are CUDA code, which needs a GPU to build and run; record this program on "
+                    "a GPU with --target cuda, or give the program a path without the extension (a PyTorch or Triton "
+                    "version of the op) (the last good run in the store is unchanged) "
+                    "(--traceback shows the full error)")
     listed = kernelscope("runs", "--store", str(store))
     assert listed.returncode == 0 and "needs_extension" not in listed.stdout and "gpu_train_script" in listed.stdout
