@@ -11,6 +11,8 @@ Each orchestrates one recording: torch imported and the device target resolved
 `--world-size` (devices/fake_distributed.py), the user's model called inside a
 `Recording` (user_model.py), an exception turned into a one-line error at the user's
 line (error_translation.py), and what was seen assembled into the run (run_assembly.py).
+Under virtual-cuda a script runs on the virtual GPU (devices/cuda_program.py): it sees a
+CUDA device from its first line.
 """
 from __future__ import annotations
 
