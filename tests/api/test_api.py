@@ -294,8 +294,8 @@ def test_recording_a_block_and_a_decorated_function(tmp_path, monkeypatch):
             return torch.compile(rms_silu)(*inputs)
 
         step()
-        assert [other.target for other in store.runs] == ["tests/api/test_api.py:test_recording_a_block_and_a_decorated_function.<locals>.step",
-                                                          run.target]
+        step_target = "tests/api/test_api.py:test_recording_a_block_and_a_decorated_function.<locals>.step"
+        assert [other.target for other in store.runs] == [step_target, run.target]
 
 
 def broken(x):

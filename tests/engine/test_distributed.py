@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from synthetic_runs import RANK_FW_WRAPPER as FW_WRAPPER
 from synthetic_runs import FC2_LINE, MLP_PATH, STYLE, make_mlp_run, rank_run, workspace  # noqa: F401 - fixture
+from synthetic_runs import RANK_FW_WRAPPER as FW_WRAPPER
 
 from kernelscope.errors import UserError
 from kernelscope.run_record import Collective

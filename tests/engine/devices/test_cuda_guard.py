@@ -15,8 +15,8 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import REPO
+
 from kernelscope.engine.devices import cuda_guard
 
 BEFORE_AND_AFTER = textwrap.dedent('''

@@ -50,7 +50,7 @@ def test_installed_triton_reports_sm_90_and_restored_it_has_no_driver_again(poin
     before = vars(config).get("_active")
     if before is None:  # a machine without a GPU: Triton finds no active driver
         with pytest.raises(RuntimeError, match="0 active drivers"):
-            config.active
+            _ = config.active
     with Patches() as patches:
         triton_driver.install(patches, point)
         target = config.active.get_current_target()
@@ -60,7 +60,7 @@ def test_installed_triton_reports_sm_90_and_restored_it_has_no_driver_again(poin
     assert vars(config).get("_active") is before
     if before is None:
         with pytest.raises(RuntimeError, match="0 active drivers"):
-            config.active
+            _ = config.active
 
 
 def test_the_previous_driver_is_put_back_as_it_was(monkeypatch):
