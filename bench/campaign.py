@@ -2,7 +2,7 @@
 with nothing lost. One command; it prints what was injected and what survived.
 
     python bench/campaign.py                 # the full campaign (about 15-25 minutes on 2 cores)
-    python bench/campaign.py --quick         # a few of each (what CI runs, as tests/test_campaign.py)
+    python bench/campaign.py --quick         # a few of each (what CI runs, as tests/whole/test_campaign.py)
     python bench/campaign.py --only fuzz concurrency --json results.json
 
 Parts (each real, nothing mocked; see docs/reliability.md):

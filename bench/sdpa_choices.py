@@ -6,7 +6,7 @@ Run on a machine with an NVIDIA GPU (no compile of Inductor's; a few minutes at 
     python bench/sdpa_choices.py --suite --jobs 8 --out ...   # also every call the model suite makes
 
 virtual-cuda cannot ask the GPU, so it decides with a port of ATen's rule
-(kernelscope/engine/devices/sdpa_choice.py); tests/test_sdpa_choice.py checks the port
+(kernelscope/engine/devices/sdpa_choice.py); tests/engine/devices/test_sdpa_choice.py checks the port
 against the tables this script records, each answer being `torch._fused_sdp_choice(...)` as
 an `SDPBackend` name:
 

@@ -49,9 +49,12 @@ FC1_LINE, GELU_LINE, FC2_LINE, MAKE_LINE = 12, 13, 14, 18
 LIBRARY_FILE = "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py"
 LIBRARY_LINE = 125
 
+# The generated texts below keep Inductor's one-line signatures and calls: a `\` at a line's
+# end continues that line (the text holds no `\` and no line break there).
 FW_PRE_GRAD = '''\
 class GraphModule(torch.nn.Module):
-    def forward(self, L_x_: "f32[8, 32]", L_self_fc1_weight: "f32[64, 32]", L_self_fc1_bias: "f32[64]", L_self_fc2_weight: "f32[32, 64]", L_self_fc2_bias: "f32[32]"):
+    def forward(self, L_x_: "f32[8, 32]", L_self_fc1_weight: "f32[64, 32]", L_self_fc1_bias: "f32[64]", \
+L_self_fc2_weight: "f32[32, 64]", L_self_fc2_bias: "f32[32]"):
         l_x_ = L_x_
         linear = torch._C._nn.linear(l_x_, L_self_fc1_weight, L_self_fc1_bias)
         h_1 = torch._C._nn.gelu(linear)
@@ -61,7 +64,8 @@ class GraphModule(torch.nn.Module):
 
 FW_POST_GRAD = '''\
 class <lambda>(torch.nn.Module):
-    def forward(self, primals_1: "f32[64, 32]", primals_2: "f32[64]", primals_3: "f32[8, 32]", primals_4: "f32[32, 64]", primals_5: "f32[32]"):
+    def forward(self, primals_1: "f32[64, 32]", primals_2: "f32[64]", primals_3: "f32[8, 32]", \
+primals_4: "f32[32, 64]", primals_5: "f32[32]"):
         permute: "f32[32, 64]" = torch.ops.aten.permute.default(primals_1, [1, 0])
         addmm: "f32[8, 64]" = torch.ops.aten.addmm.default(primals_2, primals_3, permute)
         mul: "f32[8, 64]" = torch.ops.aten.mul.Tensor(addmm, 0.5)
@@ -106,19 +110,22 @@ def call(args):
     args.clear()
     assert_size_stride(primals_1, (64, 32), (32, 1))
     buf0 = empty_strided_cuda((8, 64), (64, 1), torch.float32)
-    extern_kernels.addmm(primals_2, primals_3, reinterpret_tensor(primals_1, (32, 64), (1, 32), 0), alpha=1, beta=1, out=buf0)
+    extern_kernels.addmm(primals_2, primals_3, reinterpret_tensor(primals_1, (32, 64), (1, 32), 0), \
+alpha=1, beta=1, out=buf0)
     del primals_2
     buf1 = empty_strided_cuda((8, 64), (64, 1), torch.float32)
     triton_poi_fused_gelu_0.run(buf0, buf1, 512, stream=stream0)
     buf2 = empty_strided_cuda((8, 32), (32, 1), torch.float32)
-    extern_kernels.addmm(primals_5, buf1, reinterpret_tensor(primals_4, (64, 32), (1, 64), 0), alpha=1, beta=1, out=buf2)
+    extern_kernels.addmm(primals_5, buf1, reinterpret_tensor(primals_4, (64, 32), (1, 64), 0), \
+alpha=1, beta=1, out=buf2)
     del primals_5
     return (buf2, primals_3, buf0, buf1, reinterpret_tensor(primals_4, (64, 32), (1, 64), 0), )
 '''
 
 BW_POST_GRAD = '''\
 class GraphModule(torch.nn.Module):
-    def forward(self, primals_3: "f32[8, 32]", addmm: "f32[8, 64]", mul_2: "f32[8, 64]", permute_1: "f32[64, 32]", tangents_1: "f32[8, 32]"):
+    def forward(self, primals_3: "f32[8, 32]", addmm: "f32[8, 64]", mul_2: "f32[8, 64]", permute_1: "f32[64, 32]", \
+tangents_1: "f32[8, 32]"):
         permute_2: "f32[32, 64]" = torch.ops.aten.permute.default(permute_1, [1, 0])
         mm: "f32[8, 64]" = torch.ops.aten.mm.default(tangents_1, permute_2)
         mul_3: "f32[8, 64]" = torch.ops.aten.mul.Tensor(addmm, 0.7071067811865476)
@@ -341,7 +348,8 @@ def make_mlp_run(workspace: Path, created: float = 1_763_800_000.0) -> RunRecord
                                  hints=["Set `torch._dynamo.config.capture_scalar_outputs = True`."],
                                  url="https://example.invalid/gb0124.html",
                                  stack=[_user(workspace, MAKE_LINE)])],
-        recompiles=[Recompile(compile_id="0/1", reason="tensor 'L['x']' size mismatch at index 0. expected 8, actual 16")],
+        recompiles=[Recompile(compile_id="0/1",
+                              reason="tensor 'L['x']' size mismatch at index 0. expected 8, actual 16")],
         warnings=["FX graph cache bypassed for recorded graphs"],
         timings={"compile_s": 2.5, "capture_s": 0.25},
         peak_memory_mb=12.5,
@@ -361,7 +369,8 @@ def make_big_run(workspace: Path, kernel_count: int) -> RunRecord:
         name = f"mul_{i}"
         location = SourceLocation(str(source), i + 2, "forward", lines[i].strip())
         post_nodes.append(FxNode(name, "call_function", "aten.mul.Tensor", location, "stack_trace", i + 3))
-        kernel_source = f"@triton.jit\ndef triton_poi_fused_mul_{i}(in_ptr0, out_ptr0):\n    tmp0 = tl.load(in_ptr0)\n    tl.store(out_ptr0, tmp0 * {i})\n"
+        kernel_source = (f"@triton.jit\ndef triton_poi_fused_mul_{i}(in_ptr0, out_ptr0):\n"
+                         f"    tmp0 = tl.load(in_ptr0)\n    tl.store(out_ptr0, tmp0 * {i})\n")
         kernels.append(Kernel(
             name=f"triton_poi_fused_mul_{i}", kind="triton", source=kernel_source, nodes=[name],
             lines=origins(kernel_source, [(3, [name], "loads for"), (4, [name], "computes")]),

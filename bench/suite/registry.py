@@ -11,7 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 FAMILIES = ("decoder", "encoder-decoder", "encoder", "moe", "vision-transformer", "conv", "diffusion-unet")
-# The model that stands for its family where one per family is run (CI: tests/test_suite.py).
+# The model that stands for its family where one per family is run (CI: tests/engine/test_suite.py).
 REPRESENTATIVES = {
     "decoder": "llama", "encoder-decoder": "bart", "encoder": "bert", "moe": "mixtral",
     "vision-transformer": "deit", "conv": "resnet18", "diffusion-unet": "unet",

@@ -3,7 +3,7 @@
 The engine reads these texts in-process while it records; `kernelscope import` reads the
 same texts from a TORCH_TRACE log. Both parse them here, so a recording and an import
 agree line for line. Nothing in this package imports torch, triton or the engine
-(tests/test_layers.py holds it to that): only the standard library, `kernelscope.run_record`
+(tests/whole/test_layers.py holds it to that): only the standard library, `kernelscope.run_record`
 and `kernelscope.errors`.
 
 Map:

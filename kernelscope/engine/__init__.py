@@ -1,6 +1,6 @@
 """The engine: drives a real torch.compile and records where every generated line came from.
 
-The only part of kernelscope that imports torch and triton (tests/test_layers.py holds every
+The only part of kernelscope that imports torch and triton (tests/whole/test_layers.py holds every
 other package to that). Front ends reach it through `recorder` (in-process: the CLI, the
 Python API) or the `worker` subprocess (the language server, the TUI, watch mode).
 

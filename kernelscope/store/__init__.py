@@ -5,7 +5,7 @@ start fast. Data flows one way: the engine hands a RunRecord (kernelscope.run_re
 `StoreBackend.write_run`; front ends read a run through its read model,
 `StoreBackend.run(run_id)` -> RunView (files, line answers, kernels, facts, profile,
 module groups), and list runs with `StoreBackend.runs`. The SQLite connection and SQL
-stay inside this package (tests/test_read_model_boundary.py checks it). The Python API's
+stay inside this package (tests/store/test_read_model_boundary.py checks it). The Python API's
 `kernelscope.Store` (kernelscope/api/store.py) wraps a StoreBackend.
 
 Map — what front ends use sits at the top; each folder is one job with its own map:

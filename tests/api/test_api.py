@@ -144,7 +144,7 @@ def test_errors_are_one_line_and_name_what_to_do(mlp_store, workspace, tmp_path)
     run = store.latest
     store.close()
     with pytest.raises(StoreError, match=r"was closed: open it again with kernelscope\.open"):
-        run.kernels
+        _ = run.kernels
     assert repr(store).endswith(": closed>")
 
 
@@ -152,8 +152,8 @@ def test_import_is_cheap_and_reading_never_imports_torch(mlp_store, workspace):
     code = (
         "import sys\n"
         "import kernelscope\n"
-        "assert sorted(m for m in sys.modules if m.startswith('kernelscope')) == ['kernelscope', 'kernelscope.version'], "
-        "sys.modules\n"
+        "assert sorted(m for m in sys.modules if m.startswith('kernelscope')) == "
+        "['kernelscope', 'kernelscope.version'], sys.modules\n"
         "assert kernelscope.record and kernelscope.recording\n"  # the API, not the engine
         "with kernelscope.open() as store:\n"
         f"    store.query('examples/mlp.py:{GELU_LINE}')._repr_html_(), store.latest._repr_html_(), str(store.latest)\n"
@@ -206,7 +206,8 @@ def test_the_reference_has_every_public_signature():
     """docs/python-api.md's reference names each function, method and property with its
     current signature (a changed signature fails here until the page says so)."""
     page = (REPO / "docs" / "python-api.md").read_text()
-    wanted = [signature_text(getattr(kernelscope, name), f"kernelscope.{name}") for name in ("open", "record", "recording")]
+    wanted = [signature_text(getattr(kernelscope, name), f"kernelscope.{name}")
+              for name in ("open", "record", "recording")]
     for cls in (kernelscope.Store, kernelscope.Runs, kernelscope.Run, kernelscope.Answer):
         for name, value in vars(cls).items():
             if name.startswith("_"):
@@ -321,8 +322,8 @@ def test_a_model_that_raises_names_its_file_and_line_and_writes_no_run(tmp_path,
         with kernelscope.recording(store=store, target="virtual-cuda") as rec:
             torch.compile(broken)(torch.randn(8))
     assert rec.run is None
-    with pytest.raises(UserError, match=r"kernelscope.recording\(\) is recording \(tests/api/test_api.py:test_a_model_that_"
-                                        r"raises\w+\): recordings do not nest"):
+    with pytest.raises(UserError, match=r"kernelscope.recording\(\) is recording \(tests/api/test_api.py:"
+                                        r"test_a_model_that_raises\w+\): recordings do not nest"):
         with kernelscope.recording(store=store, target="virtual-cuda"):
             kernelscope.record(broken, torch.randn(8), target="virtual-cuda", store=store)
     with pytest.raises(CompileError, match="nothing was compiled with torch.compile inside kernelscope.recording()"):

@@ -192,8 +192,9 @@ def test_shared_memory_counts_the_reserved_kilobyte_once(tmp_path):
 
 
 def test_builds_read_through_the_run_view(mlp_store):
-    from kernelscope.errors import UserError
     from synthetic_runs import GELU_LINE, MLP_PATH
+
+    from kernelscope.errors import UserError
 
     kernel_file, erf = write_hand_made_build(mlp_store, 1)
     view = mlp_store.run(1)
@@ -323,7 +324,8 @@ def test_a_launched_config_is_the_one_built(gpt2_store):
               "registers": 40, "spills": 0, "shared_bytes": 0}
     built = build_kernel(KernelToBuild(info.name, str(path), path.read_text(), launch))
     assert built.facts.config == other
-    assert built.facts.chosen_by == f"launched on the GPU: the fastest of {len(info.facts.candidates)} configs the GPU timed"
+    assert built.facts.chosen_by == (
+        f"launched on the GPU: the fastest of {len(info.facts.candidates)} configs the GPU timed")
     assert built.facts.gpu == {"registers": 40, "spills": 0, "shared_bytes": 0}
     assert built.facts.config != info.facts.config
 

@@ -65,9 +65,12 @@ def test_show_prints_graphs_kernels_breaks_coverage(mlp_store, cli):
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "run 1  examples/mlp.py:make"
-    assert "  0/0         forward   6               15               3        runs/1/graphs/0_0_0-forward/wrapper.py" in lines
-    assert "  0/0         backward  0               13               2        runs/1/graphs/0_0_0-backward/wrapper.py" in lines
-    assert f"  0_0_0-forward   triton_poi_fused_gelu_0                triton  5      {FW}/kernels/triton_poi_fused_gelu_0.py" in lines
+    assert ("  0/0         forward   6               15               3        "
+            "runs/1/graphs/0_0_0-forward/wrapper.py") in lines
+    assert ("  0/0         backward  0               13               2        "
+            "runs/1/graphs/0_0_0-backward/wrapper.py") in lines
+    assert ("  0_0_0-forward   triton_poi_fused_gelu_0                triton  5      "
+            f"{FW}/kernels/triton_poi_fused_gelu_0.py") in lines
     assert "  [0/0] examples/mlp.py:18: torch.randn outside the compiled region" in lines
     assert "  [0/1] tensor 'L['x']' size mismatch at index 0. expected 8, actual 16" in lines
     assert "  kernel lines with nodes:         93.8% (15/16)" in lines
@@ -84,7 +87,8 @@ def test_show_json_and_unknown_run(mlp_store, cli):
     assert [graph["kind"] for graph in data["graphs"]] == ["forward", "backward"]
     assert data["graph_breaks"][0]["line"] == 18
     assert data["summary"]["coverage"]["wrapper_lines"]["covered"] == 11
-    assert cli("show", "7") == (5, "", "kernelscope: error: there is no run 7 in this store — `kernelscope runs` lists the runs (--traceback shows the full error)\n")
+    assert cli("show", "7") == (5, "", "kernelscope: error: there is no run 7 in this store — "
+                                       "`kernelscope runs` lists the runs (--traceback shows the full error)\n")
 
 
 def test_query_prints_the_chain_as_plain_text_when_not_a_tty(mlp_store, cli):
@@ -100,7 +104,8 @@ def test_query_prints_the_chain_as_plain_text_when_not_a_tty(mlp_store, cli):
     assert (f"    kernel triton_poi_fused_gelu_0 (triton)  [fused into triton kernel: add, erf, mul, mul_1, mul_2]  "
             f"{FW}/kernels/triton_poi_fused_gelu_0.py") in lines
     assert f"      {FW}/kernels/triton_poi_fused_gelu_0.py:17  [computes erf]  | tmp5 = libdevice.erf(tmp4)" in lines
-    assert f"      {FW}/wrapper.py:11  [launches kernel]  | triton_poi_fused_gelu_0.run(buf0, buf1, 512, stream=stream0)" in lines
+    assert (f"      {FW}/wrapper.py:11  [launches kernel]  "
+            "| triton_poi_fused_gelu_0.run(buf0, buf1, 512, stream=stream0)") in lines
     assert "  graph 0/0 backward" in lines
     assert not any("source lines (up)" in line for line in lines)
     assert "\x1b[" not in out
@@ -170,7 +175,8 @@ def test_missing_store(tmp_path, cli, monkeypatch):
     code, _, err = cli("runs")
     assert code == 5
     assert err == (f"kernelscope: error: no kernelscope store at {tmp_path / '.kernelscope'} — run "
-                   "`kernelscope compile FILE.py:FACTORY` first, or pass --store DIR (--traceback shows the full error)\n")
+                   "`kernelscope compile FILE.py:FACTORY` first, or pass --store DIR "
+                   "(--traceback shows the full error)\n")
     assert not (tmp_path / ".kernelscope").exists()  # reading never creates a store
 
 
@@ -201,8 +207,11 @@ def test_validate_reports_problem_paths(mlp_store, workspace, cli):
         "broken.json: 2 problems",
     ]
     (workspace / "nonsense.json").write_text("{not json")
-    assert cli("validate", "nonsense.json") == (1, "nonsense.json: not JSON: line 1 column 2: Expecting property name enclosed in double quotes\n", "")
-    assert cli("validate", "missing.json") == (2, "", "kernelscope: error: cannot read missing.json: No such file or directory (--traceback shows the full error)\n")
+    assert cli("validate", "nonsense.json") == (
+        1, "nonsense.json: not JSON: line 1 column 2: Expecting property name enclosed in double quotes\n", "")
+    assert cli("validate", "missing.json") == (
+        2, "", "kernelscope: error: cannot read missing.json: No such file or directory "
+               "(--traceback shows the full error)\n")
 
 
 def test_every_read_command_help_ends_with_examples(monkeypatch):

@@ -148,7 +148,8 @@ def test_where_decisions_come_from(mlp_store, workspace, tmp_path):
 
 
 def test_keys_from_generated_code():
-    source = ("import triton\n\n@triton_heuristics.pointwise(size_hints={'x': 1024}, triton_meta={'backend_hash': 'AB12'})\n"
+    source = ("import triton\n\n"
+              "@triton_heuristics.pointwise(size_hints={'x': 1024}, triton_meta={'backend_hash': 'AB12'})\n"
               "@triton.jit\ndef triton_poi_fused_add_0(in_ptr0, xnumel, XBLOCK: tl.constexpr):\n    x0 = xindex\n")
     key = triton_config_key("triton_poi_fused_add_0", source)
     assert key.startswith("triton_poi_fused_add_0:")
@@ -347,7 +348,8 @@ def test_fusion_benchmarks_are_recorded_by_the_code_they_time(tmp_path, monkeypa
     monkeypatch.setattr(TritonScheduling, "benchmark_codegened_module", lambda self, mod, *a, **k: (0.25, mod.__file__))
     log = DecisionLog()
     with autotune_hooks.recording(log):
-        assert TritonScheduling.benchmark_codegened_module(None, module, 8, node_names={"op1"}) == (0.25, str(module_file))
+        assert TritonScheduling.benchmark_codegened_module(None, module, 8, node_names={"op1"}) == (
+            0.25, str(module_file))
     [decision] = log.decisions
     assert (decision.kind, decision.key, decision.timings, decision.summary) == (
         "fusion_benchmark", module_key(module_file.read_text()), {"ms": 0.25}, "kernel of op1")

@@ -126,7 +126,8 @@ def test_cli_errors_and_exit_codes(mlp_store, workspace, cli):
     Path("broken.json").write_text(json.dumps(broken))
     code, _, err = cli("diff", "broken.json", "a.json")
     assert code == 2
-    assert err == "kernelscope: error: broken.json: invalid dump at $.run.graphs[0]: 'kernels' is a required property (--traceback shows the full error)\n"
+    assert err == ("kernelscope: error: broken.json: invalid dump at $.run.graphs[0]: 'kernels' is a required property "
+                   "(--traceback shows the full error)\n")
     code, out, _ = cli("diff", "a.json", "latest", "--fail-on", "all", "--format", "json", "-o", "d.json")
     assert (code, out) == (0, "")
     report = json.loads(Path("d.json").read_text())

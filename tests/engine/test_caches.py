@@ -4,7 +4,6 @@ the same links as a cold one."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import EXAMPLES, REPO
 
 pytestmark = pytest.mark.slow

@@ -96,7 +96,8 @@ def test_merge_brings_rank_stores_together_with_new_ids_files_and_profiles(works
         assert main.conn.execute("SELECT COUNT(*) FROM generated_lines WHERE run_id = 3 AND file LIKE 'runs/1/%'"
                                  ).fetchone()[0] == 0
         profile = main.device_times(3)
-        assert profile is not None and [kernel.name for kernel in profile.kernels.values()] == ["triton_poi_fused_gelu_0"]
+        assert profile is not None and (
+            [kernel.name for kernel in profile.kernels.values()] == ["triton_poi_fused_gelu_0"])
         answer = collectives_at(main, FW_WRAPPER.format(run=3), 13)
         assert [(c.op, c.module, c.issued_by, c.model_line.line) for c in answer] == \
             [("all_reduce", "fc2", "RowwiseParallel output", FC2_LINE)]

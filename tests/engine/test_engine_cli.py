@@ -3,12 +3,11 @@ device targets, and what a user sees when their model, Inductor or torch fails."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from unittest import mock
 
 import pytest
-
 from conftest import EXAMPLES, REPO, example_line
+
 from kernelscope.errors import CompileError, TargetError, UserError
 
 pytestmark = pytest.mark.slow
@@ -19,7 +18,8 @@ GELU_LINE = example_line("mlp", "F.gelu")
 @pytest.fixture(scope="module")
 def mlp_store(tmp_path_factory, run_cli_module):
     store = tmp_path_factory.mktemp("store") / ".kernelscope"
-    done = run_cli_module(["compile", "examples/mlp.py:make", "--target", "virtual-cuda", "--store", str(store), "--json"])
+    done = run_cli_module(["compile", "examples/mlp.py:make", "--target", "virtual-cuda", "--store", str(store),
+                           "--json"])
     assert done.returncode == 0, done.stderr
     return store, json.loads(done.stdout)
 
@@ -82,7 +82,8 @@ def test_a_failing_compile_keeps_the_store_as_it_was(mlp_store, run_cli_module, 
 
 @pytest.mark.parametrize("write, factory, message", [
     (None, "make", "no such file"),
-    ("import torch\n\ndef build():\n    return None\n", "make", "has no factory function 'make' (callables there: build)"),
+    ("import torch\n\ndef build():\n    return None\n", "make",
+     "has no factory function 'make' (callables there: build)"),
     ("import torch\n\ndef make(:\n    pass\n", "make", ":3: syntax error"),
     ("import torch\n\ndef make():\n    return torch.nn.Linear(2, 2)\n", "make",
      "'make()' must return (model_or_callable, example_inputs), got Linear"),

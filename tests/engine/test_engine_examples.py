@@ -3,7 +3,6 @@ assertions on what each model line became, in both directions."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import EXAMPLES, example_line
 
 pytestmark = pytest.mark.slow

@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES, REPO
-
 
 # -- a fake owner for the patch points of these tests -------------------------------------------
 
@@ -62,7 +60,7 @@ def test_every_port_is_ok_on_the_installed_torch():
 
     statuses = {port.name: port.status() for port in ports.PORTS}
     assert {name: status for name, (status, _) in statuses.items() if status == "broken"} == {}
-    if "%d.%d" % torch_compat.torch_version() == "2.13":  # the CI torch is a checked one
+    if "{}.{}".format(*torch_compat.torch_version()) == "2.13":  # the CI torch is a checked one
         assert {status for status, _ in statuses.values()} == {"ok"}, statuses
 
 
@@ -111,7 +109,8 @@ def test_version_gates_live_in_one_table():
         torch_compat.in_range("~2.13")
     # nothing else in the engine compares torch versions
     engine = REPO / "kernelscope" / "engine"
-    comparisons = [f"{path.relative_to(REPO)}:{number}" for path in engine.rglob("*.py") if path.name != "torch_compat.py"
+    comparisons = [f"{path.relative_to(REPO)}:{number}"
+                   for path in engine.rglob("*.py") if path.name != "torch_compat.py"
                    for number, line in enumerate(path.read_text().splitlines(), 1)
                    if re.search(r"version\w*\s*[<>]=?\s*\(\d|_version_tuple|__version__\.split", line)]
     assert comparisons == []
@@ -160,7 +159,8 @@ def test_a_group_whose_point_does_not_hold_is_left_out_whole():
     with Patches() as patches:
         off = install_groups(patches, {
             "kept": [(fake_point("helper"), wrap)],
-            "left_out": [(fake_point(parameters=("self", "wrapper")), wrap), (fake_point(parameters=("self", "graph")), wrap)],
+            "left_out": [(fake_point(parameters=("self", "wrapper")), wrap),
+                         (fake_point(parameters=("self", "graph")), wrap)],
         })
         assert Lowering.helper(1) == "patched" and Lowering().codegen("w") == "code for w"
     assert off == ["left_out: Lowering.codegen('self', 'wrapper') no longer takes ('self', 'graph')"]

@@ -11,7 +11,6 @@ import importlib.util
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from conftest import REPO
 
 

@@ -19,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -51,8 +50,10 @@ def _suite_targets(families) -> list[str]:
 
 # One process per group; the heavier suite models split over two groups.
 GROUPS = {
-    "examples": [target for name in EXAMPLES for target in _both(f"examples/{name}.py:make", f"examples/{name}.py:make")],
-    "zoo": [target for name in ZOO for target in _both(f"bench/models/{name}.py:make", f"bench/models/{name}.py:make_train")],
+    "examples": [target for name in EXAMPLES
+                 for target in _both(f"examples/{name}.py:make", f"examples/{name}.py:make")],
+    "zoo": [target for name in ZOO
+            for target in _both(f"bench/models/{name}.py:make", f"bench/models/{name}.py:make_train")],
     "suite-language": _suite_targets(["decoder", "encoder-decoder", "encoder", "moe"]),
     "suite-vision": _suite_targets(["vision-transformer", "conv", "diffusion-unet"]),
 }

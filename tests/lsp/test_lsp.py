@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA
+from lsp_support import REPO, _plain, line_of, start_session, uri
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from synthetic_runs import make_mlp_run
 
 from kernelscope.store import StoreBackend
-from lsp_support import REPO, _plain, line_of, start_session, uri
-from synthetic_runs import make_mlp_run
 
 EXAMPLES = REPO / "examples"
 MLP = EXAMPLES / "mlp.py"
@@ -299,7 +299,8 @@ async def test_generated_files_links_highlights_and_symbols(examples, example_st
     kernel_file = example_store[0] / kernel.file
     erf = line_of(kernel_file, "libdevice.erf") if "gelu" in kernel.name else line_of(kernel_file, "tl.store")
     highlights = await examples.client.text_document_document_highlight_async(types.DocumentHighlightParams(
-        text_document=types.TextDocumentIdentifier(uri=uri(kernel_file)), position=types.Position(line=erf, character=0)))
+        text_document=types.TextDocumentIdentifier(uri=uri(kernel_file)),
+        position=types.Position(line=erf, character=0)))
     assert highlights and erf in {h.range.start.line for h in highlights}
     symbols = await examples.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="tanh"))
     assert symbols and all("tanh" in s.name for s in symbols)  # kernels of the shown run (graph_break)

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 from conftest import gpt2_softmax_line
-
-from kernelscope.store import StoreBackend
 from lsp_support import REPO, _plain, start_session, uri
 from synthetic_runs import workspace  # noqa: F401 - fixture
 
+from kernelscope.store import StoreBackend
 
 
 def exp_kernel_line(store: StoreBackend, path: str, line: int) -> tuple[str, int]:
@@ -130,9 +129,8 @@ async def test_stage_files_answer_labels_and_bad_lines_and_unbuilt_kernels_say_h
     """A hand-made build of the synthetic MLP's forward GELU kernel (no compile): a stage
     file's label line answers that it has no kernel line, a line past the end is an
     error, and the backward kernel, not built, says how to build it."""
-    from synthetic_runs import GELU_LINE, MLP_PATH, make_mlp_run, write_hand_made_build
-
     from pygls.exceptions import JsonRpcException
+    from synthetic_runs import GELU_LINE, MLP_PATH, make_mlp_run, write_hand_made_build
 
     root = workspace / ".kernelscope"
     with StoreBackend(root) as store:

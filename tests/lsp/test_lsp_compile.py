@@ -11,10 +11,9 @@ import signal
 import sys
 
 import pytest
+from lsp_support import REPO, _plain, line_of, start_session, uri
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-
-from lsp_support import REPO, _plain, line_of, start_session, uri
 
 sys.path.insert(0, str(REPO / "bench"))
 from faults.common import worker_pids  # noqa: E402 - the engine workers a process started

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lsp_support import REPO, _plain, start_session, uri
 from synthetic_runs import FC2_LINE, MLP_PATH, rank_run, workspace  # noqa: F401 - fixture
 from synthetic_runs import RANK_FW_WRAPPER as FW_WRAPPER
 
 from kernelscope.store import StoreBackend
-from lsp_support import REPO, _plain, start_session, uri
 
 EXAMPLES = REPO / "examples" / "distributed"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA
+from lsp_support import REPO, line_of
 
 from kernelscope.store import StoreBackend
-from lsp_support import REPO, line_of
 
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
 SCRIPT = DATA / "nvim_lsp_client.lua"

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from kernelscope.store import StoreBackend
 from lsp_support import REPO, line_of
 from synthetic_runs import make_mlp_run
+
+from kernelscope.store import StoreBackend
 
 # Runs the server as `kernelscope lsp` does and, when it exits, writes which of the
 # modules below it had loaded.

@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lsp_support import _plain, line_of, start_session, uri
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from synthetic_runs import make_mlp_run
 
 from kernelscope.lsp.server import UNTRUSTED
 from kernelscope.store import StoreBackend
-from lsp_support import _plain, line_of, start_session, uri
-from synthetic_runs import make_mlp_run
 
 EVIL_FACTORY = '''\
 from pathlib import Path

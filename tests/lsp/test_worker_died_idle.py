@@ -11,7 +11,6 @@ import shutil
 import signal
 
 import pytest
-
 from conftest import EXAMPLES
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import gzip
 
 import pytest
+from lsp_support import REPO, line_of, start_session, uri
+from test_profile import DATA, JOB_CHECKOUT
 
 from kernelscope.profile.attach import attach_trace
 from kernelscope.store import StoreBackend
 from kernelscope.store.parts.profiles import line_times
 from kernelscope.trace_import import ImportOptions, import_log
-from lsp_support import REPO, line_of, start_session, uri
-from test_profile import DATA, JOB_CHECKOUT
 
 MLP = REPO / "examples" / "mlp.py"
 
@@ -55,9 +55,10 @@ def test_tui_kernel_list_shows_device_time(profiled_store):
     """The terminal explorer's kernel list gets a device-time column on a profiled run."""
     import asyncio
 
+    from tui_support import SIZE, settle
+
     from kernelscope.tui.app import KernelscopeApp
     from kernelscope.tui.kernel_list import KernelList
-    from tui_support import SIZE, settle
 
     store, _ = profiled_store
 

@@ -23,8 +23,8 @@ from conftest import REPO
 
 from kernelscope.profile import ProfileMismatch, TraceError
 from kernelscope.profile.attach import attach_trace
-from kernelscope.store import StoreBackend
 from kernelscope.profile.report import time_label
+from kernelscope.store import StoreBackend
 from kernelscope.store.parts.profiles import file_line_times, line_times
 from kernelscope.trace_import import ImportOptions, import_log
 
@@ -160,7 +160,8 @@ def test_extern_calls_join_through_the_launch_to_the_wrapper_line(attached):
     # The projection's mm ran as two kernels (a split-K GEMM and its reduction), both on it.
     assert by_name["extern_kernels.mm#1"].calls == 2.0
     assert by_name["extern_kernels.mm#0"].lines == [("examples/attention.py", example_line("attention", "self.qkv(x)"))]
-    assert by_name["extern_kernels.mm#1"].lines == [("examples/attention.py", example_line("attention", "self.proj(out)"))]
+    assert by_name["extern_kernels.mm#1"].lines == [
+        ("examples/attention.py", example_line("attention", "self.proj(out)"))]
     cublas = [e for e in raw_kernels(events) if not e["name"].startswith("triton_")
               and any(inside(call, raw_launch(events, e)) for call in graph_calls(events))]
     assert cublas and not any(e["name"].startswith(("extern_kernels", "aten")) for e in cublas)  # cuBLAS names
@@ -203,7 +204,8 @@ def test_fused_kernel_time_is_on_each_line_marked_shared_and_counted_once(attach
     assert source.shared and source.device_time_us == pytest.approx(lines[("examples/mlp.py", gelu)][0], abs=1e-3)
     assert answer.profile["steps"] == STEPS
     links = store.lines_for_file("examples/mlp.py", run_id)
-    assert next(l for l in links.lines if l.line == gelu).device_time_us == pytest.approx(source.device_time_us)
+    gelu_link = next(link for link in links.lines if link.line == gelu)
+    assert gelu_link.device_time_us == pytest.approx(source.device_time_us)
     by_line, step = file_line_times(store.conn, run_id, "examples/mlp.py")  # what an editor's lens reads
     assert by_line[gelu][0] == pytest.approx(source.device_time_us, abs=1e-3) and by_line[gelu][1]
     assert time_label(by_line[gelu][0], by_line[gelu][0] / step).endswith("% of step")

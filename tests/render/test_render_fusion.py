@@ -92,7 +92,8 @@ def test_labels_fit_their_boxes_and_kernels_carry_their_pass():
     assert SOURCE_LABEL_CHARS * 7.3 + 16 <= placed.sources[0].width
     assert [kernel.tag for kernel in placed.kernels] == ["bw", "fw", "fw"]
     long_kernel = next(kernel for kernel in placed.kernels if kernel.id == "k1")
-    assert long_kernel.title.startswith("triton_per_fused_yyy") and long_kernel.title.endswith("(triton, 0_0_0-forward)")
+    assert (long_kernel.title.startswith("triton_per_fused_yyy")
+            and long_kernel.title.endswith("(triton, 0_0_0-forward)"))
     assert re.search(r'<text class="tag" [^>]*text-anchor="end">bw</text>', svg(fusion))
 
 
@@ -113,4 +114,5 @@ def test_helpers():
     assert shorten("abcdefghij", 6) == "abc…ij"
     assert shorten("abc", 6) == "abc"
     assert shorten_end("abcdefghij", 6) == "abcde…"
-    assert [pass_of(graph) for graph in ("1_0_0-backward", "0/0 forward", "0/0 inference", "x")] == ["bw", "fw", "inf", ""]
+    assert [pass_of(graph) for graph in ("1_0_0-backward", "0/0 forward", "0/0 inference", "x")] == [
+        "bw", "fw", "inf", ""]

@@ -12,8 +12,8 @@ import pytest
 from conftest import EXAMPLES
 from synthetic_runs import LIBRARY_FILE, make_mlp_run, mlp_store, workspace  # noqa: F401  (fixtures)
 
-from kernelscope.decisions.model import decision_to_dict
 from kernelscope import run_record
+from kernelscope.decisions.model import decision_to_dict
 from kernelscope.run_record import RunRecord
 from kernelscope.store import InvalidDumpError, StoreBackend, dump_json, load_schema, schema_problems, validate_dump
 from kernelscope.store.export.dump import DUMP_FIELD_CHANGES, SCHEMA_VERSION, DumpOptions, dump_run, portable_text
@@ -128,7 +128,8 @@ def test_absolute_paths_only_when_asked(mlp_store, workspace):
              if node["source"]}
     assert files == {f"{workspace.as_posix()}/examples/mlp.py", LIBRARY_FILE}
     forward = data["run"]["graphs"][1]
-    assert forward["wrapper_file"]["path"] == f"{workspace.as_posix()}/.kernelscope/runs/1/graphs/0_0_0-forward/wrapper.py"
+    assert forward["wrapper_file"]["path"] == (
+        f"{workspace.as_posix()}/.kernelscope/runs/1/graphs/0_0_0-forward/wrapper.py")
     assert Path(forward["wrapper_file"]["path"]).is_file()
 
 
@@ -157,7 +158,8 @@ def test_dump_is_valid_sorted_and_free_of_machine_paths(mlp_store, workspace):
     assert [kernel["name"] for kernel in forward["kernels"]] == [
         "extern_kernels.addmm", "extern_kernels.addmm", "triton_poi_fused_gelu_0"]
     assert [kernel["wrapper_lines"] for kernel in forward["kernels"]] == [[8], [13], [11]]
-    assert [node["name"] for node in forward["pre_grad_nodes"]] == ["L_x_", "l_x_", "linear", "h_1", "linear_1", "output"]
+    assert [node["name"] for node in forward["pre_grad_nodes"]] == [
+        "L_x_", "l_x_", "linear", "h_1", "linear_1", "output"]
     gelu = forward["kernels"][2]
     assert gelu["nodes"] == ["add", "erf", "mul", "mul_1", "mul_2"]
     assert gelu["file"]["path"] == "graphs/0_0_0-forward/kernels/triton_poi_fused_gelu_0.py"
@@ -252,7 +254,8 @@ def test_schema_is_draft_2020_12_with_id_and_closed_objects():
     schema = load_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["$id"] == "urn:kernelscope:schema:dump-v5"
-    assert schema["properties"]["schema_version"] == {"const": "5.0", "description": schema["properties"]["schema_version"]["description"]}
+    assert schema["properties"]["schema_version"] == {
+        "const": "5.0", "description": schema["properties"]["schema_version"]["description"]}
     assert load_schema("1.0")["$id"] == "urn:kernelscope:schema:dump-v1"  # still read: old dumps validate
     assert load_schema("2.0")["$id"] == "urn:kernelscope:schema:dump-v2"
     assert load_schema("3.0")["$id"] == "urn:kernelscope:schema:dump-v3"
@@ -301,13 +304,18 @@ def _broken(data, edit):
 
 
 @pytest.mark.parametrize("edit, path, message", [
-    (lambda d: d["run"]["graphs"][0]["kernels"][0].pop("name"), "$.run.graphs[0].kernels[0]", "'name' is a required property"),
+    (lambda d: d["run"]["graphs"][0]["kernels"][0].pop("name"), "$.run.graphs[0].kernels[0]",
+     "'name' is a required property"),
     (lambda d: d["run"]["graphs"][1].update(kind="sideways"), "$.run.graphs[1].kind", "'sideways' is not one of"),
-    (lambda d: d["run"].update(surprise=1), "$.run", "Additional properties are not allowed ('surprise' was unexpected)"),
+    (lambda d: d["run"].update(surprise=1), "$.run",
+     "Additional properties are not allowed ('surprise' was unexpected)"),
     (lambda d: d.update(schema_version="6.0"), "$.schema_version", "'5.0' was expected"),
-    (lambda d: d["run"].update(created=1.0), "$.run", "Additional properties are not allowed ('created' was unexpected)"),
-    (lambda d: d["run"]["graphs"][1]["wrapper_file"].update(portable_sha256="abc"), "$.run.graphs[1].wrapper_file", "is not valid under any of the given schemas"),
-    (lambda d: d["run"]["graphs"][1]["wrapper_lines"][0].update(line=0), "$.run.graphs[1].wrapper_lines[0].line", "0 is less than the minimum of 1"),
+    (lambda d: d["run"].update(created=1.0), "$.run",
+     "Additional properties are not allowed ('created' was unexpected)"),
+    (lambda d: d["run"]["graphs"][1]["wrapper_file"].update(portable_sha256="abc"), "$.run.graphs[1].wrapper_file",
+     "is not valid under any of the given schemas"),
+    (lambda d: d["run"]["graphs"][1]["wrapper_lines"][0].update(line=0), "$.run.graphs[1].wrapper_lines[0].line",
+     "0 is less than the minimum of 1"),
 ])
 def test_schema_rejects_broken_dumps(mlp_store, edit, path, message):
     broken = _broken(mlp_store.dump(1), edit)

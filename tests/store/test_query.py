@@ -6,11 +6,11 @@ import time
 import pytest
 from synthetic_runs import (  # noqa: F401  (fixtures)
     FC1_LINE,
-    MAKE_LINE,
     FC2_LINE,
     GELU_LINE,
     LIBRARY_FILE,
     LIBRARY_LINE,
+    MAKE_LINE,
     make_big_run,
     make_mlp_run,
     mlp_store,
@@ -77,7 +77,8 @@ def test_down_from_gelu_line_reaches_both_graphs_kernels_and_wrapper(mlp_store):
     [bw_kernel] = backward.kernels
     assert bw_kernel.name == "triton_poi_fused_gelu_gelu_backward_0"
     assert [line.line for line in bw_kernel.lines] == [10, 11, 13, 14, 16, 19, 20]  # not 18: mul_4 has no source
-    assert [(line.line, line.reason) for line in backward.wrapper_lines] == [(7, "reuses buffer for"), (8, "launches kernel")]
+    assert [(line.line, line.reason) for line in backward.wrapper_lines] == [
+        (7, "reuses buffer for"), (8, "launches kernel")]
 
 
 def test_down_from_linear_line_reaches_extern_kernel_and_library_node(mlp_store):
@@ -91,7 +92,8 @@ def test_down_from_linear_line_reaches_extern_kernel_and_library_node(mlp_store)
         "extern_kernels.addmm", "extern", None, "calls extern kernel", ["addmm", "permute"], [])
     assert [(call.line, call.reason) for call in kernel.calls] == [(8, "calls extern kernel")]
     assert [(line.line, line.reason, line.nodes) for line in forward.wrapper_lines] == [
-        (7, "allocates for", ["addmm"]), (8, "calls extern kernel", ["addmm", "permute"]), (9, "frees after", ["addmm"])]
+        (7, "allocates for", ["addmm"]), (8, "calls extern kernel", ["addmm", "permute"]),
+        (9, "frees after", ["addmm"])]
     assert [(s.file, s.line, s.nodes) for s in forward.sources] == [
         (LIBRARY_FILE, LIBRARY_LINE, ["permute"]), ("examples/mlp.py", FC1_LINE, ["linear", "addmm"])]
     assert len(result.graphs) == 1  # fc1's weight gradient is not in this synthetic backward
@@ -192,7 +194,8 @@ def test_direction_filters_up_and_down(mlp_store):
 def test_line_out_of_range(mlp_store):
     with pytest.raises(UserError, match=r"line 19 is out of range for examples/mlp.py: give a line 1-18"):
         mlp_store.query("examples/mlp.py", 19)
-    with pytest.raises(UserError, match=r"line 22 is out of range for runs/1/.*triton_poi_fused_gelu_0.py: give a line 1-21"):
+    with pytest.raises(UserError,
+                       match=r"line 22 is out of range for runs/1/.*triton_poi_fused_gelu_0.py: give a line 1-21"):
         mlp_store.query(f".kernelscope/{FW_KERNEL}", 22)
     with pytest.raises(UserError, match="line 0 is out of range"):
         mlp_store.query("examples/mlp.py", 0)
@@ -248,18 +251,21 @@ def test_locate_defaults_to_the_latest_run_that_has_the_file(mlp_store, workspac
 
 
 def test_locate_errors_say_what_to_do(mlp_store, workspace):
-    with pytest.raises(StoreError, match=r"no run has recorded examples/other.py — run `kernelscope compile examples/other.py:FACTORY`"):
+    with pytest.raises(StoreError, match=r"no run has recorded examples/other.py — "
+                                         r"run `kernelscope compile examples/other.py:FACTORY`"):
         mlp_store.locate("examples/other.py")
     with pytest.raises(StoreError, match="there is no run 7 in this store — `kernelscope runs` lists the runs"):
         mlp_store.locate("examples/mlp.py", run_id=7)
-    with pytest.raises(StoreError, match=r"no run in this store generated runs/9/graphs/x/wrapper.py \(was the run deleted\?\)"):
+    with pytest.raises(StoreError, match=r"no run in this store generated runs/9/graphs/x/wrapper.py "
+                                         r"\(was the run deleted\?\)"):
         mlp_store.locate(".kernelscope/runs/9/graphs/x/wrapper.py")
     other = make_mlp_run(workspace)
     other.target = "examples/other.py:make"
     other.graphs = []
     (workspace / "examples/other.py").write_text("x = 1\n")
     assert mlp_store.write_run(other) == 2
-    with pytest.raises(StoreError, match="run 2 compiled examples/other.py:make but recorded no FX node from examples/other.py"):
+    with pytest.raises(StoreError, match="run 2 compiled examples/other.py:make "
+                                         "but recorded no FX node from examples/other.py"):
         mlp_store.locate("examples/other.py")
     with pytest.raises(StoreError, match=r"run 2 has no record of runs/1/.*wrapper.py \(runs that have it: 1\)"):
         mlp_store.locate(f".kernelscope/{FW}/wrapper.py", run_id=2)
@@ -270,7 +276,7 @@ def test_locate_errors_say_what_to_do(mlp_store, workspace):
 
 def test_lines_for_source_file(mlp_store):
     links = mlp_store.lines_for_file("examples/mlp.py")
-    assert [(l.line, l.graphs, sorted(l.kernels), l.reasons) for l in links.lines] == [
+    assert [(line.line, line.graphs, sorted(line.kernels), line.reasons) for line in links.lines] == [
         (FC1_LINE, ["0/0 forward"], ["extern_kernels.addmm"], ["stack_trace"]),
         (GELU_LINE, ["0/0 forward", "0/0 backward"],
          ["triton_poi_fused_gelu_0", "triton_poi_fused_gelu_gelu_backward_0"], ["stack_trace", "forward seq_nr"]),
@@ -283,21 +289,21 @@ def test_lines_for_source_file(mlp_store):
 
 def test_lines_for_kernel_wrapper_and_graph_files(mlp_store):
     kernel = mlp_store.lines_for_file(f".kernelscope/{FW_KERNEL}")
-    assert [(l.line, l.nodes, l.reasons) for l in kernel.lines][:3] == [
+    assert [(line.line, line.nodes, line.reasons) for line in kernel.lines][:3] == [
         (8, [], ["indexing"]), (12, ["mul", "mul_1"], ["loads for"]), (14, ["mul"], ["computes"])]
     assert len(kernel.lines) == 8
     wrapper = mlp_store.lines_for_file(f".kernelscope/{FW}/wrapper.py")
-    assert [(l.line, l.kernels) for l in wrapper.lines] == [
+    assert [(line.line, line.kernels) for line in wrapper.lines] == [
         (7, []), (8, ["extern_kernels.addmm"]), (9, []), (10, []), (11, ["triton_poi_fused_gelu_0"]), (12, []),
         (13, ["extern_kernels.addmm"])]
     post_grad = mlp_store.lines_for_file(f".kernelscope/{FW}/post_grad.py")
-    assert [(l.line, l.nodes, l.kernels) for l in post_grad.lines if l.line in (2, 4, 7)] == [
+    assert [(line.line, line.nodes, line.kernels) for line in post_grad.lines if line.line in (2, 4, 7)] == [
         (2, ["primals_1", "primals_2", "primals_3", "primals_4", "primals_5"], []),
         (4, ["addmm"], ["extern_kernels.addmm"]),
         (7, ["erf"], ["triton_poi_fused_gelu_0"]),
     ]
     pre_grad = mlp_store.lines_for_file(f".kernelscope/{FW}/pre_grad.py")
-    assert [(l.line, l.nodes, sorted(l.kernels)) for l in pre_grad.lines if l.line == 5] == [
+    assert [(line.line, line.nodes, sorted(line.kernels)) for line in pre_grad.lines if line.line == 5] == [
         (5, ["h_1"], ["triton_poi_fused_gelu_0", "triton_poi_fused_gelu_gelu_backward_0"])]
 
 

@@ -108,7 +108,8 @@ def test_generated_lines_have_one_row_per_line_and_node(mlp_store):
     assert kernel_line_12 == [(12, "loads for", "mul"), (12, "loads for", "mul_1")]
     unmapped = rows(mlp_store, "SELECT line, reason, node_name, node_id FROM generated_lines WHERE node_name IS NULL")
     assert unmapped == [(8, "indexing", None, None)]
-    assert rows(mlp_store, "SELECT COUNT(*) FROM generated_lines WHERE node_name IS NOT NULL AND node_id IS NULL") == [(0,)]
+    assert rows(mlp_store, "SELECT COUNT(*) FROM generated_lines "
+                           "WHERE node_name IS NOT NULL AND node_id IS NULL") == [(0,)]
 
 
 def test_coverage_is_computed_at_write_time(mlp_store):
@@ -133,7 +134,8 @@ def test_kernel_disagreeing_with_inductor_lowers_agreement(workspace):
 def test_database_is_wal_with_schema_version(mlp_store):
     assert rows(mlp_store, "PRAGMA journal_mode") == [("wal",)]
     assert rows(mlp_store, "PRAGMA foreign_keys") == [(1,)]
-    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [(str(STORE_SCHEMA_VERSION),)]
+    assert rows(mlp_store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+        (str(STORE_SCHEMA_VERSION),)]
 
 
 def test_runs_listing_and_latest_per_target(workspace):
@@ -277,8 +279,9 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
     mlp_store.conn.execute("UPDATE meta SET value = '1' WHERE key = 'store_schema_version'")
     mlp_store.close()
     before = (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes()
-    with pytest.raises(StoreError, match=r"written by an older kernelscope \(store schema version 1; this one "
-                                         rf"reads version {STORE_SCHEMA_VERSION}.*Re-record: move .*\.kernelscope away"):
+    with pytest.raises(StoreError, match=r"written by an older kernelscope \(store schema version 1; "
+                                         rf"this one reads version {STORE_SCHEMA_VERSION}.*"
+                                         r"Re-record: move .*\.kernelscope away"):
         StoreBackend(workspace / ".kernelscope")
     assert (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes() == before
 
@@ -295,7 +298,8 @@ def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
     mlp_store.close()
     with StoreBackend(workspace / ".kernelscope") as store:
-        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [(str(STORE_SCHEMA_VERSION),)]
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
         assert rows(store, "SELECT id, target FROM runs") == runs_before
         assert rows(store, "SELECT COUNT(*) FROM kernel_asm") == [(0,)]
         assert store.asm.pending(1)  # its Triton kernels can be built below the kernel

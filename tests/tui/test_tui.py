@@ -15,7 +15,6 @@ from synthetic_runs import GELU_LINE, make_mlp_run, mlp_store, workspace  # noqa
 from tui_support import SIZE, links_for, settle, started
 
 from kernelscope.store import StoreBackend
-from kernelscope.store.results import NodeRef
 from kernelscope.tui.app import KernelscopeApp
 from kernelscope.tui.kernel_list import KernelList
 from kernelscope.tui.key_footer import KeyFooter
@@ -101,7 +100,8 @@ def test_kernel_and_wrapper_lines_highlight_the_model_line(real_store):
             assert app.view("source").linked == {gelu}
             assert any("aten.erf" in text for text in linked_text(app, "post_grad"))
             wrapper = app.view("wrapper")
-            await links_for(pilot, app, "wrapper", line_of(wrapper, "triton_per_fused_addmm_gelu_native_layer_norm_0.run("))
+            await links_for(pilot, app, "wrapper",
+                            line_of(wrapper, "triton_per_fused_addmm_gelu_native_layer_norm_0.run("))
             assert app.view("kernel").path.endswith("triton_per_fused_addmm_gelu_native_layer_norm_0.py")
             assert gelu in app.view("source").linked
             post = app.view("post_grad")

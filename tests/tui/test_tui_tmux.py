@@ -103,7 +103,8 @@ def test_tui_in_a_real_terminal_highlights_the_linked_lines(mlp_store, terminal)
     # Without a client tmux may fall back to 80x24; fix the window's size explicitly.
     tmux("set-option", "-t", terminal, "window-size", "manual")
     tmux("resize-window", "-t", terminal, "-x", str(WIDTH), "-y", str(HEIGHT))
-    assert tmux("display-message", "-p", "-t", terminal, "#{window_width}x#{window_height}").strip() == f"{WIDTH}x{HEIGHT}"
+    assert tmux("display-message", "-p", "-t", terminal,
+                "#{window_width}x#{window_height}").strip() == f"{WIDTH}x{HEIGHT}"
     wait_for(terminal, "run 1 · examples/mlp.py")
     wait_for(terminal, "[0/0] inference")  # the first line's links are on screen
     tmux("send-keys", "-t", terminal, "1", "g")  # the source pane, its first line; then down to GELU

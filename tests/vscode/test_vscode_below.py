@@ -18,9 +18,9 @@ import sys
 
 import pytest
 from conftest import EXAMPLES, gpt2_softmax_line
+from test_vscode_e2e import REPO, require_setup, run_in_code_server
 
 from kernelscope.store import StoreBackend
-from test_vscode_e2e import REPO, require_setup, run_in_code_server
 
 SCENARIO = REPO / "vscode-extension" / "e2e" / "run-below-e2e.mjs"
 ARTIFACTS = REPO / "test-artifacts" / "vscode-below"

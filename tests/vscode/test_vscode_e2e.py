@@ -44,7 +44,8 @@ def require_setup() -> None:
     ] if not ok]
     if missing:
         pytest.fail(f"missing {', '.join(missing)}: run ./scripts/setup-editors.sh (or ./scripts/setup.sh)")
-    sources = [*EXTENSION.joinpath("src").rglob("*.ts"), *EXTENSION.joinpath("media").iterdir(), EXTENSION / "package.json"]
+    sources = [*EXTENSION.joinpath("src").rglob("*.ts"), *EXTENSION.joinpath("media").iterdir(),
+               EXTENSION / "package.json"]
     vsix = vsix_path()
     if not vsix.exists() or max(p.stat().st_mtime for p in sources) > vsix.stat().st_mtime:
         # The .vsix is older than the extension's sources: test what is checked out.
@@ -153,8 +154,8 @@ def write_gpu_decisions(path: Path) -> None:
     from kernelscope.decisions.model import DecisionSet, recorded_on, write_file
 
     gpu = {"name": "NVIDIA H100 80GB HBM3", "capability": [9, 0], "sm_count": 132}
-    write_file(DecisionSet("a colleague's H100", recorded_on(gpu, torch.__version__, triton.__version__, "cuda", "cuda")),
-               path)
+    write_file(DecisionSet("a colleague's H100",
+                           recorded_on(gpu, torch.__version__, triton.__version__, "cuda", "cuda")), path)
 
 
 USER_SETTINGS = {

@@ -12,10 +12,10 @@ import json
 import sys
 
 import pytest
-
 from deep_model import deep_store
-from kernelscope.store.reading.folding import group_title
 from test_vscode_e2e import REPO, require_setup, run_in_code_server
+
+from kernelscope.store.reading.folding import group_title
 
 SCENARIO = REPO / "vscode-extension" / "e2e" / "run-modules-e2e.mjs"
 ARTIFACTS = REPO / "test-artifacts" / "vscode-modules"

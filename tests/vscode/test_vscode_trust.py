@@ -23,10 +23,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from kernelscope.store import StoreBackend
 from synthetic_runs import make_mlp_run
 from test_vscode_e2e import REPO, require_setup, run_in_code_server
+
+from kernelscope.store import StoreBackend
 
 SCENARIO = REPO / "vscode-extension" / "e2e" / "run-trust-e2e.mjs"
 ARTIFACTS = REPO / "test-artifacts" / "vscode-trust"

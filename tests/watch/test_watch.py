@@ -390,7 +390,8 @@ def test_a_burst_of_50_saves_builds_at_most_twice_and_the_last_save_wins(start_s
     assert isinstance(log.build_result(1), BuildFinished)
     path = workspace / "mlp.py"
     for save in range(50):
-        replacement = "h = torch.relu(h)" if save == 49 else ("h = torch.tanh(h)" if save % 2 else "h = torch.sigmoid(h)")
+        replacement = ("h = torch.relu(h)" if save == 49
+                       else ("h = torch.tanh(h)" if save % 2 else "h = torch.sigmoid(h)"))
         path.write_text(MLP_SOURCE.replace(GELU_LINE, replacement))
     log.wait_for(lambda e: isinstance(e, BuildStarted) and e.build == 2)
     while True:  # until no build runs and none started for 2 s (the quiet period is 0.3 s)

@@ -13,9 +13,9 @@ import shutil
 import sqlite3
 
 import pytest
-
 from conftest import REPO
 from deep_model import GELU_LINE, LOOP_LINE, NANOGPT, deep_store
+
 from kernelscope.store import ModuleSummary
 from kernelscope.store.reading.folding import fold_modules, instances_label
 

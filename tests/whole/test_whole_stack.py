@@ -8,11 +8,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from conftest import REPO, example_line
+
 from kernelscope.errors import UserError
 from kernelscope.store import StoreBackend, validate_dump
 from kernelscope.trace_import import ImportOptions, find_logs, import_log

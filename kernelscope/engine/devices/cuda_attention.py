@@ -7,7 +7,7 @@ virtual-cuda traces CPU tensors, so the CPU build would choose CPU flash attenti
 While a virtual-cuda recording runs, this module
 
 1. decides the backend as an H100 does: `sdpa_choice.choose`, ATen's
-   `select_sdp_backend` ported check by check (tests/test_sdpa_choice.py holds it to
+   `select_sdp_backend` ported check by check (tests/engine/devices/test_sdpa_choice.py holds it to
    the choices an H100 made, bench/results/sdpa_choices_*.json);
 2. decomposes the op the way ATen's composite (attention.cpp) does for that backend:
    boolean masks to additive float masks (cuDNN's own way for cuDNN), the efficient

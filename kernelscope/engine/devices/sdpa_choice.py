@@ -13,7 +13,7 @@ Ported from torch 2.11's checks; torch 2.13 adds three (read from its CUDA build
 memory-efficient kernel's storage-offset alignment, cuDNN's batch/head limit (65535) and
 cuDNN's dropout resolution (1/16). Checks that cannot fail here are named and kept as
 constants: every tensor is on the (virtual) GPU, none is nested, FA3 is off.
-tests/test_sdpa_choice.py holds this port to what an H100 chose (bench/sdpa_choices.py:
+tests/engine/devices/test_sdpa_choice.py holds this port to what an H100 chose (bench/sdpa_choices.py:
 2,400 synthetic calls, and every call the model suite makes).
 
 The checks compare sizes and strides as the C++ does: `TORCH_GUARD_OR_FALSE` where the C++

@@ -33,7 +33,7 @@ Where a new feature goes:
   `@server.guarded_feature(method)`, and one line in `FEATURES`.
 Feature modules import the store side (`provenance`, `render`, `below`,
 `kernelscope.store`) inside their handlers, never at import time: the server answers
-`initialize` before loading it (tests/test_lsp_start.py checks).
+`initialize` before loading it (tests/lsp/test_lsp_start.py checks).
 """
 
 FEATURES = [

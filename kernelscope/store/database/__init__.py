@@ -1,7 +1,7 @@
 """The store's SQLite database: one file, `<store>/kernelscope.sqlite`.
 
 Internal to the store: only `kernelscope.store`'s own modules import it (front ends read
-through `StoreBackend` and `RunView`; tests/test_read_model_boundary.py checks it).
+through `StoreBackend` and `RunView`; tests/store/test_read_model_boundary.py checks it).
 
 Map
 - `connection` — opening the database (WAL, read-only stores, creating or checking the

@@ -10,8 +10,8 @@ import json
 
 import pytest
 import torch
-
 from conftest import REPO, ZOO
+
 from kernelscope.engine.devices import cuda_batch_norm
 
 
@@ -65,7 +65,8 @@ def test_dynamic_small_cnn_fuses_the_nodes_the_h100_fused():
 
     if not torch.__version__.startswith(("2.11", "2.13")):
         pytest.skip("the H100's node numbers are checked against torch 2.11 and 2.13")
-    results = json.loads((REPO / "bench" / "results" / "gpu_check_decisions_h100_torch2.11_before_batch_norm.json").read_text())
+    results = json.loads(
+        (REPO / "bench" / "results" / "gpu_check_decisions_h100_torch2.11_before_batch_norm.json").read_text())
     h100 = {kernel["name"]: sorted(kernel["nodes_real"])
             for kernel in results["rows"]["small_cnn dynamic"]["replayed"]["differing_kernels"]}
     run = record_factory(f"{ZOO / 'small_cnn.py'}:make", RecordOptions(device="virtual-cuda", dynamic=True,

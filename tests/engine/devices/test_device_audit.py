@@ -15,7 +15,6 @@ test's own (the audit must be on while they run).
 from __future__ import annotations
 
 import pytest
-
 from conftest import EXAMPLES, REPO, ZOO
 
 CASES = [
@@ -66,11 +65,11 @@ def test_the_audit_counts_only_while_active_and_only_the_compiles_own_tensors():
             on_cpu = torch.empty(3, 2)
         with other_mode:
             theirs = torch.empty(3, 2, device="cuda")
-        ours.device  # not logging yet
+        _ = ours.device  # not logging yet
         with device_audit.log_device_queries() as log, device_audit.compiling_with(compile_mode):
             assert ours.device.type == "cuda" and ours.is_cuda and ours.get_device() == 0
             assert on_cpu.device.type == "cpu"
-            theirs.device  # another fake mode (pattern set-up): not the compile's
+            _ = theirs.device  # another fake mode (pattern set-up): not the compile's
     kinds = sorted((kind, answer) for (kind, answer, module, shape) in log.python)
     assert kinds == [("device", "cpu"), ("device", "cuda"), ("get_device", "cuda"), ("is_cuda", "cuda")]
     assert dict(log.answered("cpu")) == {("device", "test_device_audit.py"): 1}

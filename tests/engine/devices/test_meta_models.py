@@ -10,7 +10,6 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
 from conftest import REPO, assert_full_links
 
 FACTORIES = textwrap.dedent('''

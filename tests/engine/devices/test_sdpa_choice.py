@@ -17,7 +17,6 @@ import sys
 import warnings
 
 import pytest
-
 from conftest import DATA, REPO
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -61,8 +60,9 @@ def _without_getitems(ops):
     return [op for op in ops if "getitem" not in op]
 
 
-@pytest.mark.parametrize("recorded", RECORD["decompositions"],
-                         ids=lambda c: f"{c['dtype']}-{c['mask']}-seq{c['seq']}-{'grad' if c['requires_grad'] else 'nograd'}")
+@pytest.mark.parametrize(
+    "recorded", RECORD["decompositions"],
+    ids=lambda c: f"{c['dtype']}-{c['mask']}-seq{c['seq']}-{'grad' if c['requires_grad'] else 'nograd'}")
 def test_cpu_capture_decomposes_as_the_gpu_did(recorded):
     import torch
 
@@ -134,8 +134,9 @@ def _info(meta):
 def _call(meta):
     from kernelscope.engine.devices import sdpa_choice
 
-    return sdpa_choice.SdpaCall(_info(meta["query"]), _info(meta["key"]), _info(meta["value"]), _info(meta["attn_mask"]),
-                                meta["dropout"], meta["is_causal"], meta["enable_gqa"], meta["grad_enabled"])
+    return sdpa_choice.SdpaCall(_info(meta["query"]), _info(meta["key"]), _info(meta["value"]),
+                                _info(meta["attn_mask"]), meta["dropout"], meta["is_causal"], meta["enable_gqa"],
+                                meta["grad_enabled"])
 
 
 def _qkv(head, dtype="float32", offsets=(0, 0, 0), heads=(4, 4, 4), grad=False):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import DATA, REPO, assert_full_links
 
 MODELS = DATA / "tensors_in_forward.py"

@@ -20,7 +20,6 @@ import re
 import textwrap
 
 import pytest
-
 from conftest import REPO, ZOO
 
 SCALARS = textwrap.dedent('''
