@@ -13,6 +13,8 @@ fi
 .venv/bin/python -m pip install --quiet -r requirements-dev.txt
 # The model suite's torchvision and timm, apart from site-packages (bench/suite/vision_libs.py says why).
 .venv/bin/python -m pip install --quiet --no-deps --upgrade --target .venv/suite-vision -r requirements-suite-vision.txt
+# torchtitan, the distributed client the tests record, without its training stack (requirements-dev.txt says why).
+.venv/bin/python -m pip install --quiet --no-deps -r requirements-torchtitan.txt
 # kernelscope itself, editable, with its light dependencies (rich, jsonschema, watchdog).
 .venv/bin/python -m pip install --quiet -e '.[dev]'
 # The terminal UI's end-to-end test drives `kernelscope tui` in a real terminal (tmux).
