@@ -162,10 +162,9 @@ def install(patches: Patches) -> None:
     """Every torch.cuda and torch.accelerator answer above, put back when `patches` ends."""
     import torch
 
-    from kernelscope.engine.devices.virtual_cuda import _device_properties
+    from kernelscope.engine.devices.virtual_cuda import _device_properties, device_answers
 
     props = _device_properties()
-    capability = (props.major, props.minor)
     Stream, Event, StreamContext, current_stream, default_stream, set_stream = _stream_classes()
 
     def manual_seed(seed):
@@ -176,17 +175,7 @@ def install(patches: Patches) -> None:
             torch.default_generator.set_state(new_state.as_subclass(torch.Tensor).clone())
 
     device_queries = {  # virtual-cuda's own points, as the compile patches them too
-        "is_available": lambda: True,
-        "device_count": lambda: 1,
-        "current_device": lambda: 0,
-        "set_device": lambda device: None,
-        "get_device_properties": lambda device=None: props,
-        "get_device_capability": lambda device=None: capability,
-        "get_device_name": lambda device=None: props.name,
-        "is_bf16_supported": lambda *args, **kwargs: True,
-        "_exchange_device": lambda device: 0,
-        "_maybe_exchange_device": lambda device: 0,
-        "synchronize": lambda device=None: None,
+        **device_answers(props),
         "get_rng_state": lambda device="cuda": torch.get_rng_state(),
         "set_rng_state": set_rng_state,
     }

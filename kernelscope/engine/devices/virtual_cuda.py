@@ -64,15 +64,11 @@ def _device_properties():
     )
 
 
-@contextlib.contextmanager
-def pretend_cuda_present():
-    """Patch the torch.cuda queries Inductor's codegen makes; restore everything after."""
-    import torch
-    import torch.utils._triton as torch_triton
-
-    props = _device_properties()
+def device_answers(props) -> dict:
+    """`torch.cuda`'s device queries as one GPU with `props` answers them: what the compile
+    asks (pretend_cuda_present) and what a program asks (cuda_runtime) alike."""
     capability = (props.major, props.minor)
-    cuda_fakes = {
+    return {
         "is_available": lambda: True,
         "device_count": lambda: 1,
         "current_device": lambda: 0,
@@ -84,6 +80,18 @@ def pretend_cuda_present():
         "_exchange_device": lambda device: 0,
         "_maybe_exchange_device": lambda device: 0,
         "synchronize": lambda device=None: None,
+    }
+
+
+@contextlib.contextmanager
+def pretend_cuda_present():
+    """Patch the torch.cuda queries Inductor's codegen makes; restore everything after."""
+    import torch
+    import torch.utils._triton as torch_triton
+
+    props = _device_properties()
+    cuda_fakes = {
+        **device_answers(props),
         # Inductor saves and restores the RNG state around codegen.
         "get_rng_state": lambda device="cuda": torch.zeros(16, dtype=torch.uint8),
         "set_rng_state": lambda state, device="cuda": None,
