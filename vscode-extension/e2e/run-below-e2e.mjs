@@ -51,7 +51,7 @@ async function step(name, fn) {
   results.steps.push({ name, seconds: (Date.now() - t0) / 1000 });
 }
 
-const { runCommand, goToLine, cursorLine, themeColor, decoratedLines } = workbench(page, log);
+const { runCommand, goToLine, cursorLine, themeColor, decoratedLines, hoverUntilShown } = workbench(page, log);
 
 async function pickRun(runId) {
   await runCommand('kernelscope: Pick run');
@@ -121,17 +121,7 @@ async function hoverWord(word, hasText) {
   const line = group.locator(`.view-lines .view-line[style*="top:${top.replace('px', '')}px"], .view-lines .view-line[style*="top: ${top}"]`).first();
   const target = line.locator('span span', { hasText: word }).first();
   const hover = page.locator('.monaco-hover:not(.hidden)', { hasText }).first();
-  for (let attempt = 0; attempt < 5; attempt++) {
-    await page.mouse.move(5, 5);
-    await target.hover();
-    try {
-      await hover.waitFor({ state: 'visible', timeout: 6000 });
-      break;
-    } catch {
-      log(`no hover yet (attempt ${attempt + 1})`);
-    }
-  }
-  const text = (await hover.textContent())?.trim();
+  const text = await hoverUntilShown(target, hover);
   await page.mouse.move(5, 5);
   await page.keyboard.press('Escape');
   return text;

@@ -71,7 +71,7 @@ page.on('console', (msg) => {
 const STATUS = '.statusbar-item[id$="kernelscope.status"]';
 const statusItem = () => page.locator(STATUS);
 
-const { runCommand, goToLine, cursorLine, themeColor, decoratedLines } = workbench(page, log);
+const { runCommand, goToLine, cursorLine, themeColor, decoratedLines, hoverUntilShown } = workbench(page, log);
 
 async function openFile(name) {
   await page.keyboard.press('Escape');
@@ -166,17 +166,7 @@ try {
     const line = await editorLineLocator(0, args.needle);
     const word = line.locator('span span', { hasText: 'gelu' }).first();
     const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'triton_' }).first();
-    for (let attempt = 0; attempt < 5; attempt++) {
-      await page.mouse.move(5, 5);
-      await word.hover();
-      try {
-        await hover.waitFor({ state: 'visible', timeout: 6000 });
-        break;
-      } catch {
-        log(`no kernel hover yet (attempt ${attempt + 1})`);
-      }
-    }
-    results.hoverText = (await hover.textContent())?.trim();
+    results.hoverText = await hoverUntilShown(word, hover);
     await shot(page, '02-hover');
     await page.mouse.move(5, 5);
     await page.keyboard.press('Escape');

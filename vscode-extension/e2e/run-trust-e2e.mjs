@@ -88,7 +88,7 @@ page.on('console', (msg) => {
   if (msg.type() === 'error') results.console.push(msg.text().slice(0, 300));
 });
 const shot = (name) => page.screenshot({ path: path.join(args.out, `${name}.png`) });
-const { runCommand, goToLine } = workbench(page, log);
+const { runCommand, goToLine, hoverUntilShown } = workbench(page, log);
 const STATUS = '.statusbar-item[id$="kernelscope.status"]';
 const statusText = async () => ((await page.locator(STATUS).textContent()) ?? '').trim();
 const toast = (text) => page.locator('.notifications-toasts .notification-list-item', { hasText: text }).first();
@@ -162,17 +162,7 @@ async function declinedThenTrusted() {
     const line = page.locator('.editor-group-container').first().locator('.view-lines .view-line', { hasText: args.needle }).first();
     const word = line.locator('span span', { hasText: 'gelu' }).first();
     const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'triton_' }).first();
-    for (let attempt = 0; attempt < 5; attempt++) {
-      await page.mouse.move(5, 5);
-      await word.hover();
-      try {
-        await hover.waitFor({ state: 'visible', timeout: 6000 });
-        break;
-      } catch {
-        log(`no kernel hover yet (attempt ${attempt + 1})`);
-      }
-    }
-    results.hoverText = ((await hover.textContent()) ?? '').trim();
+    results.hoverText = await hoverUntilShown(word, hover);
     await shot('03-hover');
     await page.mouse.move(5, 5);
     await page.keyboard.press('Escape');

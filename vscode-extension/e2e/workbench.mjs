@@ -1,7 +1,7 @@
 // The workbench as the e2e scenarios drive it (code-server + Chromium through Playwright):
 // run a command from the palette, go to a line, read the cursor's line, the colour a
 // kernelscope theme colour has in the current theme, and the lines an editor group shows
-// with that colour behind them. Shared by run-e2e.mjs, run-below-e2e.mjs, run-modules-e2e.mjs.
+// with that colour behind them, hover a word until its hover shows. Shared by every scenario.
 import { readFileSync } from 'node:fs';
 
 const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
@@ -86,5 +86,21 @@ export function workbench(page, log = () => undefined) {
     );
   }
 
-  return { runCommand, goToLine, cursorLine, themeColor, decoratedLines };
+  /** Hover `target` (a locator) until `hover` (the hover widget's locator) shows, up to five
+   * times (the language server may still be loading the run); the hover's text. */
+  async function hoverUntilShown(target, hover) {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await page.mouse.move(5, 5);
+      await target.hover();
+      try {
+        await hover.waitFor({ state: 'visible', timeout: 6000 });
+        break;
+      } catch {
+        log(`no hover yet (attempt ${attempt + 1})`);
+      }
+    }
+    return ((await hover.textContent()) ?? '').trim();
+  }
+
+  return { runCommand, goToLine, cursorLine, themeColor, decoratedLines, hoverUntilShown };
 }
