@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 
 from kernelscope.engine.devices.cuda_fakes import fake_cuda_like
+from kernelscope.engine.devices.virtual_gpu_tensor import AnswersCuda
 
 _lifting: list[bool] = []  # inside a creator call asked for cuda
 _constant_class = []
@@ -41,24 +42,10 @@ def cuda_constant_class():
         return _constant_class[0]
     import torch
 
-    cuda = torch.device("cuda", 0)
-
-    class CudaConstant(torch.Tensor):
+    class CudaConstant(AnswersCuda, torch.Tensor):
         """A constant of a virtual-cuda graph: CPU data standing for the GPU's copy of it."""
 
         __torch_function__ = torch._C._disabled_torch_function_impl  # ops on it make plain tensors
-
-        @property
-        def device(self):
-            return cuda
-
-        @property
-        def is_cuda(self):
-            return True
-
-        @property
-        def is_cpu(self):
-            return False
 
         def get_device(self):
             return 0

@@ -25,29 +25,41 @@ from __future__ import annotations
 _made: list = []
 
 
+class AnswersCuda:
+    """For a tensor subclass whose data is on the CPU while Python must read it as on the GPU
+    (a virtual GPU tensor here, lifted_constants' CudaConstant): `device` is cuda:0, `is_cuda`
+    true, `is_cpu` false. Listed first among the bases, before torch.Tensor."""
+
+    @property
+    def device(self):
+        if not _cuda0:
+            import torch
+
+            _cuda0.append(torch.device("cuda", 0))
+        return _cuda0[0]
+
+    @property
+    def is_cuda(self):
+        return True
+
+    @property
+    def is_cpu(self):
+        return False
+
+
+_cuda0: list = []
+
+
 def tensor_class():
     """`VirtualGpuTensor`, the class of every tensor on the virtual GPU."""
     if _made:
         return _made[0]
     import torch
 
-    cuda = torch.device("cuda", 0)
     plain_reduce = torch.Tensor.__reduce_ex__
 
-    class VirtualGpuTensor(torch.Tensor):
+    class VirtualGpuTensor(AnswersCuda, torch.Tensor):
         """A CPU tensor on the virtual GPU: `device` answers cuda:0 (see the module docstring)."""
-
-        @property
-        def device(self):
-            return cuda
-
-        @property
-        def is_cuda(self):
-            return True
-
-        @property
-        def is_cpu(self):
-            return False
 
         def __deepcopy__(self, memo):
             # torch's own copies the storage (shared storages stay shared within `memo`) and
