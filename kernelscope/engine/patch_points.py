@@ -227,6 +227,42 @@ PROGRAM_REFUSED = {
 }
 SWAP_MODULE_PARAMS = PatchPoint(_PROGRAM, "torch.__future__", "_swap_module_params_on_conversion",
                                 "setting: model.to('cuda') swaps each parameter for a virtual GPU tensor")
+DTENSOR_NEW = PatchPoint(_PROGRAM, "torch.distributed.tensor._api.DTensor", "__new__",
+                         "a DTensor on a cuda mesh holds its local tensor on the virtual GPU "
+                         "(virtual_dtensor.py)", own=True, optional=True)
+DTENSOR_DEVICE = PatchPoint(_PROGRAM, "torch.distributed.tensor._api.DTensor", "device",
+                            "a DTensor on a cuda mesh answers cuda:0 in Python", optional=True)
+ASYNC_COLLECTIVE_TENSOR_DEVICE = PatchPoint(_PROGRAM,
+                                            "torch.distributed._functional_collectives.AsyncCollectiveTensor",
+                                            "device", "an in-flight collective result on the virtual GPU answers "
+                                            "cuda:0", optional=True)
+DTENSOR_IS_CUDA = PatchPoint(_PROGRAM, "torch.distributed.tensor._api.DTensor", "is_cuda",
+                             "the same for is_cuda", optional=True)
+ASYNC_COLLECTIVE_TENSOR_IS_CUDA = PatchPoint(_PROGRAM,
+                                             "torch.distributed._functional_collectives.AsyncCollectiveTensor",
+                                             "is_cuda", "the same for is_cuda", optional=True)
+ASYNC_COLLECTIVE_TENSOR_NEW = PatchPoint(_PROGRAM, "torch.distributed._functional_collectives.AsyncCollectiveTensor",
+                                         "__new__", "its wrapper of a virtual GPU tensor stays a CPU tensor in C++",
+                                         parameters=("cls", "elem"), own=True, optional=True)
+DTENSOR_FROM_LOCAL_BACKWARD = PatchPoint(_PROGRAM, "torch.distributed.tensor._api._FromTorchTensor", "backward",
+                                         "DTensor.from_local's backward (autograd calls it where the program mode "
+                                         "is off) makes its gradient on the virtual GPU", parameters=("ctx",),
+                                         own=True, optional=True)
+DTENSOR_TO_LOCAL_BACKWARD = PatchPoint(_PROGRAM, "torch.distributed.tensor._api._ToTorchTensor", "backward",
+                                       "the same for to_local's backward", parameters=("ctx",), own=True,
+                                       optional=True)
+FUNCOL_MAYBE_WRAP = PatchPoint(_PROGRAM, "torch.distributed._functional_collectives", "_maybe_wrap_tensor",
+                               "a collective's result on the virtual GPU is wrapped in flight as a plain tensor is",
+                               parameters=("self",), optional=True)
+DTENSOR_LOCAL_RESULTS = PatchPoint(_PROGRAM, "torch.distributed.tensor._dispatch.OpDispatcher",
+                                   "_dispatch_get_local_results_slow_path",
+                                   "DTensor's Python dispatch makes what it puts on 'cuda' on the virtual GPU",
+                                   parameters=("self", "op_call"), optional=True)
+DTENSOR_RNG_MESH = PatchPoint(_PROGRAM, "torch.distributed.tensor._random", "is_rng_supported_mesh",
+                              "DTensor's random ops draw from the virtual GPU's generator (no Philox offsets)",
+                              parameters=("device_mesh",), optional=True)
+DTENSOR_DISPATCH_RNG_MESH = PatchPoint(_PROGRAM, "torch.distributed.tensor._dispatch", "is_rng_supported_mesh",
+                                       "the same, where DTensor's dispatch imported it", optional=True)
 OPTIM_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.optim.optimizer", "_foreach_supported_types",
                                  "list: optimizers take the foreach path for virtual GPU tensors, as for cuda")
 UTILS_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.utils._foreach_utils", "_foreach_supported_types",

@@ -72,15 +72,13 @@ _ON_A_GPU = "record this program on a GPU with --target cuda"
 def cuda_program(fake_job: bool = False):
     """The program runs on the virtual GPU while inside (see the module docstring); yields the
     notes its run carries in its warnings (program_mode.note). `fake_job`: `--world-size` set
-    up torch's fake process group, so NCCL is not refused.
-    (The recorder runs a distributed job, `--world-size` or torchrun's ranks, outside this
-    context for now: DTensor's local results are made below the torch-function level, so
-    they would be CPU tensors among virtual GPU ones.)"""
+    up torch's fake process group, so NCCL is not refused (DTensor is kept on the virtual GPU
+    by virtual_dtensor). Ranks torchrun started on this machine run outside this context."""
     points.require("virtual-cuda program", "nothing was recorded")
     import torch
     import torch._dynamo.polyfills.loader  # noqa: F401 - imported before fake_cuda's patches
 
-    from kernelscope.engine.devices import cuda_runtime, fake_cuda, program_mode
+    from kernelscope.engine.devices import cuda_runtime, fake_cuda, program_mode, virtual_dtensor
     from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
     from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
 
@@ -90,6 +88,7 @@ def cuda_program(fake_job: bool = False):
     vgt = tensor_class()
     with Patches() as patches:
         cuda_runtime.install(patches)
+        virtual_dtensor.install(patches)
         patches.assign(points.SWAP_MODULE_PARAMS, True)
         for point in (points.OPTIM_FOREACH_TYPES, points.UTILS_FOREACH_TYPES):
             _append(patches, point, vgt)

@@ -132,7 +132,10 @@ def _runner():
             kwargs = {}
         if vgt in types:
             with no_subclass():
-                return wrap(func(*args, **kwargs), args)
+                out = func(*args, **kwargs)
+            # a functional collective's result stays plain: torch wraps it as an in-flight
+            # AsyncCollectiveTensor next (virtual_dtensor puts it on the virtual GPU there)
+            return out if getattr(func, "namespace", None) == "_c10d_functional" else wrap(out, args)
         return func(*args, **kwargs)
 
     def grad_read(func, args, kwargs):
@@ -253,7 +256,7 @@ def _specials(vgt, cpu, no_subclass):
             return func(*args, **kwargs)
 
     def tensor_get_device(func, args, kwargs):
-        if type(args[0]) is vgt:
+        if type(args[0]) is vgt or args[0].device.type == "cuda":  # a DTensor on the virtual GPU too
             return 0
         with no_subclass():
             return func(*args, **kwargs)
@@ -329,11 +332,24 @@ def program_mode():
     mode_class, _ = mode_classes()
     notes: list[str] = []
     _running.append(notes)
+    mode = mode_class()
+    mode.__enter__()
     try:
-        with mode_class():
-            yield notes
+        yield notes
     finally:
         _running.pop()
+        _leave(mode)
+
+
+def _leave(mode) -> None:
+    """Pop `mode` where it is still on the stack: a compile that fails midway can leave the
+    stack emptied (Dynamo clears it while it traces), and the program's own error, not
+    "trying to pop from empty mode stack", is what the user must see."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    stack = _get_current_function_mode_stack()
+    if stack and stack[-1] is mode:
+        mode.__exit__(None, None, None)
 
 
 @contextlib.contextmanager
