@@ -30,6 +30,7 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
 - `program_mode`      — the torch-function mode: "cuda" made on the CPU, results kept there.
 - `virtual_gpu_tensor` — the virtual GPU's tensors: CPU tensors whose Python device is cuda:0.
 - `cuda_runtime`      — what torch.cuda and torch.accelerator answer (one emulated H100).
+- `program_hops`      — a higher-order op in the program's eager graph: its body on the CPU.
 - `program_results`   — tensors made below the mode (vmap's, Dynamo's eager graph's) handed
   back on the virtual GPU (FlexAttention's BlockMask).
 cpu-triton (Inductor's Triton backend on CPU tensors):

@@ -157,7 +157,8 @@ def _init_group_on_the_virtual_gpu(call_method):
 
 
 _PROGRAM_MODULES = ("kernelscope.engine.devices.program_mode", "kernelscope.engine.devices.virtual_gpu_tensor",
-                    "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program")
+                    "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program",
+                    "kernelscope.engine.devices.program_hops")
 
 
 def _never_compiled_by_dynamo(patches: Patches) -> None:

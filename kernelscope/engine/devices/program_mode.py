@@ -13,7 +13,7 @@ call the program's Python makes (torch functions, tensor methods and attributes)
   class: a CPU tensor written with `cpu_t.copy_(gpu_t)` stays a CPU tensor), unless it
   is told a device of its own (`empty_like(x, device="cpu")`); a higher-order op
   (FlexAttention's `flex_attention` in the graph Dynamo runs eagerly) runs its Python body
-  on aliases of its virtual GPU inputs that say cpu, and its results are virtual GPU tensors;
+  on the CPU (program_hops), and its results are virtual GPU tensors;
 - answers as a GPU's tensors do where a method answers: `get_device()` 0, `type()`
   `torch.cuda.FloatTensor`, `numpy()` refused with the GPU's own message, `repr`
   `tensor(..., device='cuda:0')`; `pin_memory()` returns the tensor (nothing is pinned),
@@ -83,7 +83,8 @@ def _is_cuda(device) -> bool:
 def _runner():
     """The mode's work, as one function (bound once to what it reads on every call)."""
     import torch
-    from torch.utils._pytree import tree_map
+
+    from kernelscope.engine.devices import program_hops
 
     vgt = tensor_class()
     plain = torch.Tensor
@@ -143,12 +144,9 @@ def _runner():
 
     def run_higher_order(func, args, kwargs):
         """A higher-order op (FlexAttention's, a checkpointed region's) runs its Python body
-        here, below the mode: on aliases of its inputs that say cpu, so what the body makes
-        on its inputs' device (FlexAttention's fake tensors for the score_mod's backward) is
-        made on the CPU, not on a cuda device torch would have to initialize."""
+        here, below the mode, on the CPU (program_hops)."""
         with no_subclass():
-            cpu_args, cpu_kwargs = tree_map(lambda value: value.as_subclass(plain) if type(value) is vgt else value,
-                                            (args, kwargs))
+            cpu_args, cpu_kwargs = program_hops.cpu_arguments(args, kwargs, vgt)
             return wrap(func(*cpu_args, **cpu_kwargs), args)
 
     def grad_read(func, args, kwargs):
