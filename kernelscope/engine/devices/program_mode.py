@@ -143,7 +143,7 @@ def _runner():
         return func(*args, **kwargs)
 
     def run_higher_order(func, args, kwargs):
-        """A higher-order op (FlexAttention's, a checkpointed region's) runs its Python body
+        """A higher-order op (FlexAttention's, for one) runs its Python body
         here, below the mode, on the CPU (program_hops)."""
         with no_subclass():
             cpu_args, cpu_kwargs = program_hops.cpu_arguments(args, kwargs, vgt)
