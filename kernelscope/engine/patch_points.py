@@ -278,6 +278,9 @@ OPTIMIZER_INIT_GROUP = PatchPoint(_PROGRAM, "torch._dynamo.variables.optimizer.O
 DYNAMO_MODE_STACK = PatchPoint(_PROGRAM, "torch._dynamo.variables.torch_function.SymbolicTorchFunctionState",
                               "__init__", "Dynamo traces the program's own torch-function modes, not kernelscope's",
                               parameters=("self", "py_stack"), own=True)
+DYNAMO_SET_MODE_STACK = PatchPoint(_PROGRAM, "torch._dynamo.utils", "set_torch_function_mode_stack",
+                                   "the mode stack a compiled frame sets back (it entered or left a mode, as "
+                                   "create_block_mask does) keeps the program's mode", parameters=("stack",))
 DYNAMO_SUBCLASS_TYPE = PatchPoint(_PROGRAM, "torch._dynamo.variables.builder", "infer_subclass_type",
                                  "Dynamo traces a virtual GPU tensor as a plain tensor (a fake cuda one)",
                                  parameters=("value",))
@@ -300,6 +303,10 @@ CPP_EXTENSION_LOAD_INLINE = PatchPoint(_PROGRAM, "torch.utils.cpp_extension", "l
 OPS_LOAD_LIBRARY = PatchPoint(_PROGRAM, "torch._ops._Ops", "load_library",
                               "a library that needs CUDA's runtime is refused in one line",
                               parameters=("self", "path"))
+PROGRAM_VMAP = PatchPoint(_PROGRAM, "torch._functorch.apis", "vmap_impl",
+                         "torch.vmap's results for virtual GPU inputs are virtual GPU tensors (program_results.py: "
+                         "create_block_mask's BlockMask)",
+                         parameters=("func", "in_dims", "out_dims", "randomness", "chunk_size"))
 
 # -- cpu-triton (devices/cpu_triton.py, codegen_only.py) ------------------------------------
 

@@ -24,7 +24,8 @@ While inside:
   CUDA device guard): it fakeifies a virtual GPU tensor as a fake cuda tensor by itself
   (meta_utils reads the Python device), so the captured graph, its graph inputs and the
   device branches taken in user and library code are the GPU's; virtual_cuda's compile_fx
-  compiles such a graph as captured;
+  compiles such a graph as captured; the program mode stays out of Dynamo's symbolic mode
+  stack, and where a compiled frame sets the stack back it keeps the program mode;
 - what virtual-cuda cannot give is refused in one line naming the call, the program's line
   and what to do (`Unavailable`): a CUDA C++ extension, a library that needs CUDA's
   runtime, CUDA graphs, NCCL in a single process, and the CUDA
@@ -78,7 +79,7 @@ def cuda_program(fake_job: bool = False):
     import torch
     import torch._dynamo.polyfills.loader  # noqa: F401 - imported before fake_cuda's patches
 
-    from kernelscope.engine.devices import cuda_runtime, fake_cuda, program_mode, virtual_dtensor
+    from kernelscope.engine.devices import cuda_runtime, fake_cuda, program_mode, program_results, virtual_dtensor
     from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
     from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
 
@@ -89,6 +90,7 @@ def cuda_program(fake_job: bool = False):
     with Patches() as patches:
         cuda_runtime.install(patches)
         virtual_dtensor.install(patches)
+        program_results.install(patches)
         patches.assign(points.SWAP_MODULE_PARAMS, True)
         for point in (points.OPTIM_FOREACH_TYPES, points.UTILS_FOREACH_TYPES):
             _append(patches, point, vgt)
@@ -96,6 +98,7 @@ def cuda_program(fake_job: bool = False):
         patches.wrap(points.OPTIMIZER_INIT_GROUP, _init_group_on_the_virtual_gpu)
         _never_compiled_by_dynamo(patches)
         patches.wrap(points.DYNAMO_MODE_STACK, _program_mode_untraced)
+        patches.wrap(points.DYNAMO_SET_MODE_STACK, _program_mode_kept)
         patches.wrap(points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
             None if type(value) is vgt else infer(value)))
         _refusals(patches, fake_job)
@@ -153,7 +156,8 @@ def _init_group_on_the_virtual_gpu(call_method):
 
 
 _PROGRAM_MODULES = ("kernelscope.engine.devices.program_mode", "kernelscope.engine.devices.virtual_gpu_tensor",
-                    "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program")
+                    "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program",
+                    "kernelscope.engine.devices.program_hops")
 
 
 def _never_compiled_by_dynamo(patches: Patches) -> None:
@@ -194,6 +198,28 @@ def _program_mode_untraced(init):
                 del self.mode_stack[index]
 
     return symbolic_state_init
+
+
+def _program_mode_kept(set_stack):
+    """The mode stack a compiled frame sets when its graph entered or left a torch-function
+    mode (Dynamo's code sets the whole stack from its symbolic one, which lacks the program
+    mode: `torch.compile(create_block_mask)`, whose mask is made under FlexAttention's
+    `TransformGetItemToIndex`, left the program without its mode), with the program mode
+    where it was."""
+    from kernelscope.engine.devices.program_mode import mode_classes
+
+    program_mode_class = mode_classes()[0]
+
+    def set_torch_function_mode_stack(stack):
+        import torch
+
+        current = [torch._C._get_function_stack_at(index) for index in range(torch._C._len_torch_function_stack())]
+        for index, mode in enumerate(current):
+            if type(mode) is program_mode_class and not any(kept is mode for kept in stack):
+                stack = [*stack[:index], mode, *stack[index:]]
+        return set_stack(stack)
+
+    return set_torch_function_mode_stack
 
 
 # -- what cannot be given, refused in one line ---------------------------------------------------
