@@ -5,7 +5,8 @@ Run on a machine with two NVIDIA GPUs (one command, a few minutes):
     python bench/distributed_gpu.py --out results_dir
 
 For each job — the tensor-parallel Llama block (examples/distributed/llama_tp.py,
-plain and with async TP) and DDP training (examples/distributed/ddp_train.py) — it
+plain and with async TP), DDP training (examples/distributed/ddp_train.py) and
+torchtitan's debug Llama with TP and SP (examples/distributed/torchtitan_llama.py) — it
 1. runs the job for real: `torchrun --nproc-per-node 2 -m kernelscope run SCRIPT --target cuda`
    (NCCL, every rank recorded into its own store), then `kernelscope merge`;
 2. records the same script with `--target virtual-cuda --world-size 2 --rank R` for R = 0
