@@ -47,9 +47,9 @@ def install(patches: Patches) -> None:
 
     if not torch.distributed.is_available() or not points.DTENSOR_NEW.present():
         return
-    from kernelscope.engine.devices import program_mode
     from torch.distributed._functional_collectives import AsyncCollectiveTensor
 
+    from kernelscope.engine.devices import program_mode
     from kernelscope.engine.devices.virtual_gpu_tensor import is_virtual, on_virtual_gpu
 
     plain = torch.Tensor
