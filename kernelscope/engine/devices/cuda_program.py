@@ -9,6 +9,8 @@ While inside:
 - `ProgramMode` (program_mode.py) makes what the program puts on cuda a virtual GPU tensor
   (virtual_gpu_tensor.py): a CPU tensor whose Python device is `cuda:0`;
 - `torch.cuda` and `torch.accelerator` answer as one emulated H100 (cuda_runtime.py);
+- the program's own Triton kernels run in Triton's interpreter on the CPU tensors, while
+  Dynamo captures and Inductor compiles them as on a GPU (user_triton.py);
 - `model.to("cuda")` swaps each parameter for a virtual GPU tensor (torch's
   `swap_module_params_on_conversion`, on while the program runs);
 - optimizers and `clip_grad_norm_` take the foreach path for virtual GPU tensors, as they
@@ -80,7 +82,7 @@ def cuda_program(fake_job: bool = False):
     import torch
     import torch._dynamo.polyfills.loader  # noqa: F401 - imported before fake_cuda's patches
 
-    from kernelscope.engine.devices import cuda_runtime, fake_cuda, program_mode
+    from kernelscope.engine.devices import cuda_runtime, fake_cuda, program_mode, user_triton
     from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
     from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
 
@@ -90,6 +92,7 @@ def cuda_program(fake_job: bool = False):
     vgt = tensor_class()
     with Patches() as patches:
         cuda_runtime.install(patches)
+        user_triton.install(patches)
         patches.assign(points.SWAP_MODULE_PARAMS, True)
         for point in (points.OPTIM_FOREACH_TYPES, points.UTILS_FOREACH_TYPES):
             _append(patches, point, vgt)
@@ -154,7 +157,8 @@ def _init_group_on_the_virtual_gpu(call_method):
 
 
 _PROGRAM_MODULES = ("kernelscope.engine.devices.program_mode", "kernelscope.engine.devices.virtual_gpu_tensor",
-                    "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program")
+                    "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program",
+                   "kernelscope.engine.devices.user_triton")
 
 
 def _never_compiled_by_dynamo(patches: Patches) -> None:
