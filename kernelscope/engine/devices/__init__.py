@@ -30,6 +30,8 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
 - `program_mode`      — the torch-function mode: "cuda" made on the CPU, results kept there.
 - `virtual_gpu_tensor` — the virtual GPU's tensors: CPU tensors whose Python device is cuda:0.
 - `cuda_runtime`      — what torch.cuda and torch.accelerator answer (one emulated H100).
+- `user_triton`       — the program's own Triton kernels launched in Triton's interpreter.
+- `program_refusal`   — what cannot be given, refused in one line at the program's line.
 cpu-triton (Inductor's Triton backend on CPU tensors):
 - `cpu_triton`        — the backend switched on; `--execute` in Triton's interpreter.
 - `codegen_only`      — generated wrappers kept and never loaded (also virtual-cuda's).

@@ -21,6 +21,8 @@ Three patch points of "virtual-cuda program", for the program's run:
   launch uses the first config of those the autotuner would benchmark (its `configs` in
   the order written, after its `prune_configs_by`), as one call with that config alone;
   no timing is cached. The compiled program's wrapper keeps every config, as on a GPU.
+What the interpreter cannot run (inline PTX, say) is refused in one line at the program's
+line (program_refusal's `Unavailable`), naming the kernel and the interpreter's error.
 Cost: the interpreter runs each program instance of the grid in Python with NumPy, about
 a millisecond per instance for a small block; a grid of thousands of instances takes seconds.
 """
@@ -55,16 +57,30 @@ def install(patches: Patches) -> None:
 
 
 def _launched_in_the_interpreter(run):
+    from triton.runtime.errors import InterpreterError
+
     def interpreted_run(self, *args, grid, warmup, **kwargs):
         for hook in getattr(self, "pre_run_hooks", ()):
             hook(*args, **kwargs)
         _interpreting.append(True)
         try:
             return interpreted(self).run(*args, grid=grid, warmup=warmup, **kwargs)
+        except InterpreterError as error:
+            raise _refused(self, error) from error
         finally:
             _interpreting.pop()
 
     return interpreted_run
+
+
+def _refused(kernel, error):
+    """The one line for a kernel the interpreter could not run (what it does not implement,
+    such as inline PTX, or the kernel's own error), at the program's line."""
+    from kernelscope.engine.devices.program_refusal import ON_A_GPU, refuse
+
+    return refuse(f"{kernel.fn.__name__}[grid](...)",
+                  f"Triton's interpreter, which runs the program's Triton kernels on the virtual GPU, raised {error}",
+                  ON_A_GPU + ", or fix the kernel where the error is its own")
 
 
 def _helpers_interpreted(call):
