@@ -173,3 +173,16 @@ def test_the_launcher_is_triton_s_again_after_the_program():
     with cuda_program():
         assert JITFunction.run is not before[0]
     assert (JITFunction.run, JITFunction.__call__, Autotuner.run) == before
+
+
+def test_the_wrapper_names_a_user_kernel_apart_from_its_variable():
+    """Inductor defines a program's kernel `add_kernel` as `add_kernel_0`: its launches name the variable."""
+    from kernelscope.compile_text import wrapper_code
+
+    text = ("add_kernel_0 = async_compile.triton('add_kernel', '''\n@triton.jit\ndef add_kernel(x_ptr):\n    pass\n"
+            "''', device_str='cuda')\n"
+            "triton_poi_fused_0 = async_compile.triton('triton_poi_fused_0', '''\n@triton.jit\n"
+            "def triton_poi_fused_0(x_ptr):\n    pass\n''', device_str='cuda')\n")
+    user, inductor = wrapper_code.read_layout(text).kernel_blocks
+    assert (user.name, user.launched_as, user.user_defined) == ("add_kernel", "add_kernel_0", True)
+    assert (inductor.name, inductor.launched_as, inductor.user_defined) == ("triton_poi_fused_0",) * 2 + (False,)

@@ -76,6 +76,30 @@ def test_the_user_kernels_are_in_the_forward_and_the_backward(recorded):
     assert "def _sigmoid(" in forward  # the @triton.jit helper goes with the kernel
 
 
+def test_each_user_kernel_links_to_the_line_that_launches_it(recorded):
+    """Kernel -> the launch's node (Inductor's own mapping agrees) -> the program's line,
+    and the wrapper's launch line -> the kernel; Triton's autotune/heuristics frames skipped."""
+    store, _ = recorded
+    launched_at = {  # kernel -> the example's code at the line its launch is attributed to
+        "silu_forward_kernel": "silu_forward_kernel[", "silu_backward_kernel": "silu_backward_kernel[",
+        "axpby_kernel": "return axpby(",
+    }
+    for graph in _run(store)["graphs"]:
+        nodes = {node["name"]: node for node in graph["post_grad_nodes"]}
+        wrapper = _text(store, graph, "wrapper_file").splitlines()
+        for kernel in graph["kernels"]:
+            if kernel["name"] not in launched_at:
+                continue
+            [node] = kernel["nodes"]
+            assert kernel["inductor_nodes"] == [node], (graph["kind"], kernel["name"])
+            assert nodes[node]["target"] == "torch.ops.higher_order.triton_kernel_wrapper_mutation"
+            source = nodes[node]["source"]
+            assert source["file"] == EXAMPLE and source["code"].startswith(launched_at[kernel["name"]]), source
+            [line] = kernel["wrapper_lines"]
+            assert re.match(rf"\s+{kernel['name']}_\d+\.run\(", wrapper[line - 1]), wrapper[line - 1]
+            assert all(row["nodes"] == [node] for row in kernel["lines"])
+
+
 def _same_program_in_torch(steps: int):
     """The example's losses with its kernels written as torch ops, on the CPU, same seeds."""
     import torch
