@@ -307,6 +307,32 @@ PROGRAM_VMAP = PatchPoint(_PROGRAM, "torch._functorch.apis", "vmap_impl",
                          "torch.vmap's results for virtual GPU inputs are virtual GPU tensors (program_results.py: "
                          "create_block_mask's BlockMask)",
                          parameters=("func", "in_dims", "out_dims", "randomness", "chunk_size"))
+# user_triton.py: the program's own Triton kernels run in Triton's interpreter
+PROGRAM_TRITON_RUN = PatchPoint(_PROGRAM, "triton.runtime.jit.JITFunction", "run",
+                                "a program's Triton kernel launch runs in Triton's interpreter",
+                                parameters=("self",), keywords=("grid", "warmup"), own=True)
+PROGRAM_TRITON_CALL = PatchPoint(_PROGRAM, "triton.runtime.jit.JITFunction", "__call__",
+                                 "a @triton.jit helper called from an interpreted kernel runs interpreted",
+                                 parameters=("self",), own=True)
+PROGRAM_TRITON_AUTOTUNE = PatchPoint(_PROGRAM, "triton.runtime.autotuner.Autotuner", "run",
+                                     "@triton.autotune launches its first config untimed (no timing in the "
+                                     "interpreter)", parameters=("self",), own=True)
+
+
+def _triton_interpreter_problem():
+    import inspect
+
+    from triton.runtime.interpreter import InterpretedFunction
+
+    parameters = tuple(inspect.signature(InterpretedFunction.run).parameters)
+    if not {"grid", "warmup"} <= set(parameters):
+        return f"triton.runtime.interpreter.InterpretedFunction.run{parameters} takes no grid, warmup"
+    return None
+
+
+TRITON_INTERPRETER = CustomPoint(_PROGRAM, "triton.runtime.interpreter.InterpretedFunction (used, not patched)",
+                                 "runs a program's Triton kernels on the CPU tensors (user_triton.py)",
+                                 _triton_interpreter_problem)
 
 # -- cpu-triton (devices/cpu_triton.py, codegen_only.py) ------------------------------------
 

@@ -34,6 +34,8 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
 - `program_hops`      — a higher-order op in the program's eager graph: its body on the CPU.
 - `program_results`   — tensors made below the mode (vmap's, Dynamo's eager graph's) handed
   back on the virtual GPU (FlexAttention's BlockMask).
+- `user_triton`       — the program's own Triton kernels launched in Triton's interpreter.
+- `program_refusal`   — what cannot be given, refused in one line at the program's line.
 cpu-triton (Inductor's Triton backend on CPU tensors):
 - `cpu_triton`        — the backend switched on; `--execute` in Triton's interpreter.
 - `codegen_only`      — generated wrappers kept and never loaded (also virtual-cuda's).
