@@ -80,7 +80,7 @@ def cuda_program(fake_job: bool = False):
     import torch
     import torch._dynamo.polyfills.loader  # noqa: F401 - imported before fake_cuda's patches
 
-    from kernelscope.engine.devices import cuda_runtime, fake_cuda, program_mode
+    from kernelscope.engine.devices import cuda_runtime, fake_cuda, program_autograd, program_mode
     from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
     from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
 
@@ -95,6 +95,7 @@ def cuda_program(fake_job: bool = False):
             _append(patches, point, vgt)
         _autocast_on_the_cpu_too(patches)
         patches.wrap(points.OPTIMIZER_INIT_GROUP, _init_group_on_the_virtual_gpu)
+        program_autograd.install(patches)
         _never_compiled_by_dynamo(patches)
         patches.wrap(points.DYNAMO_MODE_STACK, _program_mode_untraced)
         patches.wrap(points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
@@ -154,7 +155,8 @@ def _init_group_on_the_virtual_gpu(call_method):
 
 
 _PROGRAM_MODULES = ("kernelscope.engine.devices.program_mode", "kernelscope.engine.devices.virtual_gpu_tensor",
-                    "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program")
+                    "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program",
+                    "kernelscope.engine.devices.program_autograd", "kernelscope.engine.devices.program_hops")
 
 
 def _never_compiled_by_dynamo(patches: Patches) -> None:

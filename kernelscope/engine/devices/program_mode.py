@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 
+from kernelscope.engine.devices.program_hops import is_higher_order, run_on_the_cpu
 from kernelscope.engine.devices.virtual_gpu_tensor import new_on_virtual_gpu, on_virtual_gpu, tensor_class
 
 _made: list = []
@@ -131,6 +132,8 @@ def _runner():
         else:
             kwargs = {}
         if vgt in types:
+            if is_higher_order(func):
+                return wrap(run_on_the_cpu(func, args, kwargs), args)
             with no_subclass():
                 return wrap(func(*args, **kwargs), args)
         return func(*args, **kwargs)
@@ -337,6 +340,21 @@ def program_mode():
 
 
 @contextlib.contextmanager
+def program_mode_again():
+    """The program's mode pushed again while inside, where the program runs and its mode is
+    not on the stack (torch pops a mode while it handles a call: `loss.backward()`), with
+    subclass handling on again (the mode runs a call with it off)."""
+    import torch
+
+    mode_class, _ = mode_classes()
+    if not _running or any(type(mode) is mode_class for mode in torch.overrides._get_current_function_mode_stack()):
+        yield
+        return
+    with torch._C._EnableTorchFunction(), mode_class():
+        yield
+
+
+@contextlib.contextmanager
 def eager_program_mode():
     """`EagerProgramMode` while inside: for the program's code Dynamo runs for real."""
     _, mode_class = mode_classes()
@@ -345,4 +363,4 @@ def eager_program_mode():
 
 
 __all__ = ["eager_program_mode", "grads_on_virtual_gpu", "mode_classes", "new_on_virtual_gpu", "note", "program_mode",
-           "running"]
+           "program_mode_again", "running"]
