@@ -30,6 +30,11 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
 - `program_mode`      — the torch-function mode: "cuda" made on the CPU, results kept there.
 - `virtual_gpu_tensor` — the virtual GPU's tensors: CPU tensors whose Python device is cuda:0.
 - `cuda_runtime`      — what torch.cuda and torch.accelerator answer (one emulated H100).
+- `program_hops`      — higher-order ops (`torch.cond`, `while_loop`, ...) run eagerly as the
+  CPU program's.
+- `program_autograd`  — the backward inside the program mode (checkpoint's recomputation).
+- `eager_regions`     — Dynamo's graph run eagerly calls nested compile regions inline (also
+  for factories).
 cpu-triton (Inductor's Triton backend on CPU tensors):
 - `cpu_triton`        — the backend switched on; `--execute` in Triton's interpreter.
 - `codegen_only`      — generated wrappers kept and never loaded (also virtual-cuda's).
