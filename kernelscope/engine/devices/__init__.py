@@ -32,7 +32,8 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
 - `cuda_runtime`      — what torch.cuda and torch.accelerator answer (one emulated H100).
 - `program_hops`      — higher-order ops (`torch.cond`, `while_loop`, ...) run eagerly as the
   CPU program's.
-- `program_autograd`  — the backward inside the program mode (checkpoint's recomputation).
+- `program_autograd`  — the backward inside the program mode (checkpoint's recomputation);
+  checkpoint's determinism check on C++ devices.
 - `eager_regions`     — Dynamo's graph run eagerly calls nested compile regions inline (also
   for factories).
 cpu-triton (Inductor's Triton backend on CPU tensors):

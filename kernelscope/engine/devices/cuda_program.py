@@ -25,9 +25,9 @@ While inside:
   (meta_utils reads the Python device), so the captured graph, its graph inputs and the
   device branches taken in user and library code are the GPU's; virtual_cuda's compile_fx
   compiles such a graph as captured;
-- a higher-order op (`torch.cond`, `while_loop`, a checkpoint, a nested compile region)
-  runs eagerly as the CPU program's (program_hops.py), the backward runs inside the mode
-  (program_autograd.py: a checkpoint's recomputation is the program's);
+- a higher-order op (`torch.cond`, `while_loop`) runs eagerly as the CPU program's
+  (program_hops.py); the backward runs inside the mode (program_autograd.py: a
+  checkpoint's recomputation is the program's, as its forward was);
 - what virtual-cuda cannot give is refused in one line naming the call, the program's line
   and what to do (`Unavailable`): a CUDA C++ extension, a library that needs CUDA's
   runtime, CUDA graphs, NCCL in a single process, and the CUDA

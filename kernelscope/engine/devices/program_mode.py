@@ -16,6 +16,8 @@ call the program's Python makes (torch functions, tensor methods and attributes)
   `torch.cuda.FloatTensor`, `numpy()` refused with the GPU's own message, `repr`
   `tensor(..., device='cuda:0')`; `pin_memory()` returns the tensor (nothing is pinned),
   `is_pinned()` False, `record_stream` does nothing;
+- runs a higher-order op (`torch.cond`, `while_loop`, ...) on plain CPU aliases of its
+  virtual GPU tensors, as the CPU program runs it (`program_hops`), its results put back;
 - makes gradients of leaves on the virtual GPU virtual GPU tensors: when a leaf that
   requires grad is made here it gets a post-accumulate-grad hook that changes its fresh
   `.grad`'s class (so Dynamo, compiling an optimizer step, fakeifies the grads as cuda),
