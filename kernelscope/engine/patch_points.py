@@ -284,6 +284,14 @@ DYNAMO_SET_MODE_STACK = PatchPoint(_PROGRAM, "torch._dynamo.utils", "set_torch_f
 DYNAMO_SUBCLASS_TYPE = PatchPoint(_PROGRAM, "torch._dynamo.variables.builder", "infer_subclass_type",
                                  "Dynamo traces a virtual GPU tensor as a plain tensor (a fake cuda one)",
                                  parameters=("value",))
+ENGINE_RUN_BACKWARD = PatchPoint(_PROGRAM, "torch.autograd", "_engine_run_backward",
+                                 "the backward runs inside the program mode (what autograd runs in Python, "
+                                 "such as checkpoint's recomputation, sees the program's tensors)",
+                                 parameters=("t_outputs",))
+CHECKPOINT_METADATA = PatchPoint(_PROGRAM, "torch.utils.checkpoint", "_allowed_determinism_checks_to_fns",
+                                 "checkpoint's determinism check compares a tensor's C++ device (cpu for a "
+                                 "virtual GPU tensor and its detached recomputation alike)",
+                                 item="torch.utils.checkpoint._DEFAULT_DETERMINISM_MODE")
 DYNAMO_SKIP_DIRS = PatchPoint(_PROGRAM, "torch._dynamo.trace_rules", "SKIP_DIRS",
                               "list: Dynamo never compiles kernelscope's program modules as frames of their own "
                               "(trace_rules.add and _recompile_re)")

@@ -31,11 +31,16 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
 - `virtual_gpu_tensor` — the virtual GPU's tensors: CPU tensors whose Python device is cuda:0.
 - `cuda_runtime`      — what torch.cuda and torch.accelerator answer (one emulated H100).
 - `virtual_dtensor`   — DTensor on the virtual GPU: one rank of a job (`--world-size`) on a cuda mesh.
-- `program_hops`      — a higher-order op in the program's eager graph: its body on the CPU.
 - `program_results`   — tensors made below the mode (vmap's, Dynamo's eager graph's) handed
   back on the virtual GPU (FlexAttention's BlockMask).
 - `user_triton`       — the program's own Triton kernels launched in Triton's interpreter.
 - `program_refusal`   — what cannot be given, refused in one line at the program's line.
+- `program_hops`      — higher-order ops (`torch.cond`, `while_loop`, ...) run eagerly as the
+  CPU program's.
+- `program_autograd`  — the backward inside the program mode (checkpoint's recomputation);
+  checkpoint's determinism check on C++ devices.
+- `eager_regions`     — Dynamo's graph run eagerly calls nested compile regions inline (also
+  for factories).
 cpu-triton (Inductor's Triton backend on CPU tensors):
 - `cpu_triton`        — the backend switched on; `--execute` in Triton's interpreter.
 - `codegen_only`      — generated wrappers kept and never loaded (also virtual-cuda's).

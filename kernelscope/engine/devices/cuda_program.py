@@ -28,6 +28,9 @@ While inside:
   device branches taken in user and library code are the GPU's; virtual_cuda's compile_fx
   compiles such a graph as captured; the program mode stays out of Dynamo's symbolic mode
   stack, and where a compiled frame sets the stack back it keeps the program mode;
+- a higher-order op (`torch.cond`, `while_loop`) runs eagerly as the CPU program's
+  (program_hops.py); the backward runs inside the mode (program_autograd.py: a
+  checkpoint's recomputation is the program's, as its forward was);
 - what virtual-cuda cannot give is refused in one line naming the call, the program's line
   and what to do (program_refusal's `Unavailable`): a CUDA C++ extension, a library that
   needs CUDA's runtime, CUDA graphs, NCCL in a single process, the CUDA runtime reached
@@ -56,8 +59,15 @@ def cuda_program(fake_job: bool = False):
     import torch
     import torch._dynamo.polyfills.loader  # noqa: F401 - imported before fake_cuda's patches
 
-    from kernelscope.engine.devices import (cuda_runtime, fake_cuda, program_mode, program_results, user_triton,
-                                            virtual_dtensor)
+    from kernelscope.engine.devices import (
+        cuda_runtime,
+        fake_cuda,
+        program_autograd,
+        program_mode,
+        program_results,
+        user_triton,
+        virtual_dtensor,
+    )
     from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
     from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
 
@@ -75,6 +85,7 @@ def cuda_program(fake_job: bool = False):
             _append(patches, point, vgt)
         _autocast_on_the_cpu_too(patches)
         patches.wrap(points.OPTIMIZER_INIT_GROUP, _init_group_on_the_virtual_gpu)
+        program_autograd.install(patches)
         _never_compiled_by_dynamo(patches)
         patches.wrap(points.DYNAMO_MODE_STACK, _program_mode_untraced)
         patches.wrap(points.DYNAMO_SET_MODE_STACK, _program_mode_kept)
@@ -137,7 +148,7 @@ def _init_group_on_the_virtual_gpu(call_method):
 _PROGRAM_MODULES = ("kernelscope.engine.devices.program_mode", "kernelscope.engine.devices.virtual_gpu_tensor",
                     "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program",
                     "kernelscope.engine.devices.program_hops", "kernelscope.engine.devices.user_triton",
-                    "kernelscope.engine.devices.virtual_dtensor")
+                    "kernelscope.engine.devices.virtual_dtensor", "kernelscope.engine.devices.program_autograd")
 
 
 def _never_compiled_by_dynamo(patches: Patches) -> None:

@@ -1,21 +1,32 @@
-"""A higher-order op run eagerly in a virtual-cuda program: its body runs on the CPU.
+"""Higher-order ops in a virtual-cuda program run eagerly as the CPU program's.
 
-Dynamo's graph of a program runs eagerly on the CPU (virtual_cuda's compile_fx hands it
-back; torch's own `backend="eager"` compiles, as `flex_attention` outside torch.compile
-makes, run it too). A higher-order op in it (FlexAttention's `flex_attention`, a
-checkpointed region, `cond`) is one torch call to the program mode, which runs it below
-itself: nothing its Python body does passes through the mode. So that the body computes
-on the CPU, as the CPU kernels under the virtual GPU's tensors do:
-- its tensor inputs on the virtual GPU are handed in as aliases that say cpu
-  (`as_subclass`, which autograd differentiates through, so gradients reach the
-  program's tensors): what the body makes on its inputs' device (FlexAttention's fake
-  tensors for the score_mod's backward, `create_fw_bw_graph`) is made on the CPU;
+A higher-order op (`torch.cond`, `while_loop`, FlexAttention's `flex_attention`, a
+checkpointed region: in the program's own code or in Dynamo's graph, which virtual-cuda
+runs eagerly; torch's own `backend="eager"` compiles, as `flex_attention` outside
+torch.compile makes, run it too) dispatches in Python: its implementations for autograd,
+functionalization and the dense kernel read their tensors' Python `device` and make
+tensors there (`_from_fun`'s `torch.empty_strided(..., device=t.device)` before it traces
+a branch for autograd; FlexAttention's fake tensors for the score_mod's backward,
+`create_fw_bw_graph`), and they run below the program mode, which torch pops while its
+`__torch_function__` runs. On a virtual GPU tensor that device is `cuda:0`, so the op's
+own machinery reached the CUDA runtime (seen: a compiled `torch.cond` failing in the eager
+run of Dynamo's graph).
+
+The cause is the Python device, not the op: a virtual GPU tensor is a CPU tensor. So the
+program mode (`program_mode`) hands a higher-order op
+- its tensor inputs on the virtual GPU as plain CPU aliases (`as_subclass`: same data, and
+  autograd differentiates through the alias to the program's tensor, so gradients land in
+  the program's `.grad` and in captured buffers);
 - its subgraphs (the score_mod's, the mask_mod's, a branch's), which Dynamo captured on
-  fake cuda tensors, name the CPU where they named cuda (`x.new_ones(..., device=cuda:0)`
-  of FlexAttention's `noop_mask`, the mask of an attention call without a BlockMask).
-  The subgraphs are changed in place, once: this graph is only run, its compile for
-  cuda having been made from a copy.
-Its results are handed back on the virtual GPU by the mode (`program_mode`).
+  fake cuda tensors, naming the CPU where they named cuda (`x.new_ones(...,
+  device=cuda:0)` of FlexAttention's `noop_mask`). The subgraphs are changed in place,
+  once: this graph is only run, its compile for cuda having been made from a copy.
+The op then runs as it runs in a CPU program — its branches, subgraphs, autograd and
+checkpointing included — with real values; the mode hands its results back on the virtual
+GPU. The compile is not touched. (A compiled checkpoint's `tag_activation_checkpoint`
+does not dispatch through torch functions: its region runs inside the mode, as the
+program's code, see program_autograd; a nested compile region is called inline, see
+eager_regions.)
 """
 from __future__ import annotations
 

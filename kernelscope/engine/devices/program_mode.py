@@ -18,6 +18,8 @@ call the program's Python makes (torch functions, tensor methods and attributes)
   `torch.cuda.FloatTensor`, `numpy()` refused with the GPU's own message, `repr`
   `tensor(..., device='cuda:0')`; `pin_memory()` returns the tensor (nothing is pinned),
   `is_pinned()` False, `record_stream` does nothing;
+- runs a higher-order op (`torch.cond`, `while_loop`, ...) on plain CPU aliases of its
+  virtual GPU tensors, as the CPU program runs it (`program_hops`), its results put back;
 - makes gradients of leaves on the virtual GPU virtual GPU tensors: when a leaf that
   requires grad is made here it gets a post-accumulate-grad hook that changes its fresh
   `.grad`'s class (so Dynamo, compiling an optimizer step, fakeifies the grads as cuda),
@@ -367,6 +369,21 @@ def _leave(mode) -> None:
 
 
 @contextlib.contextmanager
+def program_mode_again():
+    """The program's mode pushed again while inside, where the program runs and its mode is
+    not on the stack (torch pops a mode while it handles a call: `loss.backward()`), with
+    subclass handling on again (the mode runs a call with it off)."""
+    import torch
+
+    mode_class, _ = mode_classes()
+    if not _running or any(type(mode) is mode_class for mode in torch.overrides._get_current_function_mode_stack()):
+        yield
+        return
+    with torch._C._EnableTorchFunction(), mode_class():
+        yield
+
+
+@contextlib.contextmanager
 def eager_program_mode():
     """`EagerProgramMode` while inside: for the program's code Dynamo runs for real."""
     _, mode_class = mode_classes()
@@ -375,4 +392,4 @@ def eager_program_mode():
 
 
 __all__ = ["eager_program_mode", "grads_on_virtual_gpu", "mode_classes", "new_on_virtual_gpu", "note", "program_mode",
-           "running"]
+           "program_mode_again", "running"]

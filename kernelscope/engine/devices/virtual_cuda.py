@@ -25,6 +25,7 @@ from kernelscope.engine import patch_points as points
 from kernelscope.engine.devices import (
     codegen_only,
     device_audit,
+    eager_regions,
     fake_cuda,
     fake_distributed,
     lifted_constants,
@@ -338,9 +339,10 @@ def make_compile_fx(original_compile_fx):
                     original_compile_fx(cuda_gm, fake_inputs, **kwargs)
         finally:
             compiling.pop()
+        forward = meta_models.runs_on_meta(eager_regions.runs_regions_inline(model_).forward)
         if as_captured:  # its results where the capture put them (program_results)
-            return program_results.graph_results_where_captured(model_, meta_models.runs_on_meta(model_.forward))
-        return meta_models.runs_on_meta(model_.forward)
+            return program_results.graph_results_where_captured(model_, forward)
+        return forward
 
     return compile_fx
 
