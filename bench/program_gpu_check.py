@@ -31,6 +31,9 @@ SCRIPTS = {  # name -> (script, arguments after `--`)
     "gpu_train_script": ("examples/gpu_train_script.py", ["--steps", "2"]),
     "device_branch": ("examples/device_branch.py", []),
     "user_triton_kernel": ("examples/user_triton_kernel.py", ["--steps", "2"]),
+    "flex_attention_train": ("examples/flex_attention_train.py", ["--steps", "2"]),
+    "cond_model": ("examples/cond_model.py", []),
+    "nested_regions_train": ("examples/nested_regions_train.py", ["--steps", "2"]),
 }
 
 
