@@ -30,6 +30,7 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
 - `program_mode`      — the torch-function mode: "cuda" made on the CPU, results kept there.
 - `virtual_gpu_tensor` — the virtual GPU's tensors: CPU tensors whose Python device is cuda:0.
 - `cuda_runtime`      — what torch.cuda and torch.accelerator answer (one emulated H100).
+- `cuda_autocast`     — torch.autocast("cuda") with CUDA's op lists on the virtual GPU's tensors.
 cpu-triton (Inductor's Triton backend on CPU tensors):
 - `cpu_triton`        — the backend switched on; `--execute` in Triton's interpreter.
 - `codegen_only`      — generated wrappers kept and never loaded (also virtual-cuda's).
