@@ -181,3 +181,13 @@ def test_the_programs_eager_values_follow_cudas_lists():
     assert notes == []
     assert (torch.randn(2, 2) @ torch.randn(2, 2)).dtype == F32  # and nothing stays behind
     assert not torch._C._dispatch_tls_is_dispatch_key_included(torch._C.DispatchKey.AutocastCUDA)
+
+
+def test_an_op_whose_kernel_the_port_lacks_runs_uncast_and_the_run_says_so(monkeypatch):
+    """As on a torch newer than the table: the op has an AutocastCUDA kernel, the port no policy."""
+    monkeypatch.delitem(cuda_autocast.POLICIES, "exp")
+    with cuda_program() as notes:
+        h = torch.randn(4, device="cuda").to(BF16)
+        with torch.autocast("cuda", dtype=BF16):
+            assert h.exp().dtype == BF16 and h.log().dtype == F32
+    assert notes == [cuda_autocast.NOT_PORTED_NOTE.format(op="aten.exp.default")]
