@@ -72,6 +72,10 @@ SCHEMAS = {
     "MemoryFormat? memory_format=None) -> Tensor(a)",
     "to.other": "aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, "
     "MemoryFormat? memory_format=None) -> Tensor(a)",
+    "softmax.int": "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+    "log_softmax.int": "aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+    "_softmax": "aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
+    "_log_softmax": "aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
     "_fused_rms_norm": "aten::_fused_rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float? eps) "
     "-> (Tensor, Tensor)",
 }
@@ -248,6 +252,41 @@ def _lifted_constants_drift() -> list[str]:
     return problems
 
 
+def _softmax_drift() -> list[str]:
+    """The schemas, the ports' parameters, and ATen's own composites on fake cuda tensors with
+    CUDA's dispatch keys: a float16 input told float32 calls the `half_to_float` kernel."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from kernelscope.engine.devices import cuda_softmax
+
+    problems = schema_problems(["softmax.int", "log_softmax.int", "_softmax", "_log_softmax"])
+    problems += parameter_problems(cuda_softmax.softmax, "softmax.int")
+    problems += parameter_problems(cuda_softmax.log_softmax, "log_softmax.int")
+    seen: list = []
+
+    class Below(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.namespace != "prim":
+                seen.append((str(func), [a.dtype if isinstance(a, torch.Tensor) else a for a in args]))
+            return func(*args, **(kwargs or {}))
+
+    with FakeTensorMode():
+        x = torch.empty(2, 4, dtype=torch.float16, device="cuda")
+        for name, port in (("softmax.int", cuda_softmax.softmax), ("log_softmax.int", cuda_softmax.log_softmax)):
+            outcomes = []
+            for function in (_overload(name), port):
+                seen.clear()
+                with Below():
+                    function(x, -1, torch.float32)
+                outcomes.append(list(seen))
+            if outcomes[0] != outcomes[1]:
+                problems.append(f"aten::{name} of a float16 cuda tensor told float32 runs {outcomes[0]}, the port "
+                                f"{outcomes[1]}")
+    return problems
+
+
 def autocast_probe_calls(cuda):
     """(op, args, kwargs) calls covering each of CUDA's autocast policies; `cuda(shape, dtype)`
     makes a tensor on cuda (a fake one)."""
@@ -365,6 +404,8 @@ PORTS = [
     Port("C++ composites on cuda", "virtual-cuda", "devices/fake_cuda.py (composites table)",
          "the dispatcher's CompositeImplicitAutograd/CUDA/CPU kernels of a CUDA build (ops a GPU keeps, "
          "ported composites)", ("2.11", "2.13", "2.14"), _composites_drift),
+    Port("softmax's fp16-to-fp32 kernel", "virtual-cuda", "devices/cuda_softmax.py",
+         "ATen's softmax and log_softmax composites (native/SoftMax.cpp)", ("2.13", "2.14"), _softmax_drift),
     Port("CUDA's autocast op lists", "virtual-cuda program", "devices/cuda_autocast.py",
          "ATen's AutocastCUDA registrations and cast policies (autocast_mode.h, autocast_mode.cpp)", ("2.13", "2.14"),
          _cuda_autocast_drift),

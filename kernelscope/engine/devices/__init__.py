@@ -18,6 +18,7 @@ virtual-cuda (the CUDA code of an sm_90 GPU, without a GPU; docs/targets.md):
 - `cuda_attention`    — SDPA decomposed as ATen's CUDA composite does ...
 - `sdpa_choice`       — ... with the backend ATen's `select_sdp_backend` picks on sm_90.
 - `cuda_batch_norm`   — BatchNorm's backend as a CUDA build picks it (cuDNN's path).
+- `cuda_softmax`      — softmax told fp32 on an fp16 input: the fp16-to-fp32 kernel, as on a GPU.
 - `cuda_guard`        — CPU builds: a no-op CUDA device guard in c10's registry.
 - `triton_driver`     — a Triton driver that answers "an sm_90 CUDA GPU".
 - `meta_models`       — models built on the meta device, recorded without a weight.

@@ -64,12 +64,12 @@ def test_a_policy_gone_wrong_is_found(monkeypatch):
 
 
 @contextlib.contextmanager
-def cuda_autocast_switched_on():
-    """bf16 autocast for cuda in a process without a GPU (where `torch.autocast("cuda")` turns
+def cuda_autocast_switched_on(dtype):
+    """Autocast for cuda in a process without a GPU (where `torch.autocast("cuda")` turns
     itself off): torch's own switches, as `torch.autocast` sets them."""
     state = torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda")
     torch.set_autocast_enabled("cuda", True)
-    torch.set_autocast_dtype("cuda", BF16)
+    torch.set_autocast_dtype("cuda", dtype)
     try:
         yield
     finally:
@@ -84,10 +84,13 @@ def block_body(x, w, b, scale):
     return torch.addcmul(h, h, scale).sum(dim=0)
 
 
-def block(x, w, b, scale):
-    """`block_body` under autocast, as a program writes it."""
-    with torch.autocast("cuda", dtype=BF16):
-        return block_body(x, w, b, scale)
+def block(dtype):
+    """`block_body` under autocast to `dtype`, as a program writes it."""
+    def under_autocast(x, w, b, scale):
+        with torch.autocast("cuda", dtype=dtype):
+            return block_body(x, w, b, scale)
+
+    return under_autocast
 
 
 def traced_ops(gm):
@@ -102,23 +105,32 @@ def traced_ops(gm):
     return ops
 
 
-def inputs(make):
-    return make((4, 8), F32), make((8, 8), F32), make((1, 8), BF16), make((16,), BF16)
+def inputs(make, low=BF16):
+    return make((4, 8), F32), make((8, 8), F32), make((1, 8), low), make((16,), low)
 
 
-def test_a_function_under_cuda_autocast_traces_with_a_gpus_casts():
-    """On the virtual GPU (CPU-backed fake cuda tensors, whose C++ keys are the CPU's) as
-    torch traces it on fake cuda tensors with CUDA's keys, where its C++ AutocastCUDA applies."""
+def traced_as_on_a_gpu(low):
+    """`block` under autocast to `low`, traced on the virtual GPU (CPU-backed fake cuda tensors,
+    whose C++ keys are the CPU's) and as torch traces it on fake cuda tensors with CUDA's keys,
+    where its C++ AutocastCUDA kernels (and C++ composites' device checks) apply; both with the
+    Python dispatcher on, as AOTAutograd traces."""
+    from torch._dispatch.python import enable_python_dispatcher
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
     with FakeTensorMode():  # the reference: CUDA's dispatch keys, ATen's own AutocastCUDA kernels
-        cuda_inputs = inputs(lambda shape, dtype: torch.empty(shape, dtype=dtype, device="cuda"))
-        with cuda_autocast_switched_on():
+        cuda_inputs = inputs(lambda shape, dtype: torch.empty(shape, dtype=dtype, device="cuda"), low)
+        with cuda_autocast_switched_on(low), enable_python_dispatcher():
             reference = traced_ops(make_fx(block_body)(*cuda_inputs))
     with cuda_program():
-        program_inputs = inputs(lambda shape, dtype: torch.randn(shape, device="cuda").to(dtype))
-        ours = traced_ops(make_fx(block, tracing_mode="fake")(*program_inputs))
+        program_inputs = inputs(lambda shape, dtype: torch.randn(shape, device="cuda").to(dtype), low)
+        with enable_python_dispatcher():
+            ours = traced_ops(make_fx(block(low), tracing_mode="fake")(*program_inputs))
+    return ours, reference
+
+
+def test_a_function_under_cuda_autocast_traces_with_a_gpus_casts():
+    ours, reference = traced_as_on_a_gpu(BF16)
     assert ours == reference
     # what that is: the matmul in bf16, softmax and layer norm in fp32, no cast before the cat
     # (CUDA has no promote for cat; the CPU's lists would cast), addcmul promoted to fp32
@@ -128,6 +140,14 @@ def test_a_function_under_cuda_autocast_traces_with_a_gpus_casts():
     assert ("aten.native_layer_norm.default", [F32], None) in ours  # (its three results)
     assert ours[-3:] == [("aten._to_copy.default", [BF16], F32),  # the bf16 scale, promoted
                          ("aten.addcmul.default", [F32, F32], F32), ("aten.sum.dim_IntList", [F32], F32)]
+
+
+def test_fp16_autocast_traces_softmax_as_one_fp16_to_fp32_kernel():
+    """A float16 softmax told float32 is `_softmax(x, dim, half_to_float=True)` on a GPU (ATen's
+    composite asks the C++ device; cuda_softmax answers as a CUDA build)."""
+    ours, reference = traced_as_on_a_gpu(torch.float16)
+    assert ours == reference
+    assert ("aten._softmax.default", [torch.float16], F32) in ours
 
 
 def test_the_backward_traced_by_aot_autograd_keeps_the_gpus_policy():
