@@ -150,9 +150,12 @@ def test_fp16_autocast_traces_softmax_as_one_fp16_to_fp32_kernel():
     assert ("aten._softmax.default", [torch.float16], F32) in ours
 
 
-def test_the_backward_traced_by_aot_autograd_keeps_the_gpus_policy():
-    """AOTAutograd traces the backward under the forward's autocast (`same_as_forward`): a
-    bias gradient's `sum` is told fp32 as on a GPU (the CPU's lists sum in bf16 and cast)."""
+@pytest.mark.parametrize("where", ["around", "inside"])
+def test_dynamo_and_aot_autograd_trace_the_gpus_policy(where):
+    """Autocast around the compiled region or inside it. AOTAutograd traces the backward under
+    the ambient autocast (`backward_pass_autocast="same_as_forward"`): around the region, a bias
+    gradient's `sum` is told fp32 as on a GPU (the CPU's lists sum in bf16 and cast); inside it,
+    the backward runs without autocast, on a GPU too."""
     from torch._functorch import config as functorch_config
     from torch._functorch.aot_autograd import aot_module_simplified
 
@@ -167,16 +170,25 @@ def test_the_backward_traced_by_aot_autograd_keeps_the_gpus_policy():
             aot_module_simplified(gm, example_inputs, fw_compiler=keep, bw_compiler=keep)
         return gm.forward
 
-    with cuda_program():
+    def inside(x):
+        with torch.autocast("cuda", dtype=BF16):
+            return torch.softmax(linear(x), -1)
+
+    with cuda_program() as notes:
         linear = torch.nn.Linear(8, 8).to("cuda")
         x = torch.randn(4, 8, device="cuda")
-        with torch.autocast("cuda", dtype=BF16):
-            out = torch.compile(lambda x: torch.softmax(linear(x), -1), backend=backend)(x)
+        if where == "around":
+            with torch.autocast("cuda", dtype=BF16):
+                out = torch.compile(lambda x: torch.softmax(linear(x), -1), backend=backend)(x)
+        else:
+            out = torch.compile(inside, backend=backend)(x)
         assert out.dtype == F32
     forward, backward = (traced_ops(gm) for gm in graphs)
     assert ("aten.addmm.default", [BF16, BF16, BF16], BF16) in forward
     assert ("aten._softmax.default", [F32], F32) in forward
-    assert ("aten.sum.dim_IntList", [BF16], F32) in backward  # the bias gradient, summed into fp32
+    bias_gradient = F32 if where == "around" else BF16
+    assert ("aten.sum.dim_IntList", [BF16], bias_gradient) in backward
+    assert notes == []
 
 
 def test_the_programs_eager_values_follow_cudas_lists():
