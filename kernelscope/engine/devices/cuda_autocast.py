@@ -18,7 +18,9 @@ So while a program runs on the virtual GPU (`cuda_autocast_on_the_virtual_gpu`):
 - each op of CUDA's lists (`POLICIES`, ported from autocast_mode.h and autocast_mode.cpp)
   gets a Python AutocastCUDA kernel (torch.library, in place of the C++ one, which casts
   only real cuda tensors) applying its policy to the arguments on the virtual GPU, as
-  ATen's `cached_cast`/`promote_type` do, then calls the op with AutocastCUDA excluded.
+  ATen's `cached_cast`/`promote_type` do, then calls the op with AutocastCUDA excluded; a
+  call with no argument on the virtual GPU passes by untouched, as it never reaches
+  AutocastCUDA on a GPU (a CPU tensor's `binary_cross_entropy` is not refused).
 The same kernels serve the program's eager run (its values follow CUDA's lists), Dynamo's
 fake propagation and AOTAutograd's trace of the forward and backward (the python
 dispatcher finds the registered kernel), so the traced graph has a GPU's casts.
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Callable
 
 # ATen's policies (at::autocast::CastPolicy) for DispatchKey::AutocastCUDA, by op overload
 # (autocast_mode.h's AT_FORALL_* lists, registered for CUDA in autocast_mode.cpp, torch 2.13
@@ -108,7 +111,9 @@ def cuda_kernel_ops() -> list[str]:
 
 
 def _eligible_check():
-    """`is_eligible(arg, CUDA)` for the virtual GPU: a floating, non-double tensor on it."""
+    """`eligible_for(arguments)`: ATen's `is_eligible(arg, CUDA)` for one call's arguments on
+    the virtual GPU (a floating, non-double tensor on it); None where no argument is on the
+    virtual GPU (on a GPU, such a call never reaches AutocastCUDA: its tensors lack the key)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensor
     from torch._subclasses.functional_tensor import FunctionalTensor
@@ -125,9 +130,9 @@ def _eligible_check():
             value = from_functional(value.elem)
         return isinstance(value, FakeTensor) and value.fake_device.type == "cuda"
 
-    def eligible_for(args) -> callable:
-        tensors = [value for value in _flat(args) if isinstance(value, torch.Tensor)]
-        on_gpu = any(on_virtual_gpu(tensor) for tensor in tensors)
+    def eligible_for(args) -> Callable[[object], bool] | None:
+        if not any(on_virtual_gpu(value) for value in _flat(args) if isinstance(value, torch.Tensor)):
+            return None
 
         def eligible(value) -> bool:
             if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.dtype == torch.float64:
@@ -135,7 +140,7 @@ def _eligible_check():
             if on_virtual_gpu(value):
                 return True
             # the eager run: a plain tensor a C++ composite made for an op on the virtual GPU
-            return on_gpu and type(value) is torch.Tensor and not isinstance(value, (FakeTensor, FunctionalTensor))
+            return type(value) is torch.Tensor and not isinstance(value, (FakeTensor, FunctionalTensor))
 
         return eligible
 
@@ -192,6 +197,9 @@ def make_kernel(name: str, policy: str, eligible_for, note=None):
 
     def kernel(*args, **kwargs):
         eligible = eligible_for(list(args) + list(kwargs.values()))
+        if eligible is None:  # nothing on the virtual GPU: CUDA's autocast does not see the call
+            with torch._C._ExcludeDispatchKeyGuard(autocast_cuda):
+                return op(*args, **kwargs)
 
         def cast(value, dtype):  # cached_cast (without its cache)
             if isinstance(value, (list, tuple)):

@@ -208,7 +208,8 @@ def test_the_programs_eager_values_follow_cudas_lists():
             with pytest.raises(RuntimeError, match="unsafe to autocast"):
                 F.binary_cross_entropy(torch.sigmoid(x), torch.rand(4, 8, device="cuda"))
             plain = torch.randn(4, 8)  # a CPU tensor of the program: not the GPU's autocast
-            assert (plain @ plain.T).dtype == F32
+            assert (plain @ plain.T).dtype == F32 and plain.to(BF16).exp().dtype == BF16
+            assert F.binary_cross_entropy(torch.sigmoid(plain), torch.rand(4, 8)).dtype == F32  # not refused
         assert (x @ w).dtype == F32 and torch.softmax(h, -1).dtype == BF16
     assert notes == []
     assert (torch.randn(2, 2) @ torch.randn(2, 2)).dtype == F32  # and nothing stays behind
