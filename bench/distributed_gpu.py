@@ -5,11 +5,13 @@ Run on a machine with two NVIDIA GPUs (one command, a few minutes):
     python bench/distributed_gpu.py --out results_dir
 
 For each job — the tensor-parallel Llama block (examples/distributed/llama_tp.py,
-plain and with async TP) and DDP training (examples/distributed/ddp_train.py) — it
+plain and with async TP), DDP training (examples/distributed/ddp_train.py) and
+torchtitan's debug Llama with TP and SP (examples/distributed/torchtitan_llama.py) — it
 1. runs the job for real: `torchrun --nproc-per-node 2 -m kernelscope run SCRIPT --target cuda`
    (NCCL, every rank recorded into its own store), then `kernelscope merge`;
-2. records the same script with `--target virtual-cuda --world-size 2 --rank R -- --cpu`
-   for R = 0 and 1 (one process each, torch's fake process group, no GPU used);
+2. records the same script with `--target virtual-cuda --world-size 2 --rank R` for R = 0
+   and 1 (one process each, torch's fake process group, no GPU used; the script runs its
+   GPU path on the virtual GPU: a cuda device mesh, DDP on cuda);
 3. compares, per rank, the real run with the virtual one graph by graph (from their
    dumps): the Triton kernels (names, and sources without cache paths and the GPU index
    a rank compiled for), the extern calls,
@@ -39,8 +41,7 @@ JOBS = {  # name -> (script, arguments after `--`), in the order they run
     "tp": ("llama_tp.py", ["--steps", "2"]),
     "ddp": ("ddp_train.py", ["--steps", "2"]),
     "tp_async": ("llama_tp.py", ["--steps", "2", "--async-tp"]),
-    # torchtitan's debug Llama, tensor and sequence parallel, its blocks compiled (forward:
-    # the virtual side runs the script's CPU path, where FlexAttention has no backward)
+    # torchtitan's debug Llama, tensor and sequence parallel, its blocks compiled (forward)
     "torchtitan_tp": ("torchtitan_llama.py", ["--steps", "2"]),
 }
 
@@ -178,7 +179,7 @@ def check_job(name: str, out: Path, env: dict, real_target: str = "cuda") -> lis
         virtual_store = base / f"virtual-rank{rank}"
         started = time.perf_counter()
         recorded = kernelscope("run", str(EXAMPLES / script), "--target", "virtual-cuda", "--world-size", "2",
-                               "--rank", str(rank), "--store", str(virtual_store), "--", *script_args, "--cpu", env=env)
+                               "--rank", str(rank), "--store", str(virtual_store), "--", *script_args, env=env)
         virtual_seconds = round(time.perf_counter() - started, 1)
         if recorded.returncode != 0 or merged.returncode != 0:
             rows.append({"job": name, "rank": rank, "verdict": "ERROR (virtual recording)",

@@ -4,8 +4,9 @@ Run on a machine with an NVIDIA GPU (one command, a minute or two):
 
     python bench/program_gpu_check.py --out DIR
 
-For each script (examples/gpu_train_script.py, examples/device_branch.py: programs written
-for a GPU, `.to("cuda")` and all) it runs `kernelscope run SCRIPT --target cuda` (the real
+For each script (examples/gpu_train_script.py, examples/device_branch.py,
+examples/user_triton_kernel.py: programs written for a GPU, `.to("cuda")` and all, the last
+with Triton kernels of its own) it runs `kernelscope run SCRIPT --target cuda` (the real
 compile; the GPU's timing decisions are kept with the run), then `kernelscope run SCRIPT
 --target virtual-cuda --decisions <that run>` on the same machine's CPU (the program sees
 the virtual GPU, the GPU's decisions replayed), and compares the two runs graph by graph
@@ -29,6 +30,7 @@ sys.path.insert(0, str(REPO))  # kernelscope from this checkout
 SCRIPTS = {  # name -> (script, arguments after `--`)
     "gpu_train_script": ("examples/gpu_train_script.py", ["--steps", "2"]),
     "device_branch": ("examples/device_branch.py", []),
+    "user_triton_kernel": ("examples/user_triton_kernel.py", ["--steps", "2"]),
 }
 
 

@@ -20,6 +20,13 @@ class KernelBlock:
     name: str
     first_line: int  # wrapper line of the kernel source's first line
     source: str
+    launched_as: str = ""  # the variable its launches name: the name itself for Inductor's own
+    # kernels, `add_kernel_0` for a program's own Triton kernel `add_kernel`
+
+    @property
+    def user_defined(self) -> bool:
+        """A program's own Triton kernel (Inductor names its variable apart from its name)."""
+        return bool(self.launched_as) and self.launched_as != self.name
 
 
 @dataclass
@@ -45,7 +52,8 @@ def read_layout(text: str) -> WrapperLayout:
             end = index + 1
             while end < len(lines) and not _KERNEL_END.match(lines[end]):
                 end += 1
-            blocks.append(KernelBlock(start.group(2), index + 2, "\n".join(lines[index + 1 : end]) + "\n"))
+            blocks.append(KernelBlock(start.group(2), index + 2, "\n".join(lines[index + 1 : end]) + "\n",
+                                      start.group(1)))
             index = end + 1
             continue
         call = _CALL_DEF.match(line)

@@ -99,4 +99,14 @@ def to_fx_node(name, op, target, stack_trace, graph_lines, skip_prefixes, nn_mod
 
 
 def skip_prefixes() -> tuple[str, ...]:
-    return (_torch_dir(),)
+    """Directories whose frames are not the program's lines: torch's, and Triton's runtime
+    (a user kernel launched through `@triton.autotune` or `@triton.heuristics` is traced
+    through their `run`: the line that launched it is the program's)."""
+    return (_torch_dir(), *_triton_dir())
+
+
+def _triton_dir() -> tuple[str, ...]:
+    import importlib.util
+
+    spec = importlib.util.find_spec("triton")
+    return (os.path.dirname(os.path.abspath(spec.origin)) + os.sep,) if spec is not None and spec.origin else ()

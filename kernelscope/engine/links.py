@@ -6,6 +6,7 @@ Links, each with a reason:
                                        through the forward node with the same seq_nr)
   post-grad node <- kernel line       (the kernel_lines probe)
   post-grad node <- wrapper line      (the wrapper_regions probe)
+  post-grad node <- a program's own Triton kernel (the node whose wrapper region launches it)
   collective node -> why it is there  (engine/collectives.py: ParallelStyle, DTensor call)
 """
 from __future__ import annotations
@@ -19,6 +20,8 @@ from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecor
 
 SHARED_REASON = f"{SHARED_LINE_REASON_PREFIX} indexing and masks of the fused kernel"
 KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this kernel (line-level probes off: kernel-level only)"
+USER_KERNEL_REASON = (f"{SHARED_LINE_REASON_PREFIX} in the program's own Triton kernel (kernel-level: the node "
+                      "that launches it)")
 
 
 def graph_kind(capture: GraphCapture) -> str:
@@ -209,9 +212,10 @@ def _borrow_source(record: FxNode, other: FxNode, via: str) -> None:
 # -- kernels and wrapper lines ----------------------------------------------------
 
 
-def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str]) -> list[LineOrigin]:
+def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str],
+                  user_defined: bool = False) -> list[LineOrigin]:
     """Each body line with the node the probe saw produce it, else the kernel's whole set."""
-    shared_reason = SHARED_REASON if capture.nodes else KERNEL_LEVEL_REASON
+    shared_reason = USER_KERNEL_REASON if user_defined else SHARED_REASON if capture.nodes else KERNEL_LEVEL_REASON
     rows: list[LineOrigin] = []
     body_start = wrapper_code.kernel_body_start(source)
     if not body_start:
@@ -263,12 +267,21 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
         name: inductor_by_handle[(name, handle)]
         for name, handle in layout.handles.values() if (name, handle) in inductor_by_handle
     }
+    # The call body: each scheduler node opened a region of lines (wrapper_regions probe).
+    call_end = layout.call_end or len(wrapper_lines)
+    region_nodes = _region_of_each_line(sorted(capture.wrapper_regions), call_end)
+    launched_by = _launching_nodes(wrapper_lines, layout.call_start, call_end, region_nodes)
+    by_variable: dict[str, Kernel] = {}
     for block in layout.kernel_blocks:
         probe = capture.kernels.get(block.name, KernelLineCapture())
-        nodes = list(probe.nodes) or list(inductor_by_kernel.get(block.name, []))
-        lines = _kernel_lines(block.source, probe, nodes)
+        nodes = list(probe.nodes) or list(inductor_by_kernel.get(block.launched_as or block.name, []))
+        if block.user_defined and not nodes:  # a program's own kernel: the node that launches it
+            nodes = launched_by.get(block.launched_as, [])
+        lines = _kernel_lines(block.source, probe, nodes, block.user_defined)
         kind = "template" if block.name.startswith("triton_tem_") else "triton"  # max-autotune GEMM templates
-        kernels[block.name] = Kernel(block.name, kind, block.source, nodes, lines)
+        # a program's kernel compiled twice (two specializations) is listed by each variable after the first
+        name = block.launched_as if block.user_defined and block.name in kernels else block.name
+        kernels[name] = by_variable[block.launched_as or block.name] = Kernel(name, kind, block.source, nodes, lines)
         for row in lines:
             wrapper_line = block.first_line + row.line - 1
             record.wrapper_lines.append(
@@ -277,9 +290,6 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
             )
         attributable += len(lines)
 
-    # The call body: each scheduler node opened a region of lines (wrapper_regions probe).
-    call_end = layout.call_end or len(wrapper_lines)
-    region_nodes = _region_of_each_line(sorted(capture.wrapper_regions), call_end)
     extern_count: dict[str, int] = {}
     for number in range(layout.call_start + 1, call_end + 1):
         line = wrapper_lines[number - 1]
@@ -293,13 +303,13 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
             record.wrapper_lines.append(LineOrigin(number, line, list(computes), wrapper_code.line_reason(line)))
         handle = layout.handles.get(number)
         inductor_nodes = inductor_by_handle.get(handle) if handle else None
-        launched = wrapper_code.kernel_launch(line)
-        if launched in kernels:
-            kernels[launched].wrapper_lines.append(number)
-            if kernels[launched].inductor_nodes is None:
-                kernels[launched].inductor_nodes = inductor_nodes
+        launched = by_variable.get(wrapper_code.kernel_launch(line) or "")
+        if launched is not None:
+            launched.wrapper_lines.append(number)
+            if launched.inductor_nodes is None:
+                launched.inductor_nodes = inductor_nodes
             elif inductor_nodes:  # a kernel reused by another layer: each launch has its own nodes
-                known = kernels[launched].inductor_nodes
+                known = launched.inductor_nodes
                 known += [node for node in inductor_nodes if node not in known]
         extern = wrapper_code.extern_call(line)
         if extern:
@@ -312,6 +322,18 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
             )
     record.wrapper_attributable = attributable
     record.kernels = list(kernels.values())
+
+
+def _launching_nodes(wrapper_lines: list[str], call_start: int, call_end: int,
+                     region_nodes: dict[int, list[str]]) -> dict[str, list[str]]:
+    """Kernel variable -> the nodes of the scheduler nodes whose regions launch it."""
+    launched_by: dict[str, list[str]] = {}
+    for number in range(call_start + 1, call_end + 1):
+        launched = wrapper_code.kernel_launch(wrapper_lines[number - 1])
+        if launched and number in region_nodes:
+            known = launched_by.setdefault(launched, [])
+            known += [node for node in region_nodes[number] if node not in known]
+    return launched_by
 
 
 def _region_of_each_line(regions: list[tuple[int, list[str], list[str]]], call_end: int) -> dict[int, list[str]]:

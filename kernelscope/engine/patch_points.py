@@ -227,6 +227,42 @@ PROGRAM_REFUSED = {
 }
 SWAP_MODULE_PARAMS = PatchPoint(_PROGRAM, "torch.__future__", "_swap_module_params_on_conversion",
                                 "setting: model.to('cuda') swaps each parameter for a virtual GPU tensor")
+DTENSOR_NEW = PatchPoint(_PROGRAM, "torch.distributed.tensor._api.DTensor", "__new__",
+                         "a DTensor on a cuda mesh holds its local tensor on the virtual GPU "
+                         "(virtual_dtensor.py)", own=True, optional=True)
+DTENSOR_DEVICE = PatchPoint(_PROGRAM, "torch.distributed.tensor._api.DTensor", "device",
+                            "a DTensor on a cuda mesh answers cuda:0 in Python", optional=True)
+ASYNC_COLLECTIVE_TENSOR_DEVICE = PatchPoint(_PROGRAM,
+                                            "torch.distributed._functional_collectives.AsyncCollectiveTensor",
+                                            "device", "an in-flight collective result on the virtual GPU answers "
+                                            "cuda:0", optional=True)
+DTENSOR_IS_CUDA = PatchPoint(_PROGRAM, "torch.distributed.tensor._api.DTensor", "is_cuda",
+                             "the same for is_cuda", optional=True)
+ASYNC_COLLECTIVE_TENSOR_IS_CUDA = PatchPoint(_PROGRAM,
+                                             "torch.distributed._functional_collectives.AsyncCollectiveTensor",
+                                             "is_cuda", "the same for is_cuda", optional=True)
+ASYNC_COLLECTIVE_TENSOR_NEW = PatchPoint(_PROGRAM, "torch.distributed._functional_collectives.AsyncCollectiveTensor",
+                                         "__new__", "its wrapper of a virtual GPU tensor stays a CPU tensor in C++",
+                                         parameters=("cls", "elem"), own=True, optional=True)
+DTENSOR_FROM_LOCAL_BACKWARD = PatchPoint(_PROGRAM, "torch.distributed.tensor._api._FromTorchTensor", "backward",
+                                         "DTensor.from_local's backward (autograd calls it where the program mode "
+                                         "is off) makes its gradient on the virtual GPU", parameters=("ctx",),
+                                         own=True, optional=True)
+DTENSOR_TO_LOCAL_BACKWARD = PatchPoint(_PROGRAM, "torch.distributed.tensor._api._ToTorchTensor", "backward",
+                                       "the same for to_local's backward", parameters=("ctx",), own=True,
+                                       optional=True)
+FUNCOL_MAYBE_WRAP = PatchPoint(_PROGRAM, "torch.distributed._functional_collectives", "_maybe_wrap_tensor",
+                               "a collective's result on the virtual GPU is wrapped in flight as a plain tensor is",
+                               parameters=("self",), optional=True)
+DTENSOR_LOCAL_RESULTS = PatchPoint(_PROGRAM, "torch.distributed.tensor._dispatch.OpDispatcher",
+                                   "_dispatch_get_local_results_slow_path",
+                                   "DTensor's Python dispatch makes what it puts on 'cuda' on the virtual GPU",
+                                   parameters=("self", "op_call"), optional=True)
+DTENSOR_RNG_MESH = PatchPoint(_PROGRAM, "torch.distributed.tensor._random", "is_rng_supported_mesh",
+                              "DTensor's random ops draw from the virtual GPU's generator (no Philox offsets)",
+                              parameters=("device_mesh",), optional=True)
+DTENSOR_DISPATCH_RNG_MESH = PatchPoint(_PROGRAM, "torch.distributed.tensor._dispatch", "is_rng_supported_mesh",
+                                       "the same, where DTensor's dispatch imported it", optional=True)
 OPTIM_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.optim.optimizer", "_foreach_supported_types",
                                  "list: optimizers take the foreach path for virtual GPU tensors, as for cuda")
 UTILS_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.utils._foreach_utils", "_foreach_supported_types",
@@ -237,6 +273,9 @@ OPTIMIZER_INIT_GROUP = PatchPoint(_PROGRAM, "torch._dynamo.variables.optimizer.O
 DYNAMO_MODE_STACK = PatchPoint(_PROGRAM, "torch._dynamo.variables.torch_function.SymbolicTorchFunctionState",
                               "__init__", "Dynamo traces the program's own torch-function modes, not kernelscope's",
                               parameters=("self", "py_stack"), own=True)
+DYNAMO_SET_MODE_STACK = PatchPoint(_PROGRAM, "torch._dynamo.utils", "set_torch_function_mode_stack",
+                                   "the mode stack a compiled frame sets back (it entered or left a mode, as "
+                                   "create_block_mask does) keeps the program's mode", parameters=("stack",))
 DYNAMO_SUBCLASS_TYPE = PatchPoint(_PROGRAM, "torch._dynamo.variables.builder", "infer_subclass_type",
                                  "Dynamo traces a virtual GPU tensor as a plain tensor (a fake cuda one)",
                                  parameters=("value",))
@@ -259,6 +298,36 @@ CPP_EXTENSION_LOAD_INLINE = PatchPoint(_PROGRAM, "torch.utils.cpp_extension", "l
 OPS_LOAD_LIBRARY = PatchPoint(_PROGRAM, "torch._ops._Ops", "load_library",
                               "a library that needs CUDA's runtime is refused in one line",
                               parameters=("self", "path"))
+PROGRAM_VMAP = PatchPoint(_PROGRAM, "torch._functorch.apis", "vmap_impl",
+                         "torch.vmap's results for virtual GPU inputs are virtual GPU tensors (program_results.py: "
+                         "create_block_mask's BlockMask)",
+                         parameters=("func", "in_dims", "out_dims", "randomness", "chunk_size"))
+# user_triton.py: the program's own Triton kernels run in Triton's interpreter
+PROGRAM_TRITON_RUN = PatchPoint(_PROGRAM, "triton.runtime.jit.JITFunction", "run",
+                                "a program's Triton kernel launch runs in Triton's interpreter",
+                                parameters=("self",), keywords=("grid", "warmup"), own=True)
+PROGRAM_TRITON_CALL = PatchPoint(_PROGRAM, "triton.runtime.jit.JITFunction", "__call__",
+                                 "a @triton.jit helper called from an interpreted kernel runs interpreted",
+                                 parameters=("self",), own=True)
+PROGRAM_TRITON_AUTOTUNE = PatchPoint(_PROGRAM, "triton.runtime.autotuner.Autotuner", "run",
+                                     "@triton.autotune launches its first config untimed (no timing in the "
+                                     "interpreter)", parameters=("self",), own=True)
+
+
+def _triton_interpreter_problem():
+    import inspect
+
+    from triton.runtime.interpreter import InterpretedFunction
+
+    parameters = tuple(inspect.signature(InterpretedFunction.run).parameters)
+    if not {"grid", "warmup"} <= set(parameters):
+        return f"triton.runtime.interpreter.InterpretedFunction.run{parameters} takes no grid, warmup"
+    return None
+
+
+TRITON_INTERPRETER = CustomPoint(_PROGRAM, "triton.runtime.interpreter.InterpretedFunction (used, not patched)",
+                                 "runs a program's Triton kernels on the CPU tensors (user_triton.py)",
+                                 _triton_interpreter_problem)
 
 
 

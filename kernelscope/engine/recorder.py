@@ -142,10 +142,15 @@ def record_script(path: Path, args: list[str], options: RecordOptions) -> RunRec
 
 def _program_on(device: str, options: RecordOptions):
     """The context a whole program runs in on `device`: virtual-cuda's virtual GPU, else none.
-    A distributed job (`--world-size`, or a rank torchrun started) runs as before, on the CPU
-    with its graphs compiled for cuda: DTensor on the virtual GPU is the next stage."""
+    One rank of a job on the fake process group (`--world-size`) runs on the virtual GPU too;
+    a rank torchrun started here (gloo, the CPU's path) runs as before, on the CPU with its
+    graphs compiled for cuda."""
     from kernelscope.engine.devices import cuda_program
 
-    if device != "virtual-cuda" or options.world_size is not None or cuda_program.launched():
+    if device != "virtual-cuda":
+        return contextlib.nullcontext()
+    if options.world_size is not None:
+        return cuda_program.cuda_program(fake_job=True)
+    if cuda_program.launched():
         return contextlib.nullcontext()
     return cuda_program.cuda_program()

@@ -32,6 +32,12 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
 - `virtual_gpu_tensor` — the virtual GPU's tensors: CPU tensors whose Python device is cuda:0.
 - `cuda_runtime`      — what torch.cuda and torch.accelerator answer (one emulated H100).
 - `cuda_autocast`     — torch.autocast("cuda") with CUDA's op lists on the virtual GPU's tensors.
+- `virtual_dtensor`   — DTensor on the virtual GPU: one rank of a job (`--world-size`) on a cuda mesh.
+- `program_hops`      — a higher-order op in the program's eager graph: its body on the CPU.
+- `program_results`   — tensors made below the mode (vmap's, Dynamo's eager graph's) handed
+  back on the virtual GPU (FlexAttention's BlockMask).
+- `user_triton`       — the program's own Triton kernels launched in Triton's interpreter.
+- `program_refusal`   — what cannot be given, refused in one line at the program's line.
 cpu-triton (Inductor's Triton backend on CPU tensors):
 - `cpu_triton`        — the backend switched on; `--execute` in Triton's interpreter.
 - `codegen_only`      — generated wrappers kept and never loaded (also virtual-cuda's).

@@ -9,6 +9,8 @@ While inside:
 - `ProgramMode` (program_mode.py) makes what the program puts on cuda a virtual GPU tensor
   (virtual_gpu_tensor.py): a CPU tensor whose Python device is `cuda:0`;
 - `torch.cuda` and `torch.accelerator` answer as one emulated H100 (cuda_runtime.py);
+- the program's own Triton kernels run in Triton's interpreter on the CPU tensors, while
+  Dynamo captures and Inductor compiles them as on a GPU (user_triton.py);
 - `model.to("cuda")` swaps each parameter for a virtual GPU tensor (torch's
   `swap_module_params_on_conversion`, on while the program runs);
 - optimizers and `clip_grad_norm_` take the foreach path for virtual GPU tensors, as they
@@ -23,11 +25,13 @@ While inside:
   CUDA device guard): it fakeifies a virtual GPU tensor as a fake cuda tensor by itself
   (meta_utils reads the Python device), so the captured graph, its graph inputs and the
   device branches taken in user and library code are the GPU's; virtual_cuda's compile_fx
-  compiles such a graph as captured;
+  compiles such a graph as captured; the program mode stays out of Dynamo's symbolic mode
+  stack, and where a compiled frame sets the stack back it keeps the program mode;
 - what virtual-cuda cannot give is refused in one line naming the call, the program's line
-  and what to do (`Unavailable`): a CUDA C++ extension, a library that needs CUDA's
-  runtime, CUDA graphs, NCCL in a single process, and the CUDA
-  runtime reached where the mode is not (another thread, a C++ API).
+  and what to do (program_refusal's `Unavailable`): a CUDA C++ extension, a library that
+  needs CUDA's runtime, CUDA graphs, NCCL in a single process, the CUDA runtime reached
+  where the mode is not (another thread, a C++ API), and a Triton kernel the interpreter
+  cannot run.
 Every change to torch is a patch point of "virtual-cuda program" (patch_points.py), checked
 whole before the program starts.
 """
@@ -35,51 +39,31 @@ from __future__ import annotations
 
 import contextlib
 import os
-import traceback
 
 from kernelscope.engine import patch_points as points
+from kernelscope.engine.devices.program_refusal import ON_A_GPU, Unavailable, refuse
 from kernelscope.engine.patching import Patches, checked
-from kernelscope.errors import TargetError
-
-
-class Unavailable(TargetError):
-    """The program needs what virtual-cuda cannot give (one line: the call, the line, what to do)."""
-
-
-def _program_line() -> str:
-    """`file:line` of the innermost frame of the program (outside torch and kernelscope)."""
-    import torch
-
-    skipped = (os.path.dirname(torch.__file__) + os.sep,
-               os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep)
-    for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(skipped) and not frame.filename.startswith("<"):
-            return f"{frame.filename}:{frame.lineno}"
-    return "the program"
-
-
-def refuse(call: str, why: str, what_to_do: str) -> Unavailable:
-    """The one-line error for `call`, made at the program's line."""
-    return Unavailable(f"{_program_line()}: virtual-cuda cannot run `{call}`: {why}; {what_to_do} "
-                       "(the last good run in the store is unchanged)")
-
-
-_ON_A_GPU = "record this program on a GPU with --target cuda"
 
 
 @contextlib.contextmanager
 def cuda_program(fake_job: bool = False):
     """The program runs on the virtual GPU while inside (see the module docstring); yields the
     notes its run carries in its warnings (program_mode.note). `fake_job`: `--world-size` set
-    up torch's fake process group, so NCCL is not refused.
-    (The recorder runs a distributed job, `--world-size` or torchrun's ranks, outside this
-    context for now: DTensor's local results are made below the torch-function level, so
-    they would be CPU tensors among virtual GPU ones.)"""
+    up torch's fake process group, so NCCL is not refused (DTensor is kept on the virtual GPU
+    by virtual_dtensor). Ranks torchrun started on this machine run outside this context."""
     points.require("virtual-cuda program", "nothing was recorded")
     import torch
     import torch._dynamo.polyfills.loader  # noqa: F401 - imported before fake_cuda's patches
 
-    from kernelscope.engine.devices import cuda_autocast, cuda_runtime, fake_cuda, program_mode
+    from kernelscope.engine.devices import (
+        cuda_autocast,
+        cuda_runtime,
+        fake_cuda,
+        program_mode,
+        program_results,
+        user_triton,
+        virtual_dtensor,
+    )
     from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
     from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
 
@@ -89,12 +73,16 @@ def cuda_program(fake_job: bool = False):
     vgt = tensor_class()
     with Patches() as patches:
         cuda_runtime.install(patches)
+        virtual_dtensor.install(patches)
+        program_results.install(patches)
+        user_triton.install(patches)
         patches.assign(points.SWAP_MODULE_PARAMS, True)
         for point in (points.OPTIM_FOREACH_TYPES, points.UTILS_FOREACH_TYPES):
             _append(patches, point, vgt)
         patches.wrap(points.OPTIMIZER_INIT_GROUP, _init_group_on_the_virtual_gpu)
         _never_compiled_by_dynamo(patches)
         patches.wrap(points.DYNAMO_MODE_STACK, _program_mode_untraced)
+        patches.wrap(points.DYNAMO_SET_MODE_STACK, _program_mode_kept)
         patches.wrap(points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
             None if type(value) is vgt else infer(value)))
         _refusals(patches, fake_job)
@@ -127,7 +115,8 @@ def _init_group_on_the_virtual_gpu(call_method):
 
 _PROGRAM_MODULES = ("kernelscope.engine.devices.program_mode", "kernelscope.engine.devices.virtual_gpu_tensor",
                     "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program",
-                    "kernelscope.engine.devices.cuda_autocast")
+                    "kernelscope.engine.devices.program_hops", "kernelscope.engine.devices.user_triton",
+                    "kernelscope.engine.devices.virtual_dtensor", "kernelscope.engine.devices.cuda_autocast")
 
 
 def _never_compiled_by_dynamo(patches: Patches) -> None:
@@ -170,6 +159,28 @@ def _program_mode_untraced(init):
     return symbolic_state_init
 
 
+def _program_mode_kept(set_stack):
+    """The mode stack a compiled frame sets when its graph entered or left a torch-function
+    mode (Dynamo's code sets the whole stack from its symbolic one, which lacks the program
+    mode: `torch.compile(create_block_mask)`, whose mask is made under FlexAttention's
+    `TransformGetItemToIndex`, left the program without its mode), with the program mode
+    where it was."""
+    from kernelscope.engine.devices.program_mode import mode_classes
+
+    program_mode_class = mode_classes()[0]
+
+    def set_torch_function_mode_stack(stack):
+        import torch
+
+        current = [torch._C._get_function_stack_at(index) for index in range(torch._C._len_torch_function_stack())]
+        for index, mode in enumerate(current):
+            if type(mode) is program_mode_class and not any(kept is mode for kept in stack):
+                stack = [*stack[:index], mode, *stack[index:]]
+        return set_stack(stack)
+
+    return set_torch_function_mode_stack
+
+
 # -- what cannot be given, refused in one line ---------------------------------------------------
 
 
@@ -178,7 +189,7 @@ def _refusals(patches: Patches, fake_job: bool) -> None:
 
     load, load_inline, load_library = (points.CPP_EXTENSION_LOAD.current(), points.CPP_EXTENSION_LOAD_INLINE.current(),
                                        points.OPS_LOAD_LIBRARY.current())
-    extension = ("its kernels are CUDA code, which needs a GPU to build and run; " + _ON_A_GPU +
+    extension = ("its kernels are CUDA code, which needs a GPU to build and run; " + ON_A_GPU +
                  ", or give the program a path without the extension (a PyTorch or Triton version of the op)")
 
     def cpp_extension_load(name, sources, *args, **kwargs):
@@ -207,7 +218,7 @@ def _refusals(patches: Patches, fake_job: bool) -> None:
     def refused_cuda_graphs(name):
         def cuda_graph(*args, **kwargs):
             raise refuse(f"torch.cuda.{name}", "CUDA graphs capture and replay work on a GPU, and there is none",
-                         _ON_A_GPU + ", or run the program without CUDA graphs")
+                         ON_A_GPU + ", or run the program without CUDA graphs")
         return cuda_graph
 
     patches.replace(points.CPP_EXTENSION_LOAD, cpp_extension_load)
@@ -227,7 +238,7 @@ def _runtime_refused(lazy_init):
         raise refuse("a CUDA tensor or call outside the program mode",
                      "torch reached the CUDA runtime, where the virtual GPU does not reach (another thread, "
                      "torch.Generator(device='cuda'), a C++ API)",
-                     _ON_A_GPU + ", or make it on the main thread with device='cuda'")
+                     ON_A_GPU + ", or make it on the main thread with device='cuda'")
     return refused
 
 
@@ -248,3 +259,6 @@ def _nccl_refused(init_process_group):
                      "record one rank of the job with --world-size N (torch's fake process group; --rank R "
                      "picks the rank), or run it on GPUs with --target cuda")
     return without_nccl
+
+
+__all__ = ["Unavailable", "cuda_program", "launched", "refuse"]

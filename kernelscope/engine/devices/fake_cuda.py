@@ -321,7 +321,28 @@ def _keep_ops_a_gpu_keeps():
             # has a kernel before it decomposes the op (autograd_would_have_decomposed)
             library.impl(overload, composite, "CUDA")
         overload._dispatch_cache.clear()
+        _backward_on_the_cpu(library, op_name)
     return library
+
+
+def _backward_on_the_cpu(library, op_name: str) -> None:
+    """The kept op's backward (`_fused_rms_norm_backward`), which has only a CUDA kernel, gets
+    torch's own decomposition of it as a CPU kernel: a program on the virtual GPU that trains
+    through the kept op runs its backward eagerly on the CPU (the autograd formula of the
+    kept op calls it)."""
+    import torch
+    from torch._decomp import decomposition_table
+
+    packet = getattr(torch.ops.aten, f"{op_name}_backward", None)
+    if packet is None:
+        return
+    for overload_name in packet.overloads():
+        overload = getattr(packet, overload_name)
+        decomposition = decomposition_table.get(overload)
+        if decomposition is None or torch._C._dispatch_has_kernel_for_dispatch_key(overload.name(), "CPU"):
+            continue
+        library.impl(overload, decomposition, "CPU")
+        overload._dispatch_cache.clear()
 
 
 # -- C++ composites above autograd ------------------------------------------------------

@@ -11,7 +11,9 @@ call the program's Python makes (torch functions, tensor methods and attributes)
 - keeps results on the virtual GPU: an op with a virtual GPU tensor among its inputs
   returns virtual GPU tensors (its own inputs handed back, as in-place ops do, keep their
   class: a CPU tensor written with `cpu_t.copy_(gpu_t)` stays a CPU tensor), unless it
-  is told a device of its own (`empty_like(x, device="cpu")`);
+  is told a device of its own (`empty_like(x, device="cpu")`); a higher-order op
+  (FlexAttention's `flex_attention` in the graph Dynamo runs eagerly) runs its Python body
+  on the CPU (program_hops), and its results are virtual GPU tensors;
 - answers as a GPU's tensors do where a method answers: `get_device()` 0, `type()`
   `torch.cuda.FloatTensor`, `numpy()` refused with the GPU's own message, `repr`
   `tensor(..., device='cuda:0')`; `pin_memory()` returns the tensor (nothing is pinned),
@@ -82,8 +84,11 @@ def _runner():
     """The mode's work, as one function (bound once to what it reads on every call)."""
     import torch
 
+    from kernelscope.engine.devices import program_hops
+
     vgt = tensor_class()
     plain = torch.Tensor
+    higher_order = torch._ops.HigherOrderOperator
     cpu = torch.device("cpu")
     no_subclass = torch._C.DisableTorchFunctionSubclass
     grad_get = torch._C.TensorBase.grad.__get__
@@ -131,9 +136,21 @@ def _runner():
         else:
             kwargs = {}
         if vgt in types:
+            if isinstance(func, higher_order):
+                return run_higher_order(func, args, kwargs)
             with no_subclass():
-                return wrap(func(*args, **kwargs), args)
+                out = func(*args, **kwargs)
+            # a functional collective's result stays plain: torch wraps it as an in-flight
+            # AsyncCollectiveTensor next (virtual_dtensor puts it on the virtual GPU there)
+            return out if getattr(func, "namespace", None) == "_c10d_functional" else wrap(out, args)
         return func(*args, **kwargs)
+
+    def run_higher_order(func, args, kwargs):
+        """A higher-order op (FlexAttention's, for one) runs its Python body
+        here, below the mode, on the CPU (program_hops)."""
+        with no_subclass():
+            cpu_args, cpu_kwargs = program_hops.cpu_arguments(args, kwargs, vgt)
+            return wrap(func(*cpu_args, **cpu_kwargs), args)
 
     def grad_read(func, args, kwargs):
         with no_subclass():
@@ -253,7 +270,7 @@ def _specials(vgt, cpu, no_subclass):
             return func(*args, **kwargs)
 
     def tensor_get_device(func, args, kwargs):
-        if type(args[0]) is vgt:
+        if type(args[0]) is vgt or args[0].device.type == "cuda":  # a DTensor on the virtual GPU too
             return 0
         with no_subclass():
             return func(*args, **kwargs)
@@ -329,11 +346,24 @@ def program_mode():
     mode_class, _ = mode_classes()
     notes: list[str] = []
     _running.append(notes)
+    mode = mode_class()
+    mode.__enter__()
     try:
-        with mode_class():
-            yield notes
+        yield notes
     finally:
         _running.pop()
+        _leave(mode)
+
+
+def _leave(mode) -> None:
+    """Pop `mode` where it is still on the stack: a compile that fails midway can leave the
+    stack emptied (Dynamo clears it while it traces), and the program's own error, not
+    "trying to pop from empty mode stack", is what the user must see."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    stack = _get_current_function_mode_stack()
+    if stack and stack[-1] is mode:
+        mode.__exit__(None, None, None)
 
 
 @contextlib.contextmanager

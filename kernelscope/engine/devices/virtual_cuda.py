@@ -30,6 +30,7 @@ from kernelscope.engine.devices import (
     lifted_constants,
     meta_models,
     program_mode,
+    program_results,
     real_compute,
     triton_driver,
 )
@@ -299,6 +300,7 @@ def make_compile_fx(original_compile_fx):
             kwargs["inner_compile"] = inner_compile
         fake_mode = detect_fake_mode(example_inputs_)
         in_program = program_mode.running()  # a program on the virtual GPU: fake cuda tensors all along
+        as_captured = in_program and _captured_on_cuda(model_)
         compiling.append(True)
         try:
             with meta_models.compiling(), pretend_cuda_present(), \
@@ -308,7 +310,7 @@ def make_compile_fx(original_compile_fx):
                     real_compute.real_compute_on_cpu(fake_mode), \
                     functorch_config.patch(force_non_lazy_backward_lowering=True), \
                     codegen_only.wrappers_kept(points.LOAD_BY_KEY_PATH):
-                if in_program and _captured_on_cuda(model_):
+                if as_captured:
                     # captured as a GPU captures it: compiled as captured, from the real inputs
                     cuda_gm = lifted_constants.creators_on_cuda(_copied(model_))
                     original_compile_fx(cuda_gm, example_inputs_, **kwargs)
@@ -319,6 +321,8 @@ def make_compile_fx(original_compile_fx):
                     original_compile_fx(cuda_gm, fake_inputs, **kwargs)
         finally:
             compiling.pop()
+        if as_captured:  # its results where the capture put them (program_results)
+            return program_results.graph_results_where_captured(model_, meta_models.runs_on_meta(model_.forward))
         return meta_models.runs_on_meta(model_.forward)
 
     return compile_fx

@@ -1,0 +1,42 @@
+"""What virtual-cuda cannot give a program, refused in one line at the program's line.
+
+A program under virtual-cuda (cuda_program.py) that needs what the virtual GPU cannot give
+(a CUDA C++ extension, CUDA graphs, NCCL in one process, a Triton kernel the interpreter
+cannot run: user_triton.py) stops with one line: the program's `file:line`, the call, why,
+and what to do; the last good run in the store stays (`Unavailable`, a TargetError).
+"""
+from __future__ import annotations
+
+import os
+import traceback
+
+from kernelscope.errors import TargetError
+
+
+class Unavailable(TargetError):
+    """The program needs what virtual-cuda cannot give (one line: the call, the line, what to do)."""
+
+
+def _program_line() -> str:
+    """`file:line` of the innermost frame of the program (outside torch, Triton and kernelscope)."""
+    import importlib.util
+
+    import torch
+
+    triton = importlib.util.find_spec("triton")
+    skipped = (os.path.dirname(torch.__file__) + os.sep,
+               os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep,
+               *([os.path.dirname(triton.origin) + os.sep] if triton is not None and triton.origin else []))
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(skipped) and not frame.filename.startswith("<"):
+            return f"{frame.filename}:{frame.lineno}"
+    return "the program"
+
+
+def refuse(call: str, why: str, what_to_do: str) -> Unavailable:
+    """The one-line error for `call`, made at the program's line."""
+    return Unavailable(f"{_program_line()}: virtual-cuda cannot run `{call}`: {why}; {what_to_do} "
+                       "(the last good run in the store is unchanged)")
+
+
+ON_A_GPU = "record this program on a GPU with --target cuda"

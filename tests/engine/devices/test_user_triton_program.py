@@ -1,0 +1,143 @@
+"""`kernelscope run` of a GPU program with Triton kernels of its own, under virtual-cuda.
+
+examples/user_triton_kernel.py (a SiLU `autograd.Function` whose forward kernel is
+autotuned and whose backward kernel uses heuristics, a `triton_op` residual add with
+`register_autograd`, a compiled model trained with AdamW) is recorded once for this module
+in a subprocess, as a user runs it: the user kernels are captured and written into the cuda
+wrappers of the forward and the backward, as a GPU compiles them, and the printed losses are
+the ones the same math gives in torch (the kernels ran in Triton's interpreter).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import EXAMPLES, REPO
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE = "examples/user_triton_kernel.py"
+
+
+def kernelscope(*args):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "kernelscope", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """examples/user_triton_kernel.py recorded (two training steps): (store, the script's stdout)."""
+    store = tmp_path_factory.mktemp("user-triton") / ".kernelscope"
+    done = kernelscope("run", EXAMPLE, "--target", "virtual-cuda", "--store", str(store), "--", "--steps", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return store, done.stdout
+
+
+def _run(store):
+    from kernelscope.store import StoreBackend
+
+    with StoreBackend(store) as opened:
+        return opened.run(1).dump()["run"]
+
+
+def _text(store, graph, key):
+    return (store / "runs" / "1" / graph[key]["path"]).read_text()
+
+
+def _launches(wrapper):
+    """The user kernels the wrapper launches, by the name Triton's source gives them."""
+    return set(re.findall(r"^\s+(\w+_kernel)_\d+\.run\(", wrapper, re.MULTILINE))
+
+
+def test_the_user_kernels_are_in_the_forward_and_the_backward(recorded):
+    store, _ = recorded
+    run = _run(store)
+    assert run["device"] == "virtual-cuda"
+    graphs = {graph["kind"]: graph for graph in run["graphs"]}
+    assert sorted(graphs) == ["backward", "forward"]
+    expected = {"forward": {"silu_forward_kernel", "axpby_kernel"},
+                "backward": {"silu_backward_kernel", "axpby_kernel"}}
+    for kind, graph in graphs.items():
+        wrapper, post_grad = _text(store, graph, "wrapper_file"), _text(store, graph, "post_grad_file")
+        assert expected[kind] <= {kernel["name"] for kernel in graph["kernels"] if kernel["kind"] == "triton"}, kind
+        assert _launches(wrapper) == expected[kind], kind
+        assert "triton_kernel_wrapper_mutation" in post_grad, kind
+        assert "device_str='cuda'" in wrapper and "empty_strided_cpu(" not in wrapper, kind
+        assert "cuda:0" in post_grad and not re.search(r'\]cpu"', post_grad), kind
+    forward = _text(store, graphs["forward"], "wrapper_file")
+    # the autotuned kernel keeps both configs in the wrapper, as on a GPU (the eager run used the first)
+    assert "@triton_heuristics.user_autotune(" in forward and "def silu_forward_kernel(" in forward
+    assert "configs=[{'BLOCK': 256, 'num_warps': 4" in forward and "{'BLOCK': 128, 'num_warps': 2" in forward
+    assert "def _sigmoid(" in forward  # the @triton.jit helper goes with the kernel
+
+
+def test_each_user_kernel_links_to_the_line_that_launches_it(recorded):
+    """Kernel -> the launch's node (Inductor's own mapping agrees) -> the program's line,
+    and the wrapper's launch line -> the kernel; Triton's autotune/heuristics frames skipped."""
+    store, _ = recorded
+    launched_at = {  # kernel -> the example's code at the line its launch is attributed to
+        "silu_forward_kernel": "silu_forward_kernel[", "silu_backward_kernel": "silu_backward_kernel[",
+        "axpby_kernel": "return axpby(",
+    }
+    for graph in _run(store)["graphs"]:
+        nodes = {node["name"]: node for node in graph["post_grad_nodes"]}
+        wrapper = _text(store, graph, "wrapper_file").splitlines()
+        for kernel in graph["kernels"]:
+            if kernel["name"] not in launched_at:
+                continue
+            [node] = kernel["nodes"]
+            assert kernel["inductor_nodes"] == [node], (graph["kind"], kernel["name"])
+            assert nodes[node]["target"] == "torch.ops.higher_order.triton_kernel_wrapper_mutation"
+            source = nodes[node]["source"]
+            assert source["file"] == EXAMPLE and source["code"].startswith(launched_at[kernel["name"]]), source
+            [line] = kernel["wrapper_lines"]
+            assert re.match(rf"\s+{kernel['name']}_\d+\.run\(", wrapper[line - 1]), wrapper[line - 1]
+            assert all(row["nodes"] == [node] for row in kernel["lines"])
+
+
+def _same_program_in_torch(steps: int):
+    """The example's losses with its kernels written as torch ops, on the CPU, same seeds."""
+    import torch
+    import torch.nn.functional as F
+
+    spec = importlib.util.spec_from_file_location("user_triton_kernel", EXAMPLES / "user_triton_kernel.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    torch.manual_seed(0)
+    model = example.Block()
+    x, target = torch.randn(16, 64), torch.randn(16, 64)
+    torch.randn(1000)  # the script's check of its SiLU kernel draws these next
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        loss = F.mse_loss(1.0 * model.down(F.silu(model.up(x))) + 0.5 * x, target)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_the_printed_losses_are_the_same_math_in_torch(recorded):
+    """Step 0 checks the forward kernels, step 1 the backward ones (the gradients AdamW used)."""
+    _, stdout = recorded
+    printed = [float(value) for value in re.findall(r"step \d+: loss ([0-9.]+)", stdout)]
+    assert printed == pytest.approx(_same_program_in_torch(2), abs=2e-6)
+    error = float(re.search(r"silu kernel max error (\S+)", stdout).group(1))
+    assert error < 1e-5  # the uncompiled launch, against torch's SiLU
+
+
+def test_an_inference_run_records_the_kernels(tmp_path):
+    store = tmp_path / ".kernelscope"
+    done = kernelscope("run", EXAMPLE, "--target", "virtual-cuda", "--store", str(store), "--", "--eval")
+    assert done.returncode == 0, done.stderr[-3000:]
+    [graph] = _run(store)["graphs"]
+    assert graph["kind"] == "inference"
+    assert _launches(_text(store, graph, "wrapper_file")) == {"silu_forward_kernel", "axpby_kernel"}
+    printed = float(re.search(r"eval: loss ([0-9.]+)", done.stdout).group(1))
+    assert printed == pytest.approx(_same_program_in_torch(1)[0], abs=2e-6)
