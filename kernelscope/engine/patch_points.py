@@ -267,11 +267,6 @@ OPTIM_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.optim.optimizer", "_foreach_su
                                  "list: optimizers take the foreach path for virtual GPU tensors, as for cuda")
 UTILS_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.utils._foreach_utils", "_foreach_supported_types",
                                  "list: clip_grad_norm_ and friends take the foreach path, as for cuda")
-AUTOCAST_ENTER = PatchPoint(_PROGRAM, "torch.amp.autocast_mode.autocast", "__enter__",
-                            "eager torch.autocast('cuda') also enters the CPU's autocast with its dtype",
-                            parameters=("self",), own=True)
-AUTOCAST_EXIT = PatchPoint(_PROGRAM, "torch.amp.autocast_mode.autocast", "__exit__",
-                           "... and leaves it", parameters=("self",), own=True)
 OPTIMIZER_INIT_GROUP = PatchPoint(_PROGRAM, "torch._dynamo.variables.optimizer.OptimizerVariable", "call_method",
                                   "an optimizer's _init_group, run for real by Dynamo, makes its state on the "
                                   "virtual GPU", parameters=("self", "tx", "name", "args", "kwargs"))
@@ -341,6 +336,29 @@ def _triton_interpreter_problem():
 TRITON_INTERPRETER = CustomPoint(_PROGRAM, "triton.runtime.interpreter.InterpretedFunction (used, not patched)",
                                  "runs a program's Triton kernels on the CPU tensors (user_triton.py)",
                                  _triton_interpreter_problem)
+
+
+
+def _autocast_cuda_problem() -> str | None:
+    """Why CUDA's autocast lists cannot be given to the virtual GPU's tensors on this torch."""
+    import torch
+
+    key = getattr(torch._C.DispatchKey, "AutocastCUDA", None)
+    if key is None:
+        return "torch._C.DispatchKey.AutocastCUDA is missing"
+    missing = [name for name in ("_dispatch_tls_set_dispatch_key_included", "_dispatch_tls_is_dispatch_key_included",
+                                 "_ExcludeDispatchKeyGuard") if not hasattr(torch._C, name)]
+    if missing:
+        return f"torch._C.{', '.join(missing)} missing"
+    if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::mm", "AutocastCUDA"):
+        return "aten::mm has no AutocastCUDA kernel (CUDA's autocast lists are no longer registered there)"
+    return None
+
+
+AUTOCAST_CUDA_KERNELS = CustomPoint(_PROGRAM, "AutocastCUDA kernels of aten ops (torch.library) + AutocastCUDA "
+                                    "in the thread's included dispatch keys",
+                                    "torch.autocast('cuda') applies CUDA's op lists to the virtual GPU's tensors "
+                                    "(cuda_autocast.py)", _autocast_cuda_problem)
 
 # -- cpu-triton (devices/cpu_triton.py, codegen_only.py) ------------------------------------
 

@@ -72,6 +72,10 @@ SCHEMAS = {
     "MemoryFormat? memory_format=None) -> Tensor(a)",
     "to.other": "aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, "
     "MemoryFormat? memory_format=None) -> Tensor(a)",
+    "softmax.int": "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+    "log_softmax.int": "aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+    "_softmax": "aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
+    "_log_softmax": "aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
     "_fused_rms_norm": "aten::_fused_rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float? eps) "
     "-> (Tensor, Tensor)",
 }
@@ -248,6 +252,143 @@ def _lifted_constants_drift() -> list[str]:
     return problems
 
 
+def _softmax_drift() -> list[str]:
+    """The schemas, the ports' parameters, and ATen's own composites on fake cuda tensors with
+    CUDA's dispatch keys: a float16 input told float32 calls the `half_to_float` kernel."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from kernelscope.engine.devices import cuda_softmax
+
+    problems = schema_problems(["softmax.int", "log_softmax.int", "_softmax", "_log_softmax"])
+    problems += parameter_problems(cuda_softmax.softmax, "softmax.int")
+    problems += parameter_problems(cuda_softmax.log_softmax, "log_softmax.int")
+    seen: list = []
+
+    class Below(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.namespace != "prim":
+                seen.append((str(func), [a.dtype if isinstance(a, torch.Tensor) else a for a in args]))
+            return func(*args, **(kwargs or {}))
+
+    with FakeTensorMode():
+        x = torch.empty(2, 4, dtype=torch.float16, device="cuda")
+        for name, port in (("softmax.int", cuda_softmax.softmax), ("log_softmax.int", cuda_softmax.log_softmax)):
+            outcomes = []
+            for function in (_overload(name), port):
+                seen.clear()
+                with Below():
+                    function(x, -1, torch.float32)
+                outcomes.append(list(seen))
+            if outcomes[0] != outcomes[1]:
+                problems.append(f"aten::{name} of a float16 cuda tensor told float32 runs {outcomes[0]}, the port "
+                                f"{outcomes[1]}")
+    return problems
+
+
+def autocast_probe_calls(cuda):
+    """(op, args, kwargs) calls covering each of CUDA's autocast policies; `cuda(shape, dtype)`
+    makes a tensor on cuda (a fake one)."""
+    import torch
+
+    f32, bf16, f64 = torch.float32, torch.bfloat16, torch.float64
+    target = cuda((4,), torch.int64)
+    return [
+        ("mm", (cuda((4, 4), f32), cuda((4, 4), f32)), {}),  # lower_precision_fp
+        ("mm", (cuda((4, 4), f64), cuda((4, 4), f64)), {}),  # doubles are never cast
+        ("linear", (cuda((2, 4), f32), cuda((3, 4), f32), cuda((3,), f32)), {}),
+        ("baddbmm", (cuda((2, 3, 3), f32), cuda((2, 3, 4), f32), cuda((2, 4, 3), f32)), {}),
+        ("conv2d", (cuda((1, 2, 5, 5), f32), cuda((3, 2, 3, 3), f32)), {}),
+        ("exp", (cuda((4,), bf16),), {}),  # fp32
+        ("pow.Tensor_Scalar", (cuda((4,), bf16), 2), {}),
+        ("layer_norm", (cuda((2, 4), bf16), [4]), {}),
+        ("native_layer_norm", (cuda((2, 4), bf16), [4], None, None, 1e-5), {}),
+        ("nll_loss", (cuda((4, 5), bf16), target), {}),
+        ("mse_loss", (cuda((4,), bf16), cuda((4,), bf16)), {}),
+        ("softmax.int", (cuda((2, 4), bf16), -1), {}),  # fp32_set_opt_dtype
+        ("softmax.int", (cuda((2, 4), bf16), -1, torch.float16), {}),  # an explicit dtype is kept
+        ("log_softmax.int", (cuda((2, 4), bf16), 1), {}),
+        ("sum", (cuda((2, 4), bf16),), {}),
+        ("sum.dim_IntList", (cuda((2, 4), bf16), [0]), {}),
+        ("cumsum", (cuda((4,), bf16), 0), {}),
+        ("norm.Scalar", (cuda((4,), bf16), 2), {}),  # fp32_append_dtype
+        ("norm.ScalarOpt_dim", (cuda((2, 4), bf16), 2, [1]), {}),
+        ("addcmul", (cuda((4,), f32), cuda((4,), bf16), cuda((4,), bf16)), {}),  # promote
+        ("addcmul", (cuda((4,), bf16), cuda((4,), bf16), cuda((4,), bf16)), {}),
+        ("atan2", (cuda((4,), bf16), cuda((4,), f32)), {}),
+        ("binary_cross_entropy", (cuda((4,), f32), cuda((4,), f32)), {}),  # banned
+    ]
+
+
+def autocast_problems(calls_of=autocast_probe_calls) -> list[str]:
+    """Each call of `calls_of(cuda)` that the port's AutocastCUDA kernel runs otherwise than
+    the C++ one — the ops dispatched below autocast with their arguments' dtypes, the result's
+    dtypes, or the error — both on fake cuda tensors with CUDA's dispatch keys under bf16
+    `torch.autocast("cuda")`."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    from kernelscope.engine.devices import cuda_autocast
+
+    def dtypes(values):
+        return [value.dtype for value in tree_leaves(values) if isinstance(value, torch.Tensor)]
+
+    class Below(TorchDispatchMode):  # the ops autocast hands on, as the traced graph gets them
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.namespace != "prim":  # not the C++ device queries of a fake
+                seen.append((str(func), dtypes((args, kwargs))))
+            return func(*args, **(kwargs or {}))
+
+    def outcome(function, args, kwargs):
+        seen.clear()
+        try:
+            with Below():
+                result = function(*args, **kwargs)
+        except RuntimeError as error:
+            return f"raises {str(error).splitlines()[0]}"
+        return list(seen), dtypes(result)
+
+    seen: list = []
+    problems = []
+    state = (torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda"), torch.is_autocast_cache_enabled())
+    eligible_for = cuda_autocast._eligible_check()
+    try:
+        torch.set_autocast_enabled("cuda", True)
+        torch.set_autocast_dtype("cuda", torch.bfloat16)
+        torch.set_autocast_cache_enabled(False)
+        with FakeTensorMode():
+            for name, args, kwargs in calls_of(lambda shape, dtype: torch.empty(shape, dtype=dtype, device="cuda")):
+                op, policy = cuda_autocast.overload(name), cuda_autocast.POLICIES.get(name)
+                if policy is None or op is None:
+                    problems.append(f"aten::{name} has no policy in the port")
+                    continue
+                ours = outcome(cuda_autocast.make_kernel(name, policy, eligible_for), args, kwargs)
+                aten = outcome(op, args, kwargs)
+                if ours != aten:
+                    problems.append(f"aten::{name}{tuple(dtypes(args))}: AutocastCUDA runs {aten}, the port {ours}")
+    finally:
+        torch.set_autocast_enabled("cuda", state[0])
+        torch.set_autocast_dtype("cuda", state[1])
+        torch.set_autocast_cache_enabled(state[2])
+    return problems
+
+
+def _cuda_autocast_drift() -> list[str]:
+    from kernelscope.engine.devices import cuda_autocast
+
+    registered = {name for name in cuda_autocast.cuda_kernel_ops() if name not in cuda_autocast.CUDA_BUILD_ONLY}
+    ported = {name for name in cuda_autocast.POLICIES if cuda_autocast.overload(name) is not None}
+    problems = []
+    if registered - ported:
+        problems.append(f"ops with an AutocastCUDA kernel the port lacks: {sorted(registered - ported)}")
+    if ported - registered:
+        problems.append(f"ops the port casts that have no AutocastCUDA kernel here: {sorted(ported - registered)}")
+    return problems + autocast_problems()
+
+
 PORTS = [
     Port("SDPA backend choice", "virtual-cuda", "devices/sdpa_choice.py",
          "ATen's sdp::select_sdp_backend (transformers/cuda/sdp_utils.cpp, sdp_utils_cpp.h)", ("2.11", "2.13"),
@@ -263,6 +404,11 @@ PORTS = [
     Port("C++ composites on cuda", "virtual-cuda", "devices/fake_cuda.py (composites table)",
          "the dispatcher's CompositeImplicitAutograd/CUDA/CPU kernels of a CUDA build (ops a GPU keeps, "
          "ported composites)", ("2.11", "2.13", "2.14"), _composites_drift),
+    Port("softmax's fp16-to-fp32 kernel", "virtual-cuda", "devices/cuda_softmax.py",
+         "ATen's softmax and log_softmax composites (native/SoftMax.cpp)", ("2.13", "2.14"), _softmax_drift),
+    Port("CUDA's autocast op lists", "virtual-cuda program", "devices/cuda_autocast.py",
+         "ATen's AutocastCUDA registrations and cast policies (autocast_mode.h, autocast_mode.cpp)", ("2.13", "2.14"),
+         _cuda_autocast_drift),
     Port("lifted constants", "virtual-cuda", "devices/lifted_constants.py",
          "internal_new_from_data (torch/csrc/utils/tensor_new.cpp) and FakeTensorMode's lift", ("2.11", "2.13"),
          _lifted_constants_drift),

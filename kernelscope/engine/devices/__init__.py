@@ -18,6 +18,7 @@ virtual-cuda (the CUDA code of an sm_90 GPU, without a GPU; docs/targets.md):
 - `cuda_attention`    — SDPA decomposed as ATen's CUDA composite does ...
 - `sdpa_choice`       — ... with the backend ATen's `select_sdp_backend` picks on sm_90.
 - `cuda_batch_norm`   — BatchNorm's backend as a CUDA build picks it (cuDNN's path).
+- `cuda_softmax`      — softmax told fp32 on an fp16 input: the fp16-to-fp32 kernel, as on a GPU.
 - `cuda_guard`        — CPU builds: a no-op CUDA device guard in c10's registry.
 - `triton_driver`     — a Triton driver that answers "an sm_90 CUDA GPU".
 - `meta_models`       — models built on the meta device, recorded without a weight.
@@ -30,6 +31,7 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
 - `program_mode`      — the torch-function mode: "cuda" made on the CPU, results kept there.
 - `virtual_gpu_tensor` — the virtual GPU's tensors: CPU tensors whose Python device is cuda:0.
 - `cuda_runtime`      — what torch.cuda and torch.accelerator answer (one emulated H100).
+- `cuda_autocast`     — torch.autocast("cuda") with CUDA's op lists on the virtual GPU's tensors.
 - `virtual_dtensor`   — DTensor on the virtual GPU: one rank of a job (`--world-size`) on a cuda mesh.
 - `program_results`   — tensors made below the mode (vmap's, Dynamo's eager graph's) handed
   back on the virtual GPU (FlexAttention's BlockMask).

@@ -18,10 +18,9 @@ While inside:
   `_init_group`, which Dynamo runs for real while it compiles a step, makes the state on
   the virtual GPU (`EagerProgramMode` while it runs: capturable and fused optimizers make
   their `step` with `device=p.device`);
-- `torch.autocast("cuda", dtype=...)` also enters the CPU's autocast with that dtype while
-  the program runs eagerly (the eager values are the CPU autocast's; its op lists differ
-  from CUDA's, docs/targets.md); inside a compile the graph keeps the cuda autocast a GPU's
-  graph has;
+- `torch.autocast("cuda", dtype=...)` applies CUDA's op lists to the virtual GPU's tensors
+  (cuda_autocast.py): in the eager run, in Dynamo's capture and in AOTAutograd's trace of
+  the forward and backward, so the compiled graph has a GPU's casts;
 - Dynamo captures on fake cuda tensors (fake_cuda's `cuda_fake_tensors`, with the no-op
   CUDA device guard): it fakeifies a virtual GPU tensor as a fake cuda tensor by itself
   (meta_utils reads the Python device), so the captured graph, its graph inputs and the
@@ -60,6 +59,7 @@ def cuda_program(fake_job: bool = False):
     import torch._dynamo.polyfills.loader  # noqa: F401 - imported before fake_cuda's patches
 
     from kernelscope.engine.devices import (
+        cuda_autocast,
         cuda_runtime,
         fake_cuda,
         program_autograd,
@@ -83,7 +83,6 @@ def cuda_program(fake_job: bool = False):
         patches.assign(points.SWAP_MODULE_PARAMS, True)
         for point in (points.OPTIM_FOREACH_TYPES, points.UTILS_FOREACH_TYPES):
             _append(patches, point, vgt)
-        _autocast_on_the_cpu_too(patches)
         patches.wrap(points.OPTIMIZER_INIT_GROUP, _init_group_on_the_virtual_gpu)
         program_autograd.install(patches)
         _never_compiled_by_dynamo(patches)
@@ -92,7 +91,8 @@ def cuda_program(fake_job: bool = False):
         patches.wrap(points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
             None if type(value) is vgt else infer(value)))
         _refusals(patches, fake_job)
-        with fake_cuda.cuda_fake_tensors(), program_mode.program_mode() as notes:
+        with fake_cuda.cuda_fake_tensors(), program_mode.program_mode() as notes, \
+                cuda_autocast.cuda_autocast_on_the_virtual_gpu(program_mode.note):
             yield notes
 
 
@@ -104,33 +104,6 @@ def _append(patches: Patches, point, value) -> None:
         return
     listed.append(value)
     patches.callback(lambda: value in listed and listed.remove(value))
-
-
-def _autocast_on_the_cpu_too(patches: Patches) -> None:
-    import torch
-
-    from kernelscope.engine.devices import program_mode
-
-    enter, exit_ = points.AUTOCAST_ENTER.current(), points.AUTOCAST_EXIT.current()
-
-    def autocast_enter(self):
-        entered = enter(self)
-        if self.device == "cuda" and program_mode.running() and not torch.compiler.is_compiling() \
-                and not torch._jit_internal.is_scripting():
-            cpu_autocast = torch.amp.autocast_mode.autocast(
-                "cpu", dtype=self.fast_dtype, enabled=self._enabled, cache_enabled=self._cache_enabled)
-            cpu_autocast.__enter__()
-            self._kernelscope_cpu_autocast = cpu_autocast
-        return entered
-
-    def autocast_exit(self, exc_type, exc_val, exc_tb):
-        cpu_autocast = self.__dict__.pop("_kernelscope_cpu_autocast", None)
-        if cpu_autocast is not None:
-            cpu_autocast.__exit__(exc_type, exc_val, exc_tb)
-        return exit_(self, exc_type, exc_val, exc_tb)
-
-    patches.replace(points.AUTOCAST_ENTER, autocast_enter)
-    patches.replace(points.AUTOCAST_EXIT, autocast_exit)
 
 
 def _init_group_on_the_virtual_gpu(call_method):
@@ -148,7 +121,8 @@ def _init_group_on_the_virtual_gpu(call_method):
 _PROGRAM_MODULES = ("kernelscope.engine.devices.program_mode", "kernelscope.engine.devices.virtual_gpu_tensor",
                     "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program",
                     "kernelscope.engine.devices.program_hops", "kernelscope.engine.devices.user_triton",
-                    "kernelscope.engine.devices.virtual_dtensor", "kernelscope.engine.devices.program_autograd")
+                    "kernelscope.engine.devices.virtual_dtensor", "kernelscope.engine.devices.program_autograd",
+                    "kernelscope.engine.devices.cuda_autocast")
 
 
 def _never_compiled_by_dynamo(patches: Patches) -> None:

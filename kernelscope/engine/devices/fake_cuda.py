@@ -40,7 +40,8 @@ reads it too. Where that C++ code runs decides what it is told:
 - a C++ composite that picks a backend by its input's device runs as a Python port of
   itself on cuda tensors (`_ported_composites`): BatchNorm's `_batch_norm_impl_index`
   takes cuDNN's path as on a GPU (`cuda_batch_norm`; its symbolic checks number the
-  post-grad nodes under dynamic shapes).
+  post-grad nodes under dynamic shapes); softmax told float32 on a float16 input calls
+  the fp16-to-fp32 kernel (`cuda_softmax`).
 Other choices made in C++ by device stay the CPU's where nothing above reaches them: the
 one known to change kernels, `scaled_dot_product_attention`'s backend, is decided as on
 an sm_90 GPU by `sdpa_choice` (ATen's checks, ported) through `cuda_attention`; others
@@ -408,9 +409,10 @@ def _mark_composites_on_cuda(patches: Patches) -> None:
 def _ported_composites() -> dict:
     """C++ composites that decide by their input's C++ device (the CPU-backed fakes would go
     the CPU's way), ported to Python to run as on a CUDA build: {"op.overload": port}."""
-    from kernelscope.engine.devices import cuda_batch_norm
+    from kernelscope.engine.devices import cuda_batch_norm, cuda_softmax
 
-    return {"_batch_norm_impl_index.default": cuda_batch_norm.batch_norm_impl_index}
+    return {"_batch_norm_impl_index.default": cuda_batch_norm.batch_norm_impl_index,
+            "softmax.int": cuda_softmax.softmax, "log_softmax.int": cuda_softmax.log_softmax}
 
 
 def _on_cuda_kwargs(args, kwargs):

@@ -188,22 +188,6 @@ def _captured_on_cuda(gm) -> bool:
     return False
 
 
-AUTOCAST_NOTE = ("torch.autocast('cuda') around or inside a compiled region: its graph was compiled with the "
-                 "CPU's autocast op lists (autocast around the region) or without autocast (inside it), not "
-                 "CUDA's, whose port is the next stage; its dtypes may differ from a GPU's")
-
-
-def _note_autocast(gm) -> None:
-    """The run says where CUDA's autocast policy was not applied (its port is to come): the
-    fake cuda tensors are CPU-backed, so the CUDA autocast kernels pass them by."""
-    import torch
-
-    inside = any(node.op == "call_function" and getattr(node.target, "__name__", "") == "_enter_autocast"
-                 and node.args and node.args[0] == "cuda" for node in gm.graph.nodes)
-    if inside or torch.is_autocast_enabled("cuda"):
-        program_mode.note(AUTOCAST_NOTE)
-
-
 def _copied(gm):
     """A copy of Dynamo's graph with what Dynamo hands AOTAutograd beside it (the compile may
     change its graph; Dynamo's own runs eagerly)."""
@@ -329,7 +313,6 @@ def make_compile_fx(original_compile_fx):
                     codegen_only.wrappers_kept(points.LOAD_BY_KEY_PATH):
                 if as_captured:
                     # captured as a GPU captures it: compiled as captured, from the real inputs
-                    _note_autocast(model_)
                     cuda_gm = lifted_constants.creators_on_cuda(_copied(model_))
                     original_compile_fx(cuda_gm, example_inputs_, **kwargs)
                 else:
