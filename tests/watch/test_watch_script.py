@@ -4,11 +4,15 @@ script that imports a workspace module (the slow tests compile in a real engine 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from test_watch import EventLog, kernel_text
 
 from kernelscope.errors import UserError
@@ -164,3 +168,30 @@ def test_watching_a_script_records_each_save_and_reports_broken_ones(workspace):
         assert sixth.pruned == [second.run_id]
     finally:
         session.stop()
+
+
+@pytest.mark.slow
+def test_cli_watch_passes_the_arguments_after_dashes_to_the_script(workspace):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kernelscope", "watch", "train.py", "--json", "--keep", "3", "--", "--steps", "3"],
+        cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = threading.Timer(300, process.kill)  # never hang the test run
+    deadline.start()
+    try:
+        events = []
+        for line in process.stdout:
+            events.append(json.loads(line))
+            if events[-1]["event"] in ("build_finished", "build_failed"):
+                process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+        stderr = process.stderr.read()
+    finally:
+        deadline.cancel()
+        if process.poll() is None:
+            process.kill()
+    finished = [event for event in events if event["event"] == "build_finished"]
+    assert len(finished) == 1 and finished[0]["target"] == "train.py", events
+    assert "script ran 3 step(s)" in stderr.splitlines()  # the script's output: stderr, off the JSON
+    assert events[-1]["event"] == "stopped" and events[-1]["last_good_run"] == finished[0]["run_id"]
