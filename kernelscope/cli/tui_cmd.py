@@ -52,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
     if args.target:
         from kernelscope.watch.session import resolve_target
 
-        resolve_target(args.target, Path.cwd())  # a clear error before the screen opens
+        if resolve_target(args.target, Path.cwd())[1] is None:  # a clear error before the screen opens
+            raise UserError(f"{args.target}: the explorer records a factory (PATH.py:FACTORY); record a script "
+                            f"with `kernelscope run {args.target}` or `kernelscope watch {args.target}`, "
+                            "then open it with `kernelscope tui`")
         request = CompileRequest(target=args.target, store=Path(args.store), workspace=Path.cwd(), watch=args.watch,
                                  device=args.target_device, train=args.train, dynamic=args.dynamic,
                                  execute=args.execute, build_timeout=args.build_timeout,

@@ -1,4 +1,5 @@
-"""`kernelscope watch PATH.py:FACTORY` — record a run, then a new one on every save."""
+"""`kernelscope watch PATH.py:FACTORY` or `kernelscope watch SCRIPT.py -- ARGS` — record a run,
+then a new one on every save."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from kernelscope.cli import distributed_args
 from kernelscope.cli.common import add_store_argument
 from kernelscope.cli.recording_output import add_target_arguments
 from kernelscope.errors import CLI_TRACEBACK_HINT, UserError, traceback_wanted
@@ -32,26 +34,29 @@ PHASE_ORDER = ("import", "capture", "lower", "codegen", "store")
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "watch",
-        help="record a model factory, then record again on every save",
-        description="Record PATH.py:FACTORY like `kernelscope compile`, then watch the files the "
-        "target imported from the workspace and record a new run after every save, in an engine "
-        "worker that keeps torch imported. A save that breaks the model is reported at its file "
-        "and line; the last good run stays the latest. Ctrl-C stops.",
+        help="record a model factory or a script, then record again on every save",
+        description="Record PATH.py:FACTORY like `kernelscope compile`, or SCRIPT.py (with the ARGS "
+        "after `--`) like `kernelscope run`, then watch the files the target imported from the "
+        "workspace and record a new run after every save, in an engine worker that keeps torch "
+        "imported. A save that breaks the model or the script (an exception, sys.exit with a "
+        "non-zero status) is reported at its file and line; the last good run stays the latest. "
+        "Ctrl-C stops.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  kernelscope watch examples/mlp.py:make\n"
         "  kernelscope watch examples/mlp.py:make --train --keep 5\n"
+        "  kernelscope watch examples/train_script.py -- --steps 2   # a whole script, as `kernelscope run`\n"
         "  kernelscope watch model.py:make --decisions latest   # replay the store's latest GPU run's decisions\n"
         "  kernelscope watch model.py:make --json | jq -c 'select(.event == \"build_finished\")'",
     )
-    parser.add_argument("target", metavar="PATH.py:FACTORY")
+    parser.add_argument("target", metavar="PATH.py:FACTORY | SCRIPT.py")
     add_store_argument(parser)
     add_target_arguments(parser)
     parser.add_argument("--json", action="store_true",
                         help="print each event as one JSON object per line (for tools)")
     parser.add_argument("--train", action="store_true",
-                        help="compile forward and backward of a scalar loss (sum of the outputs)")
-    parser.add_argument("--dynamic", action="store_true", help="mark the batch dimension dynamic")
+                        help="a factory: compile forward and backward of a scalar loss (sum of the outputs)")
+    parser.add_argument("--dynamic", action="store_true", help="a factory: mark the batch dimension dynamic")
     parser.add_argument("--keep", type=_positive_int, default=DEFAULT_KEEP, metavar="N",
                         help=f"runs of this target kept in the store; older ones are deleted (default: {DEFAULT_KEEP})")
     parser.add_argument("--quiet-period", type=float, default=DEFAULT_QUIET_SECONDS, metavar="SECONDS",
@@ -62,6 +67,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--memory-limit", type=_positive_int, metavar="MB",
                         help="cap the engine worker's memory (address space, RLIMIT_AS): a model that "
                              "allocates past it fails with MemoryError, the watch goes on (default: no cap)")
+    distributed_args.add_distributed_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -82,7 +88,8 @@ def run(args) -> int:
         target=args.target, store=Path(args.store), workspace=Path.cwd(), device=args.target_device,
         train=args.train, dynamic=args.dynamic, execute=args.execute, keep=args.keep,
         quiet_seconds=args.quiet_period, build_timeout=args.build_timeout, memory_limit_mb=args.memory_limit,
-        decisions=args.decisions,
+        decisions=args.decisions, script_args=list(args.passthrough),  # what followed `--`
+        **distributed_args.record_options(args),
     )
     session = WatchSession(options, JsonPrinter() if args.json else LinePrinter())
     previous_sigterm = signal.signal(signal.SIGTERM, _interrupt)

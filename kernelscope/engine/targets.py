@@ -157,7 +157,8 @@ def run_script(path: Path, args: list[str]) -> None:
         runpy.run_path(str(path), run_name="__main__")
     except SystemExit as exit_:
         if exit_.code not in (None, 0):
-            raise TargetError(f"{path}: the script exited with status {exit_.code}") from exit_
+            where = user_error_location(exit_, path) or str(path)  # the script's line that led to the exit
+            raise TargetError(f"{where}: the script exited with status {exit_.code}") from exit_
     except SyntaxError as error:
         raise TargetError(f"{error.filename}:{error.lineno}: syntax error: {error.msg}") from error
     finally:

@@ -13,10 +13,16 @@ C) goes to stderr and cannot corrupt the protocol. One request at a time.
 
 Methods
 - `initialize {}` -> `{protocol, pid, python, torch, import_seconds, preload_error}`
-- `record {target, store, workspace?, keep?, options?: {device, train, dynamic, execute, asm, decisions}}`
+- `record {target | script, args?, store, workspace?, keep?, options?: {device, train, dynamic, execute,
+  asm, decisions, world_size, rank, job}}`
   -> `{run_id, target, device, mode, graphs, kernels, warnings, files, pruned, timings, asm, decisions}`
-  where `files` are the real paths of the workspace files the target imported
-  (read after the factory ran; the target file first), `pruned` the run ids
+  `target` is a factory (`PATH.py:FACTORY`, recorded as `kernelscope compile` does); `script`
+  instead is a whole program (`PATH.py`, run as `__main__` with `args` as its argv, recorded
+  as `kernelscope run` does: no `train`/`dynamic`, the script decides; `sys.exit(0)` is a
+  normal end, another status a failure at the line that exited). `world_size` (with `rank`,
+  `job`) records one rank of a job on the fake process group, as `--world-size` does.
+  `files` are the real paths of the workspace files the target imported
+  (read after the factory or script ran; the target file first), `pruned` the run ids
   retention removed, and `timings` seconds per phase:
   `import` (torch if not yet imported, the user's modules, the factory),
   `capture`, `lower`, `codegen`, `store`, `total` (and `asm`). With `options.asm` the run's
@@ -59,6 +65,7 @@ import re
 import sys
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -201,14 +208,14 @@ class Worker:
     def record(self, params: dict) -> dict:
         from kernelscope.engine import targets
 
-        target, store = params.get("target"), params.get("store")
-        if not isinstance(target, str) or not isinstance(store, str):
-            raise RequestFailed(INVALID_PARAMS, "record needs 'target' (PATH.py:FACTORY) and 'store' (a directory)")
+        target, store = _record_target(params), params.get("store")
+        if not isinstance(store, str):
+            raise RequestFailed(INVALID_PARAMS, "record needs 'store' (a directory)")
         workspace = Path(params.get("workspace") or os.getcwd()).resolve()
         keep = params.get("keep")
         if keep is not None and (not isinstance(keep, int) or keep < 1):
             raise RequestFailed(INVALID_PARAMS, f"'keep' must be a whole number from 1, got {keep!r}")
-        target_file = Path(target.rpartition(":")[0] or target).resolve()
+        target_file = Path(target.script or target.factory.rpartition(":")[0] or target.factory).resolve()
         imports = targets.WorkspaceImports([workspace, target_file.parent], excluded=[Path(store)])
         self._switch_imports(imports)
         imports.forget()
@@ -275,17 +282,13 @@ class Worker:
         imports.install()
         self._imports = imports
 
-    def _record(self, target: str, options: dict, workspace: Path, store: Path):
+    def _record(self, target: RecordTarget, options: dict, workspace: Path, store: Path):
         from kernelscope.decisions import resolve
         from kernelscope.engine.record_options import RecordOptions
-        from kernelscope.engine.recorder import record_factory
+        from kernelscope.engine.recorder import record_factory, record_script
 
-        unknown = set(options) - {"device", "train", "dynamic", "execute", "asm", "decisions"}
-        if unknown:
-            raise RequestFailed(INVALID_PARAMS, f"unknown record options: {', '.join(sorted(unknown))}")
+        _check_record_options(options, target)
         spec = options.get("decisions")
-        if spec is not None and not isinstance(spec, str):
-            raise RequestFailed(INVALID_PARAMS, f"'decisions' must be a run id, a file or 'none', got {spec!r}")
         store = store if store.is_absolute() else workspace / store
         record_options = RecordOptions(
             device=options.get("device", "auto"),
@@ -293,13 +296,18 @@ class Worker:
             dynamic=bool(options.get("dynamic", False)),
             execute=bool(options.get("execute", False)),
             workspace=workspace,
+            world_size=options.get("world_size"),
+            rank=options.get("rank") or 0,
+            job=options.get("job"),
             on_phase=lambda phase, detail: self.channel.notify("phase", {"phase": phase, "detail": detail}),
             decisions=resolve(spec, store, workspace),
         )
+        if target.script is not None:  # sys.exit: targets.run_script tells a normal end from a failure
+            return record_script(Path(target.script).resolve(), target.args, record_options)
         try:
-            return record_factory(target, record_options)
+            return record_factory(target.factory, record_options)
         except SystemExit as exit_:
-            raise TargetError(f"{target}: the model called sys.exit({exit_.code!r})") from exit_
+            raise TargetError(f"{target.factory}: the model called sys.exit({exit_.code!r})") from exit_
 
     def _store(self, run, store: str, keep: int | None) -> tuple[int, list[int]]:
         from kernelscope.store import StoreBackend
@@ -326,6 +334,49 @@ class Worker:
         where = f"{data['file']}:{data['line']}: " if data["file"] and data["line"] else \
             f"{data['file']}: " if data["file"] else ""
         return RequestFailed(code, where + data["message"], data)
+
+
+@dataclass
+class RecordTarget:
+    """What a `record` request records: a factory spec, or a script and its argv."""
+
+    factory: str = ""
+    script: str | None = None
+    args: list[str] = field(default_factory=list)
+
+
+def _record_target(params: dict) -> RecordTarget:
+    """The request's `target` (PATH.py:FACTORY) or `script` (PATH.py) and `args`; INVALID_PARAMS otherwise."""
+    target, script, args = params.get("target"), params.get("script"), params.get("args")
+    if (target is None) == (script is None) or not isinstance(target if script is None else script, str):
+        raise RequestFailed(INVALID_PARAMS, "record needs one of 'target' (PATH.py:FACTORY) or 'script' (PATH.py)")
+    if script is None:
+        if args is not None:
+            raise RequestFailed(INVALID_PARAMS, "'args' are a script's argv: only with 'script', not 'target'")
+        return RecordTarget(factory=target)
+    if args is not None and not (isinstance(args, list) and all(isinstance(arg, str) for arg in args)):
+        raise RequestFailed(INVALID_PARAMS, f"'args' must be a list of strings (the script's argv), got {args!r}")
+    return RecordTarget(script=script, args=list(args or []))
+
+
+def _check_record_options(options: dict, target: RecordTarget) -> None:
+    """INVALID_PARAMS for an unknown option, one of the wrong type, or one the target's kind does not take."""
+    unknown = set(options) - {"device", "train", "dynamic", "execute", "asm", "decisions", "world_size", "rank", "job"}
+    if unknown:
+        raise RequestFailed(INVALID_PARAMS, f"unknown record options: {', '.join(sorted(unknown))}")
+    spec = options.get("decisions")
+    if spec is not None and not isinstance(spec, str):
+        raise RequestFailed(INVALID_PARAMS, f"'decisions' must be a run id, a file or 'none', got {spec!r}")
+    world_size, rank, job = options.get("world_size"), options.get("rank"), options.get("job")
+    if world_size is not None and (type(world_size) is not int or world_size < 1):
+        raise RequestFailed(INVALID_PARAMS, f"'world_size' must be a whole number from 1, got {world_size!r}")
+    if rank is not None and (type(rank) is not int or rank < 0):
+        raise RequestFailed(INVALID_PARAMS, f"'rank' must be a whole number from 0, got {rank!r}")
+    if job is not None and not isinstance(job, str):
+        raise RequestFailed(INVALID_PARAMS, f"'job' must be a name, got {job!r}")
+    if target.script is not None and (options.get("train") or options.get("dynamic")):
+        raise RequestFailed(INVALID_PARAMS, "'train' and 'dynamic' are for a factory: a script decides for "
+                            "itself what it compiles")
 
 
 def _decisions_summary(run, run_id: int) -> dict | None:

@@ -1,6 +1,8 @@
 """A watch session: file watcher + debouncer + engine worker + store, reporting events.
 
     session = WatchSession(WatchOptions("examples/mlp.py:make"), on_event=print)
+    # or a whole script, as `kernelscope run` records it:
+    # WatchSession(WatchOptions("train.py", script_args=["--steps", "2"]), on_event=print)
     session.start()          # first build, then a build after every change
     ...
     session.stop()
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelscope.errors import TargetError, full_error
+from kernelscope.errors import TargetError, UserError, full_error
 from kernelscope.store.paths import DEFAULT_STORE_DIR
 from kernelscope.store.writing.deletion import DEFAULT_KEEP
 from kernelscope.watch.debounce import DEFAULT_QUIET_SECONDS, Debouncer
@@ -47,7 +49,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class WatchOptions:
-    target: str  # PATH.py:FACTORY
+    target: str  # PATH.py:FACTORY, or a script PATH.py (run as __main__, as `kernelscope run` does)
     store: Path = Path(DEFAULT_STORE_DIR)
     workspace: Path = field(default_factory=Path.cwd)
     device: str = "auto"
@@ -61,18 +63,40 @@ class WatchOptions:
     memory_limit_mb: int | None = None  # the worker's address-space cap (RLIMIT_AS); None: no cap
     asm: bool = False  # compile each run's Triton kernels below Triton (PTX, SASS) after it is stored
     decisions: str | None = None  # --decisions: a GPU's timing decisions to replay (None: the workspace default)
+    script_args: list[str] = field(default_factory=list)  # a script's argv after its path (what follows `--`)
+    world_size: int | None = None  # --world-size: one rank of a job of this size, on the fake process group
+    rank: int = 0
+    job: str | None = None
 
 
-def resolve_target(spec: str, workspace: Path) -> tuple[Path, str]:
-    """(absolute target file, factory name); TargetError when the spec is malformed or missing."""
+def resolve_target(spec: str, workspace: Path) -> tuple[Path, str | None]:
+    """(absolute target file, factory name), the factory None for a script (`PATH.py`);
+    TargetError when the spec is malformed or missing."""
     path_text, separator, factory = spec.rpartition(":")
     if not separator or not path_text or not factory.isidentifier():
-        raise TargetError(f"'{spec}' is not a target: write PATH.py:FACTORY, e.g. examples/mlp.py:make")
+        if not spec.endswith(".py"):
+            raise TargetError(f"'{spec}' is not a target: write PATH.py:FACTORY (a model factory, e.g. "
+                              "examples/mlp.py:make) or SCRIPT.py (a whole program)")
+        path_text, factory = spec, ""
     path = Path(path_text)
     path = path if path.is_absolute() else workspace / path
     if not path.is_file():
         raise TargetError(f"{path_text}: no such file (the target was '{spec}')")
-    return path.resolve(), factory
+    return path.resolve(), factory or None
+
+
+def check_mode(options: WatchOptions, script: bool) -> None:
+    """UserError for options the target's kind does not take: a script decides for itself
+    what it compiles and how (no --train, --dynamic); a factory takes no script arguments."""
+    if script:
+        refused = [flag for flag, on in (("--train", options.train), ("--dynamic", options.dynamic)) if on]
+        if refused:
+            raise UserError(f"{' and '.join(refused)}: only for a factory (PATH.py:FACTORY); the script "
+                            f"{options.target} decides for itself what it compiles and how (as under "
+                            "`kernelscope run`)")
+    elif options.script_args:
+        raise UserError(f"arguments after `--` are a script's; {options.target} is a factory "
+                        "(PATH.py:FACTORY), which takes none")
 
 
 class WatchSession:
@@ -84,7 +108,9 @@ class WatchSession:
         self.workspace = options.workspace.resolve()
         self.store = (options.store if options.store.is_absolute() else self.workspace / options.store).absolute()
         self.target_file, factory = resolve_target(options.target, self.workspace)
-        self.target = f"{self.target_file}:{factory}"
+        self.script = factory is None  # a whole program, run as __main__
+        check_mode(options, self.script)
+        self.target = str(self.target_file) if self.script else f"{self.target_file}:{factory}"
         self.builds = 0
         self.last_good_run: int | None = None
         self.watched_files: list[str] = []
@@ -212,13 +238,17 @@ class WatchSession:
 
     def _record_params(self) -> dict:
         options = self.options
+        what = {"script": self.target, "args": list(options.script_args)} if self.script else \
+            {"target": self.target}
+        shape = {} if self.script else {"train": options.train, "dynamic": options.dynamic}
+        job = {"world_size": options.world_size, "rank": options.rank,
+               **({"job": options.job} if options.job is not None else {})} if options.world_size else {}
         return {
-            "target": self.target,
+            **what,
             "store": str(self.store),
             "workspace": str(self.workspace),
             "keep": options.keep,
-            "options": {"device": options.device, "train": options.train,
-                        "dynamic": options.dynamic, "execute": options.execute,
+            "options": {"device": options.device, **shape, "execute": options.execute, **job,
                         **({"asm": True} if options.asm else {}),
                         **({"decisions": options.decisions} if options.decisions is not None else {})},
         }

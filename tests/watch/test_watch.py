@@ -243,6 +243,8 @@ def test_session_refuses_a_missing_or_malformed_target(tmp_path):
     with pytest.raises(TargetError, match="nothere.py: no such file"):
         WatchSession(WatchOptions("nothere.py:make", workspace=tmp_path), print)
     with pytest.raises(TargetError, match="PATH.py:FACTORY"):
+        WatchSession(WatchOptions("mlp", workspace=tmp_path), print)
+    with pytest.raises(TargetError, match="mlp.py: no such file"):  # a script (tests/watch/test_watch_script.py)
         WatchSession(WatchOptions("mlp.py", workspace=tmp_path), print)
 
 
