@@ -138,7 +138,7 @@ def test_triton_op_with_its_autograd(program):
     assert x.grad.device.type == "cuda"
 
 
-def test_dynamo_captures_the_kernel_and_its_graph_runs_it(program):
+def dynamo_captures_the_kernel_and_its_graph_runs_it():
     """Dynamo captures the launch as on a GPU (the mutation wrapper, on fake cuda tensors);
     the captured graph run eagerly, and a launch after a graph break, are interpreted."""
     captured = []
@@ -154,8 +154,9 @@ def test_dynamo_captures_the_kernel_and_its_graph_runs_it(program):
 
     torch._dynamo.reset()
     try:
-        x, y = torch.randn(40, device="cuda"), torch.randn(40, device="cuda")
-        out = torch.compile(model, backend=backend)(x, y)
+        with cuda_program():
+            x, y = torch.randn(40, device="cuda"), torch.randn(40, device="cuda")
+            out = torch.compile(model, backend=backend)(x, y)
     finally:
         torch._dynamo.reset()
     torch.testing.assert_close(out.cpu(), 0.5 * x.cpu() + 4 * y.cpu())
@@ -163,6 +164,24 @@ def test_dynamo_captures_the_kernel_and_its_graph_runs_it(program):
     for gm in captured:
         [launch] = [node for node in gm.graph.nodes if "triton_kernel_wrapper" in str(node.target)]
         assert launch.kwargs["kwargs"]["x_ptr"].meta["example_value"].device.type == "cuda"
+
+
+def test_dynamo_captures_the_kernel_and_its_graph_runs_it():
+    # In a process of its own: with a bare backend (`gm.forward`, not kernelscope's), Dynamo
+    # run after other compiles of the same test process tries to trace Triton's interpreter
+    # frames behind the graph break. kernelscope's own path in one process after other
+    # compiles: test_user_triton_program.py::test_recorded_after_another_compile_in_one_process.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    code = ("import sys; sys.path.insert(0, 'tests/engine/devices'); "
+            "import test_user_triton as t; t.dynamo_captures_the_kernel_and_its_graph_runs_it(); print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(repo), TORCHINDUCTOR_COMPILE_THREADS="1"))
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 
 def test_the_launcher_is_triton_s_again_after_the_program():

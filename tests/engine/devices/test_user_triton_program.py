@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 
 import pytest
 from conftest import EXAMPLES, REPO
@@ -141,3 +142,24 @@ def test_an_inference_run_records_the_kernels(tmp_path):
     assert _launches(_text(store, graph, "wrapper_file")) == {"silu_forward_kernel", "axpby_kernel"}
     printed = float(re.search(r"eval: loss ([0-9.]+)", done.stdout).group(1))
     assert printed == pytest.approx(_same_program_in_torch(1)[0], abs=2e-6)
+
+
+def test_recorded_after_another_compile_in_one_process(tmp_path):
+    """As a warm engine worker (`kernelscope watch`) records them: a compiled function, then
+    the program with its own kernels, in one process."""
+    first = tmp_path / "first.py"
+    first.write_text("import torch\nprint(torch.compile(lambda x: (x * 2).sin())(torch.randn(8)).sum())\n")
+    code = textwrap.dedent(f"""
+        from pathlib import Path
+        from kernelscope.engine.record_options import RecordOptions
+        from kernelscope.engine.recorder import record_script
+        for script, args in (({str(first)!r}, []), ("examples/user_triton_kernel.py", ["--steps", "1"])):
+            run = record_script(Path(script), args, RecordOptions(device="virtual-cuda", workspace=Path(".")))
+            print("KERNELS", sorted({{k.name for g in run.graphs for k in g.kernels if k.kind != "extern"}}))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env=dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    kernels = [line for line in done.stdout.splitlines() if line.startswith("KERNELS")]
+    assert len(kernels) == 2 and "triton_poi_fused_mul_sin_0" in kernels[0]
+    assert all(name in kernels[1] for name in ("silu_forward_kernel", "silu_backward_kernel", "axpby_kernel"))
