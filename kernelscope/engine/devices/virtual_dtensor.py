@@ -18,11 +18,10 @@ While the program runs, three things keep a GPU's view:
   (`AsyncCollectiveTensor.__new__` reads its device from the Python side, and autograd's
   engine has no queue for a CUDA device on a CPU build);
 - DTensor's Python dispatch (`_dispatch_get_local_results_slow_path`, which makes random
-  number states, scalars and redistributed arguments with `device=mesh.device_type`) and
-  the backward of `from_local`/`to_local` (autograd calls them back inside `loss.backward()`,
-  where the program mode is off; the gradient they get is a CPU tensor) run with the
-  program mode entered (`eager_program_mode`), so what they make on "cuda" is made on the
-  virtual GPU;
+  number states, scalars and redistributed arguments with `device=mesh.device_type`) runs
+  with the program mode entered (`eager_program_mode`), so what it makes on "cuda" is made
+  on the virtual GPU (the backward of `from_local`/`to_local` runs in the mode anyway:
+  program_autograd);
 - DTensor's random-number tracker is not used (`is_rng_supported_mesh` false, as on a CPU
   mesh): it offsets a GPU's Philox state per shard, and the virtual GPU's generator is the
   CPU's; random ops on DTensors draw from it (the values are not a GPU's, as for every
@@ -113,9 +112,6 @@ def install(patches: Patches) -> None:
             elem, *args, **kwargs)))
     patches.wrap(points.FUNCOL_MAYBE_WRAP, as_plain_while)
     patches.wrap(points.DTENSOR_LOCAL_RESULTS, local_results_in_program_mode)
-    for point in (points.DTENSOR_FROM_LOCAL_BACKWARD, points.DTENSOR_TO_LOCAL_BACKWARD):
-        if point.present():
-            patches.wrap(point, lambda backward: staticmethod(local_results_in_program_mode(backward)))
     for point in (points.DTENSOR_RNG_MESH, points.DTENSOR_DISPATCH_RNG_MESH):
         if point.present():
             patches.replace(point, lambda device_mesh: False)
