@@ -55,6 +55,7 @@ def run_overview(run) -> dict:
     """The graphs, graph breaks and recompiles of a RunRecord, for summaries."""
     return {
         "graphs": [{"compile_id": g.compile_id, "kind": g.kind,
+                    "subgraph": g.subgraph.label if g.subgraph is not None else None,
                     "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
                     "extern_calls": sum(1 for k in g.kernels if k.kind == "extern")} for g in run.graphs],
         "graph_breaks": [{"reason": b.reason, "file": b.source.file if b.source else None,
@@ -159,9 +160,11 @@ def render_overview(summary: dict) -> list[str]:
     """The lines for a summary's `run_overview` part: graphs, kernels, breaks, recompiles."""
     kernels = sum(g["kernels"] for g in summary["graphs"])
     externs = sum(g["extern_calls"] for g in summary["graphs"])
-    graphs = ", ".join(f"[{g['compile_id']}] {g['kind']}" for g in summary["graphs"])
+    graphs = ", ".join(f"[{g['compile_id']}] {g['kind']}" for g in summary["graphs"] if not g.get("subgraph"))
+    subgraphs = [g["subgraph"] for g in summary["graphs"] if g.get("subgraph")]
     out = [
-        f"  {len(summary['graphs'])} graph(s): {graphs}",
+        f"  {len(summary['graphs']) - len(subgraphs)} graph(s): {graphs}",
+        *([f"  {len(subgraphs)} subgraph(s): {'; '.join(subgraphs)}"] if subgraphs else []),
         f"  {kernels} Triton kernel(s), {externs} extern call(s)",
     ]
     for brk in summary["graph_breaks"]:
