@@ -55,9 +55,10 @@ def run_overview(run) -> dict:
     """The graphs, graph breaks and recompiles of a RunRecord, for summaries."""
     return {
         "graphs": [{"compile_id": g.compile_id, "kind": g.kind,
-                    "subgraph": g.subgraph.label if g.subgraph is not None else None,
                     "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
-                    "extern_calls": sum(1 for k in g.kernels if k.kind == "extern")} for g in run.graphs],
+                    "extern_calls": sum(1 for k in g.kernels if k.kind == "extern"),
+                    # a higher-order op's subgraph: its label (absent for a graph of its own)
+                    **({"subgraph": g.subgraph.label} if g.subgraph is not None else {})} for g in run.graphs],
         "graph_breaks": [{"reason": b.reason, "file": b.source.file if b.source else None,
                           "line": b.source.line if b.source else None, "explanation": b.explanation,
                           "hints": b.hints, "url": b.url} for b in run.graph_breaks],

@@ -88,6 +88,12 @@ def test_cond_in_show_dump_and_query(recordings, tmp_path, capsys):
         answer = store.query("examples/cond_branch.py", example_line("cond_branch", "torch.sigmoid(h)"), run_id,
                              detail=False)
         assert [chain.graph.title for chain in answer.graphs] == [labels[1]]
+        # the torch.cond line reaches its own nodes and, via call, each branch's
+        cond_line = store.query("examples/cond_branch.py", example_line("cond_branch", "torch.cond("), run_id,
+                                detail=False)
+        assert [chain.graph.title for chain in cond_line.graphs] == labels
+        assert all(node.via == "call" for chain in cond_line.graphs[1:] for node in chain.post_nodes)
+        assert all(chain.kernels for chain in cond_line.graphs)
         dumped = store.run(run_id).dump()
     validate_dump(dumped)
     by_key = {graph["key"]: graph for graph in dumped["run"]["graphs"]}
