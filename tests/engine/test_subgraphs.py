@@ -135,6 +135,18 @@ def test_nested_region_is_one_subgraph_with_every_call_site(recordings, tmp_path
         assert region.subgraph.label in [chain.graph.title for chain in answer.graphs]
 
 
+def test_nested_region_training_on_cpu_triton_has_a_backward_region(recordings):
+    """`--train` (on cpu-triton: virtual-cuda's tensors give torch's invoke_subgraph backward
+    no fake mode): the forward and the backward region, each with its call sites."""
+    run = recordings.get("nested_region", device="cpu-triton", train=True)
+    found = subgraphs(run)
+    sites = {graph.kind: len(graph.subgraph.call_sites) for graph in found.values()}
+    assert set(found) == {f"nested region Block.forward, {sites['forward']} call sites",
+                          f"nested region Block.forward (backward), {sites['backward']} call sites"}
+    assert sites["forward"] == sites["backward"] >= 3  # the first call, whose input needs no gradient, is inlined
+    assert_flat_attribution(run)
+
+
 def test_while_loop_cond_and_body_are_subgraphs(recordings):
     run = recordings.get("while_loop")
     line = example_line("while_loop", "= while_loop(")
