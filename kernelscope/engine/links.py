@@ -11,6 +11,8 @@ Links, each with a reason:
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kernelscope.compile_text import wrapper_code
 from kernelscope.compile_text.printed_graph import node_lines
 from kernelscope.engine import collectives, fx_nodes, subgraphs
@@ -35,7 +37,7 @@ def build_graph(
     forward_by_seq_nr: dict[int, FxNode],
     skip_prefixes: tuple[str, ...],
     distributed: DistributedProbes | None = None,
-    children: list[tuple[GraphCapture, GraphRecord]] = (),  # type: ignore[assignment]
+    children: Sequence[tuple[GraphCapture, GraphRecord]] = (),
 ) -> GraphRecord:
     """`children`: the subgraphs this graph's codegen generated, already built; each gains
     its Subgraph record (its `parent` key is set once the parent's key is final)."""
@@ -77,7 +79,8 @@ def _add_distributed(record: GraphRecord, capture: GraphCapture, pre_grad: PreGr
         record.split = distributed.split_of(gm)
 
 
-def _subgraphs(record: GraphRecord, capture: GraphCapture, children) -> list[tuple[subgraphs.Splice, list]]:
+def _subgraphs(record: GraphRecord, capture: GraphCapture,
+               children: Sequence[tuple[GraphCapture, GraphRecord]]) -> list[tuple[subgraphs.Splice, list]]:
     """Describe each child subgraph and find its code spliced into this graph's wrapper."""
     if not children:
         return []
