@@ -104,6 +104,8 @@ def test_cond_in_show_dump_and_query(recordings, tmp_path, capsys):
     shown = cli(capsys, "show", str(run_id), "--store", str(tmp_path / ".kernelscope"))
     assert "DDP" not in shown and "part" not in shown.split("kernels")[0]
     assert f"    {labels[1]}  [{graphs[1].key}]  called by cond" in shown
+    shown_json = json.loads(cli(capsys, "show", str(run_id), "--json", "--store", str(tmp_path / ".kernelscope")))
+    assert [(graph["subgraph"] or {}).get("label") for graph in shown_json["graphs"]] == [None, *labels[1:]]
     dump_text = cli(capsys, "dump", "--run", str(run_id), "--store", str(tmp_path / ".kernelscope"))
     assert json.loads(dump_text)["schema_version"] == "6.0"
 
