@@ -128,6 +128,20 @@ class GraphSplit:
 
 
 @dataclass
+class Subgraph:
+    """A graph that is a higher-order op's subgraph, compiled inside its parent graph:
+    `torch.cond`'s branches, `while_loop`'s cond and body, a nested compile region
+    (`invoke_subgraph`: compiled once, called from each call site), `scan`'s and `map`'s body."""
+
+    name: str  # Inductor's name for it, qualified by its parent's: `true_graph_0`, `repeated_subgraph0`
+    op: str  # the higher-order op: cond, while_loop, invoke_subgraph, scan, map_impl, ...
+    role: str  # "true branch", "false branch", "cond", "body", "region", "combine_fn", "subgraph"
+    parent: str  # the parent graph's key (GraphRecord.key)
+    call_sites: list[str] = field(default_factory=list)  # the parent's post-grad nodes that call it
+    label: str = ""  # "cond: true branch of Gate.forward (cond_branch.py:25)"
+
+
+@dataclass
 class GraphRecord:
     frame_id: int
     frame_compile_id: int
@@ -144,6 +158,7 @@ class GraphRecord:
     inductor_mapping: dict | None = None  # raw inductor_provenance_tracking_node_mappings
     collectives: list[Collective] = field(default_factory=list)
     split: GraphSplit | None = None  # a DDP split part
+    subgraph: Subgraph | None = None  # a higher-order op's subgraph, nested in its parent graph
 
     @property
     def compile_id(self) -> str:
@@ -154,9 +169,10 @@ class GraphRecord:
     @property
     def key(self) -> str:
         """File-name form, unique within a run: `0_1_0-forward` (`0_1_0-forward-part2`
-        for part 2 of a graph DDP's optimizer split)."""
+        for part 2 of a graph DDP's optimizer split, `0_1_0-forward-true_graph_0` for a subgraph)."""
         part = f"-part{self.split.part}" if self.split is not None else ""
-        return f"{self.frame_id}_{self.frame_compile_id}_{self.attempt}-{self.kind}{part}"
+        sub = f"-{self.subgraph.name}" if self.subgraph is not None else ""
+        return f"{self.frame_id}_{self.frame_compile_id}_{self.attempt}-{self.kind}{part}{sub}"
 
 
 @dataclass

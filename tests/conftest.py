@@ -61,6 +61,16 @@ class RecordingCache:
                 self._runs[key] = record_factory(spec, options)
         return self._runs[key]
 
+    def get_script(self, script: str, *args: str):
+        """A script of examples/ run under `kernelscope run` (virtual-cuda), recorded once."""
+        key = ("script", script, args)
+        if key not in self._runs:
+            from kernelscope.engine.recorder import RecordOptions, record_script
+
+            self._runs[key] = record_script(EXAMPLES / f"{script}.py", list(args),
+                                            RecordOptions(device="virtual-cuda", workspace=REPO))
+        return self._runs[key]
+
     def get_distributed(self, factory: str, world_size: int, train: bool = False):
         """An example of examples/distributed/ (`llama_tp.py:make`) as rank 0 of `world_size`."""
         return self.get_spec(f"{EXAMPLES / 'distributed' / factory}", train=train, world_size=world_size)

@@ -56,7 +56,9 @@ def run_overview(run) -> dict:
     return {
         "graphs": [{"compile_id": g.compile_id, "kind": g.kind,
                     "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
-                    "extern_calls": sum(1 for k in g.kernels if k.kind == "extern")} for g in run.graphs],
+                    "extern_calls": sum(1 for k in g.kernels if k.kind == "extern"),
+                    # a higher-order op's subgraph: its label (absent for a graph of its own)
+                    **({"subgraph": g.subgraph.label} if g.subgraph is not None else {})} for g in run.graphs],
         "graph_breaks": [{"reason": b.reason, "file": b.source.file if b.source else None,
                           "line": b.source.line if b.source else None, "explanation": b.explanation,
                           "hints": b.hints, "url": b.url} for b in run.graph_breaks],
@@ -159,9 +161,11 @@ def render_overview(summary: dict) -> list[str]:
     """The lines for a summary's `run_overview` part: graphs, kernels, breaks, recompiles."""
     kernels = sum(g["kernels"] for g in summary["graphs"])
     externs = sum(g["extern_calls"] for g in summary["graphs"])
-    graphs = ", ".join(f"[{g['compile_id']}] {g['kind']}" for g in summary["graphs"])
+    graphs = ", ".join(f"[{g['compile_id']}] {g['kind']}" for g in summary["graphs"] if not g.get("subgraph"))
+    subgraphs = [g["subgraph"] for g in summary["graphs"] if g.get("subgraph")]
     out = [
-        f"  {len(summary['graphs'])} graph(s): {graphs}",
+        f"  {len(summary['graphs']) - len(subgraphs)} graph(s): {graphs}",
+        *([f"  {len(subgraphs)} subgraph(s): {'; '.join(subgraphs)}"] if subgraphs else []),
         f"  {kernels} Triton kernel(s), {externs} extern call(s)",
     ]
     for brk in summary["graph_breaks"]:

@@ -37,7 +37,10 @@ class WrapperLayout:
     handles: dict[int, tuple[str, int]]  # line of a launch/extern call -> (name, debug handle)
 
 
-def read_layout(text: str) -> WrapperLayout:
+def read_layout(text: str, function: str = "call") -> WrapperLayout:
+    """`function`: the name of the call body's def (`call`; a subgraph's own, e.g. `true_graph_0`)."""
+    call_def = (_CALL_DEF if function == "call"
+                else re.compile(rf"^(\s*)def {re.escape(function)}\((self, )?args\):\s*$"))
     lines = text.splitlines()
     blocks: list[KernelBlock] = []
     handles: dict[int, tuple[str, int]] = {}
@@ -56,7 +59,7 @@ def read_layout(text: str) -> WrapperLayout:
                                       start.group(1)))
             index = end + 1
             continue
-        call = _CALL_DEF.match(line)
+        call = call_def.match(line)
         if call and not call_start:
             call_start, call_indent = index + 1, len(call.group(1))
         elif call_start and not call_end:
@@ -72,6 +75,18 @@ def read_layout(text: str) -> WrapperLayout:
                 pending_handle = None
         index += 1
     return WrapperLayout(blocks, call_start, call_end, handles)
+
+
+_COMBO_BLOCK = re.compile(r"^(?:el)?if pid < num_xblocks_(\d+):$")
+
+
+def combo_block(stripped: str, current: int | None) -> int | None:
+    """The sub-kernel block of a foreach/combo kernel a line is in (`if pid < num_xblocks_1:`
+    opens block 1; the final `else:` closes the last), given the block of the line before."""
+    opened = _COMBO_BLOCK.match(stripped)
+    if opened:
+        return int(opened.group(1))
+    return None if stripped == "else:" else current
 
 
 def line_reason(line: str) -> str:

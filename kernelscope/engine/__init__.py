@@ -29,6 +29,8 @@ Seeing what Inductor does
 - `distributed_probes` — DDP's graph splits, passes that move collectives, the rank.
 - `trace_capture`   — torch's structured-trace records received in-process.
 - `links`           — probes + trace -> GraphRecords with links, each with its reason.
+- `subgraphs`       — higher-order ops' subgraphs (cond branches, while_loop, nested compile
+  regions): their call sites, label, pre-grad subgraph, and their code inside the parent's wrapper.
 - `fx_nodes`        — an FX node as a record: its user stack, module instance, pass lineage.
 - `collectives`     — each collective of a post-grad graph and why it is there.
 - `rank_info`       — which rank of which distributed job this process is.

@@ -8,7 +8,7 @@ import os
 import re
 
 from kernelscope.compile_text.stack_traces import user_frames
-from kernelscope.run_record import FxNode, PassStep
+from kernelscope.run_record import FxNode, PassStep, SourceLocation
 
 
 def _torch_dir() -> str:
@@ -110,3 +110,43 @@ def _triton_dir() -> tuple[str, ...]:
 
     spec = importlib.util.find_spec("triton")
     return (os.path.dirname(os.path.abspath(spec.origin)) + os.sep,) if spec is not None and spec.origin else ()
+
+
+def calling_frames() -> list[SourceLocation]:
+    """The user frames that called the function being compiled, outermost first: called
+    from inside a compile (a probe), the frames outside torch between the compile and
+    kernelscope's own code that ran the user's (a script's `step()` line, not the recorder).
+    Frames of the standard library and of frozen modules (runpy) are left out."""
+    import linecache
+    import sys
+    import sysconfig
+
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    torch_dir = _torch_dir()
+    stdlib = tuple(os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "platstdlib"))
+    found: list[SourceLocation] = []
+    frame = sys._getframe(1)
+    in_compile = False  # past the probe's own frames, inside torch's compile
+    while frame is not None:
+        file = frame.f_code.co_filename
+        path = os.path.abspath(file)
+        if path.startswith(torch_dir):
+            in_compile = True
+        elif path.startswith(own):
+            caller = frame.f_back
+            called_by_torch = caller is not None and os.path.abspath(caller.f_code.co_filename).startswith(torch_dir)
+            if in_compile and not called_by_torch:
+                break  # kernelscope ran the user's code from here (a patch inside torch is called by torch)
+        elif not file.startswith("<") and not path.startswith(stdlib):
+            found.append(SourceLocation(path, frame.f_lineno, frame.f_code.co_name,
+                                        linecache.getline(path, frame.f_lineno).strip()))
+        frame = frame.f_back
+    return list(reversed(found))
+
+
+def add_callers(record: FxNode, callers: list[SourceLocation], skip: tuple[str, ...]) -> None:
+    """A node whose stack holds only torch's own frames (a compiled `opt.step`: the code
+    Dynamo traced is torch's) is reached from the user frames that called it: they go
+    above its stack, so the user's `opt.step()` line answers with its nodes."""
+    if callers and record.op == "call_function" and record.source is not None and record.source.file.startswith(skip):
+        record.stack = list(callers) + (list(record.stack) or [record.source])

@@ -8,12 +8,15 @@ Links, each with a reason:
   post-grad node <- wrapper line      (the wrapper_regions probe)
   post-grad node <- a program's own Triton kernel (the node whose wrapper region launches it)
   collective node -> why it is there  (engine/collectives.py: ParallelStyle, DTensor call)
+  higher-order op node <-> subgraph   (engine/subgraphs.py: a cond branch, a nested region)
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kernelscope.compile_text import wrapper_code
 from kernelscope.compile_text.printed_graph import node_lines
-from kernelscope.engine import collectives, fx_nodes
+from kernelscope.engine import collectives, fx_nodes, subgraphs
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
@@ -37,7 +40,10 @@ def build_graph(
     forward_by_seq_nr: dict[int, FxNode],
     skip_prefixes: tuple[str, ...],
     distributed: DistributedProbes | None = None,
+    children: Sequence[tuple[GraphCapture, GraphRecord]] = (),
 ) -> GraphRecord:
+    """`children`: the subgraphs this graph's codegen generated, already built; each gains
+    its Subgraph record (its `parent` key is set once the parent's key is final)."""
     frame, compile_index, attempt = capture.compile_id or (0, 0, 0)
     record = GraphRecord(frame, compile_index, attempt, graph_kind(capture))
     if pre_grad is not None:
@@ -49,7 +55,10 @@ def build_graph(
     _pre_grad_from_inductor_mapping(record, inductor_mapping or {})
     record.wrapper_text = capture.wrapper_text
     record.inductor_mapping = inductor_mapping
-    _link_wrapper_and_kernels(record, capture, inductor_mapping or {})
+    splices = _subgraphs(record, capture, children)
+    _link_wrapper_and_kernels(record, capture, inductor_mapping or {}, splices)
+    if capture.parent is not None:
+        _keep_own_nodes(record)
     _add_distributed(record, capture, pre_grad, distributed)
     return record
 
@@ -73,16 +82,35 @@ def _add_distributed(record: GraphRecord, capture: GraphCapture, pre_grad: PreGr
         record.split = distributed.split_of(gm)
 
 
+def _subgraphs(record: GraphRecord, capture: GraphCapture,
+               children: Sequence[tuple[GraphCapture, GraphRecord]]) -> list[tuple[subgraphs.Splice, list]]:
+    """Describe each child subgraph and find its code spliced into this graph's wrapper."""
+    if not children:
+        return []
+    sites = subgraphs.call_sites(capture.post_grad_gm, capture.name)
+    found = []
+    for child_capture, child in children:
+        name = child_capture.name or ""
+        child.subgraph = subgraphs.describe(name, record, sites.get(name, []), child)
+        spliced = subgraphs.splice(capture.wrapper_text, child)
+        if spliced is not None:
+            found.append((spliced, sites.get(name, [])))
+    return found
+
+
 # -- FX nodes -------------------------------------------------------------------
 
 
 def _pre_grad_nodes(pre_grad: PreGradCapture, skip_prefixes) -> list[FxNode]:
     lines = node_lines(pre_grad.text)
-    return [
+    nodes = [
         fx_nodes.to_fx_node(n["name"], n["op"], n["target"], n["stack_trace"], lines, skip_prefixes,
                             n.get("nn_module_stack"))
         for n in pre_grad.gm
     ]
+    for node in nodes:
+        fx_nodes.add_callers(node, pre_grad.callers, skip_prefixes)
+    return nodes
 
 
 def _pre_grad_from_inductor_mapping(record: GraphRecord, mapping: dict) -> None:
@@ -105,7 +133,7 @@ def _pre_grad_from_inductor_mapping(record: GraphRecord, mapping: dict) -> None:
         node.from_pre_grad = sorted(named)
 
 
-def _pre_grad_ancestors(node, pre_grad_graph_id: int) -> list[str]:
+def pre_grad_ancestors(node, pre_grad_graph_id: int) -> list[str]:
     """Names of the pre-grad nodes a post-grad node was derived from (FX from_node)."""
     found: list[str] = []
     pending = list(node.meta.get("from_node") or ())
@@ -138,7 +166,9 @@ def _post_grad_nodes(capture, pre_grad, forward_by_seq_nr, skip_prefixes):
         )
         record.lineage = fx_nodes.pass_lineage(node.meta.get("from_node"))
         if pre_grad is not None:
-            record.from_pre_grad = _pre_grad_ancestors(node, pre_grad.graph_id)
+            fx_nodes.add_callers(record, pre_grad.callers, skip_prefixes)
+        if pre_grad is not None:
+            record.from_pre_grad = pre_grad_ancestors(node, pre_grad.graph_id)
         seq_nr = node.meta.get("seq_nr")
         forward = forward_by_seq_nr.get(seq_nr) if capture.is_backward else None
         if forward is not None and not record.from_pre_grad:
@@ -214,16 +244,20 @@ def _borrow_source(record: FxNode, other: FxNode, via: str) -> None:
 
 def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str],
                   user_defined: bool = False) -> list[LineOrigin]:
-    """Each body line with the node the probe saw produce it, else the kernel's whole set."""
+    """Each body line with the node the probe saw produce it, else the kernel's whole set
+    (in a foreach/combo kernel: the set of the sub-kernel whose block holds the line)."""
     shared_reason = USER_KERNEL_REASON if user_defined else SHARED_REASON if capture.nodes else KERNEL_LEVEL_REASON
     rows: list[LineOrigin] = []
     body_start = wrapper_code.kernel_body_start(source)
     if not body_start:
         return rows
+    part: int | None = None  # the combo kernel's sub-kernel block the line is in
     for number, line in enumerate(source.splitlines(), 1):
         stripped = line.strip()
         if number < body_start or not stripped:
             continue
+        if capture.parts:
+            part = wrapper_code.combo_block(stripped, part)
         target = wrapper_code.assignment_target(stripped)
         origins = [origin for origin in capture.origins(stripped) or
                    (capture.origins("=" + target) if target else []) if origin[0]]
@@ -231,7 +265,8 @@ def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str],
             producers = list(dict.fromkeys(origin[0] for origin in origins))  # one per reuse of the kernel
             rows.append(LineOrigin(number, line, producers, _kernel_reason(stripped, origins[0][1])))
         else:
-            rows.append(LineOrigin(number, line, list(nodes), shared_reason))
+            in_part = capture.parts[part] if part is not None and part < len(capture.parts) else []
+            rows.append(LineOrigin(number, line, list(in_part or nodes), shared_reason))
     return rows
 
 
@@ -252,8 +287,12 @@ def _inductor_nodes_by_handle(mapping: dict) -> dict[tuple[str, int], list[str]]
     return result
 
 
-def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mapping: dict) -> None:
-    layout = wrapper_code.read_layout(capture.wrapper_text)
+def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mapping: dict,
+                              splices: list[tuple[subgraphs.Splice, list]]) -> None:
+    """Kernels and wrapper lines. A subgraph's code spliced into this wrapper is the
+    subgraph's: its kernels are listed under it, and this copy of its lines links to the
+    higher-order op nodes that call it."""
+    layout = wrapper_code.read_layout(capture.wrapper_text, capture.name or "call")
     wrapper_lines = capture.wrapper_text.splitlines()
     inductor_by_handle = _inductor_nodes_by_handle(
         {"cppCodeToPost": {**(mapping.get("cppCodeToPost") or {}), **capture.inductor_kernel_nodes}}
@@ -273,6 +312,8 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
     launched_by = _launching_nodes(wrapper_lines, layout.call_start, call_end, region_nodes)
     by_variable: dict[str, Kernel] = {}
     for block in layout.kernel_blocks:
+        if any(spliced.holds(block.first_line) for spliced, _ in splices):
+            continue
         probe = capture.kernels.get(block.name, KernelLineCapture())
         nodes = list(probe.nodes) or list(inductor_by_kernel.get(block.launched_as or block.name, []))
         if block.user_defined and not nodes:  # a program's own kernel: the node that launches it
@@ -289,6 +330,10 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
                            f"defines kernel {block.name}: {row.reason}")
             )
         attributable += len(lines)
+    for spliced, sites in splices:
+        rows, count = subgraphs.spliced_lines(spliced, sites)
+        record.wrapper_lines += rows
+        attributable += count
 
     extern_count: dict[str, int] = {}
     for number in range(layout.call_start + 1, call_end + 1):
@@ -334,6 +379,26 @@ def _launching_nodes(wrapper_lines: list[str], call_start: int, call_end: int,
             known = launched_by.setdefault(launched, [])
             known += [node for node in region_nodes[number] if node not in known]
     return launched_by
+
+
+def _keep_own_nodes(record: GraphRecord) -> None:
+    """A subgraph's kernels carry, among their origins, the parent's higher-order op node
+    and its operands (`cond`, `gt`): names of another graph, dropped where the line or
+    kernel keeps nodes of its own."""
+    own = {node.name for node in record.post_grad_nodes}
+
+    def kept(names: list[str]) -> list[str]:
+        mine = [name for name in names if name in own]
+        return mine or names
+
+    for kernel in record.kernels:
+        kernel.nodes = kept(kernel.nodes)
+        if kernel.inductor_nodes is not None:
+            kernel.inductor_nodes = kept(kernel.inductor_nodes)
+        for origin in kernel.lines:
+            origin.nodes = kept(origin.nodes)
+    for origin in record.wrapper_lines:
+        origin.nodes = kept(origin.nodes)
 
 
 def _region_of_each_line(regions: list[tuple[int, list[str], list[str]]], call_end: int) -> dict[int, list[str]]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kernelscope.engine import rank_info
 from kernelscope.engine.record_options import RecordOptions
-from kernelscope.run_record import GraphSplit, Recompile, RunRecord
+from kernelscope.run_record import GraphRecord, GraphSplit, Recompile, RunRecord
 
 if TYPE_CHECKING:
     from kernelscope.engine.recording import Recording
@@ -36,7 +36,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     import triton
 
     from kernelscope.compile_text.graph_breaks import parse_graph_break
-    from kernelscope.engine import fx_nodes, links
+    from kernelscope.engine import fx_nodes, links, subgraphs
 
     probes, trace = recording.probes, recording.trace
     skip = fx_nodes.skip_prefixes()
@@ -46,15 +46,22 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     ]
     forward_by_seq_nr: dict[tuple, dict] = {}
     graphs = []
+    built: dict[int, GraphRecord] = {}  # id(capture) -> its graph; a subgraph's comes before its parent's
     for capture in probes.graphs:
         pre = next((p for p in reversed(probes.pre_grad) if p.compile_id == capture.compile_id), None)
+        if capture.parent is not None and pre is not None:  # a subgraph: Dynamo's subgraph it came from
+            pre = subgraphs.pick_pre_grad(capture.post_grad_gm, pre.submodules, links.pre_grad_ancestors)
         mapping = next(
             (r for i, r in mappings if i >= capture.trace_position and r.compile_id == capture.compile_id),
             None,
         )
         mapping_json = _json_or_none(mapping.payload) if mapping else None
         per_compile = forward_by_seq_nr.setdefault(capture.compile_id, {})
-        graphs.append(links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed))
+        children = [(child, built[id(child)]) for child in probes.graphs
+                    if child.parent is capture and id(child) in built]
+        graph = links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed, children)
+        built[id(capture)] = graph
+        graphs.append(graph)
 
     from kernelscope.engine.decision_hooks import session
 
@@ -75,6 +82,11 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     warnings += recording.fixes.warnings(torch.__version__)
     warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
     warnings += _distributed_warnings(recording.distributed, graphs)
+    for capture in probes.graphs:  # a subgraph names its parent by the parent's final key
+        child = built[id(capture)]
+        if capture.parent is not None and child.subgraph is not None and id(capture.parent) in built:
+            child.subgraph.parent = built[id(capture.parent)].key
+    graphs = _parents_first(graphs)
     warnings += list(dict.fromkeys(decisions.problems))
     warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))
     return RunRecord(
@@ -98,6 +110,26 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         decisions=list(decisions.decisions),
         replay=decisions.replay_record(),
     )
+
+
+def _parents_first(graphs: list[GraphRecord]) -> list[GraphRecord]:
+    """Each subgraph right after the graph that calls it (a subgraph is generated, and
+    captured, before its parent's codegen ends)."""
+    children: dict[str, list[GraphRecord]] = {}
+    for graph in graphs:
+        if graph.subgraph is not None:
+            children.setdefault(graph.subgraph.parent, []).append(graph)
+    ordered: list[GraphRecord] = []
+
+    def add(graph: GraphRecord) -> None:
+        ordered.append(graph)
+        for child in children.pop(graph.key, []):
+            add(child)
+
+    for graph in graphs:
+        if graph.subgraph is None or graph.subgraph.parent not in {g.key for g in graphs}:
+            add(graph)
+    return ordered + [graph for orphans in children.values() for graph in orphans if graph not in ordered]
 
 
 def _distributed_warnings(distributed, graphs) -> list[str]:

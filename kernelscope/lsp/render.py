@@ -206,7 +206,8 @@ def generated_hover(result: QueryResult, run: RunSummary | None, link: Link, ran
     """Where a line of a kernel, wrapper or graph file came from."""
     location = result.location
     where = f"`{os.path.basename(location.path)}:{result.line}`"
-    graph = f" · {location.graph.kind} [{location.graph.compile_id}]" if location.graph else ""
+    graph = (f" · {location.graph.label or f'{location.graph.kind} [{location.graph.compile_id}]'}"
+             if location.graph else "")  # a subgraph by its label: `cond: true branch of ...`
     kernel = f" · kernel `{location.kernel}`" if location.kernel else ""
     lines = [f"**kernelscope** · {run_label(run, location.run_id, rank)}{graph}{kernel} · {where}"]
     reasons = sorted({origin.reason for origin in result.origins})

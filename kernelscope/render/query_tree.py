@@ -35,7 +35,7 @@ def build_overview(overview: LineOverview) -> Branch:
     source line became, counted. The default answer for a source line."""
     root = header(overview.location, overview.line, overview.text)
     for graph in overview.graphs:
-        root.children.append(_graph_branch(f"{graph.graph.compile_id} {graph.graph.kind}", graph.post_nodes,
+        root.children.append(_graph_branch(graph.graph.title, graph.post_nodes,
                                            graph.called_nodes, graph.triton_kernels, graph.extern_calls,
                                            graph.generated_lines, graph.groups))
     return root
@@ -47,7 +47,7 @@ def build_summary(result: QueryResult) -> Branch:
     for chain in result.graphs:
         calls = sum(1 for node in chain.post_nodes if node.via == "call")
         externs = sum(1 for kernel in chain.kernels if kernel.kind == "extern")
-        root.children.append(_graph_branch(f"{chain.graph.compile_id} {chain.graph.kind}", len(chain.post_nodes),
+        root.children.append(_graph_branch(chain.graph.title, len(chain.post_nodes),
                                            calls, len(chain.kernels) - externs, externs, chain.generated_lines,
                                            chain.groups))
     return root
@@ -92,7 +92,7 @@ def summary_hint(groups: list[ModuleGroup]) -> str:
 def header(location: Location, line: int, text: str) -> Branch:
     what = f"{location.kind} file in run {location.run_id}"
     if location.graph is not None:
-        what += f", graph {location.graph.compile_id} {location.graph.kind}"
+        what += f", graph {location.graph.title}"
     if location.kernel is not None:
         what += f", kernel {location.kernel}"
     root = Branch(f"{location.path}:{line}  ({what})", "bold")
@@ -112,7 +112,7 @@ def build_tree(result: QueryResult) -> Branch:
 
 
 def _chain_branch(chain: GraphChain) -> Branch:
-    branch = Branch(f"graph {chain.graph.compile_id} {chain.graph.kind}", "bold cyan")
+    branch = Branch(f"graph {chain.graph.title}", "bold cyan")
     if chain.sources:
         sources = Branch("source lines (up)", "green")
         for source in chain.sources:

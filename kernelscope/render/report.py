@@ -56,6 +56,7 @@ def _details_text(details: RunDetails, asm: dict | None) -> str:
                    graph.files.get("wrapper", "")] for graph in details.graphs]
     out.append(_indent(format_table(["compile id", "kind", "pre-grad nodes", "post-grad nodes", "kernels", "wrapper"],
                                     graph_rows)))
+    out += _subgraph_lines(details.graphs)
     out += ["", "kernels"]
     kernel_rows = [[kernel.graph, kernel.name, kernel.kind, str(len(kernel.nodes)), kernel.file or "-"]
                    for kernel in details.kernels]
@@ -88,6 +89,31 @@ def _details_text(details: RunDetails, asm: dict | None) -> str:
     if details.execute_max_error is not None:
         out.append(f"  max error vs eager: {details.execute_max_error:.3g}")
     return "\n".join(out)
+
+
+def _subgraph_lines(graphs: list) -> list[str]:
+    """The subgraphs of higher-order ops, each under the graph whose op calls it."""
+    children: dict[str, list] = {}
+    for graph in graphs:
+        if graph.subgraph is not None:
+            children.setdefault(graph.subgraph.parent, []).append(graph)
+    if not children:
+        return []
+    out = ["", "subgraphs (of higher-order ops: cond, while_loop, nested compile regions, ...)"]
+
+    def lines(key: str, depth: int) -> None:
+        for child in children.get(key, []):
+            sites = ", ".join(child.subgraph.call_sites)
+            out.append(f"{'  ' * depth}{child.subgraph.label}  [{child.key}]  called by {sites or '-'}")
+            lines(child.key, depth + 1)
+
+    by_key = {graph.key: graph for graph in graphs}
+    for key in children:
+        parent = by_key.get(key)
+        if parent is not None and parent.subgraph is None:
+            out.append(f"  [{key}] {parent.compile_id} {parent.kind}")
+            lines(key, 2)
+    return out
 
 
 def runs_table(runs: list[RunSummary], ranks: dict[int, RankRef]) -> str:

@@ -79,6 +79,7 @@ from kernelscope.store.results import (
     RunDetails,
     RunSummary,
     SourceRef,
+    SubgraphRef,
 )
 from kernelscope.store.run_view import RunView
 
@@ -111,6 +112,7 @@ __all__ = [
     "SourceRef",
     "StoreBackend",
     "StoreError",
+    "SubgraphRef",
     "dump_json",
     "load_schema",
     "lookup_key",

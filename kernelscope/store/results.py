@@ -22,6 +22,12 @@ class GraphRef:
     key: str  # file-name form, `0_0_0-forward`
     compile_id: str  # display form, `0/0`
     kind: str  # forward | backward | inference
+    label: str = ""  # a higher-order op's subgraph: what it is ("cond: true branch of Gate.forward (m.py:25)")
+
+    @property
+    def title(self) -> str:
+        """How front ends name the graph: `0/0 forward`, or a subgraph's label."""
+        return self.label or f"{self.compile_id} {self.kind}"
 
 
 @dataclass
@@ -273,6 +279,19 @@ class RunSummary:
 
 
 @dataclass
+class SubgraphRef:
+    """A graph that is a higher-order op's subgraph (a `torch.cond` branch, a nested
+    compile region), nested in the graph whose op calls it."""
+
+    name: str  # Inductor's name: true_graph_0, repeated_subgraph0
+    op: str  # cond, while_loop, invoke_subgraph, scan, map_impl, ...
+    role: str  # true branch, false branch, cond, body, region, ...
+    parent: str  # the parent graph's key
+    call_sites: list[str]  # the parent's post-grad nodes that call it
+    label: str  # "cond: true branch of Gate.forward (cond_branch.py:25)"
+
+
+@dataclass
 class GraphSummary:
     key: str
     compile_id: str
@@ -281,6 +300,12 @@ class GraphSummary:
     post_nodes: int
     kernels: int
     files: dict[str, str]  # pre_grad / post_grad / wrapper -> stored path
+    subgraph: SubgraphRef | None = None  # set for a higher-order op's subgraph
+
+    @property
+    def label(self) -> str:
+        """What the graph is: `0/0 inference`, or a subgraph's label."""
+        return self.subgraph.label if self.subgraph is not None else f"{self.compile_id} {self.kind}"
 
 
 @dataclass

@@ -112,7 +112,8 @@ def link_set(result: QueryResult, origin: str, shown: dict[str, str | None], mod
 
     kernel_names = [ref.name for ref in chain.kernels]
     modules = sorted({getattr(node, "module", "") for node in chain.post_nodes} - {""})
-    summary = describe(chain.graph.compile_id, chain.graph.kind, len(chains), [node.name for node in chain.post_nodes],
+    summary = describe(chain.graph.compile_id, chain.graph.label or chain.graph.kind, len(chains),
+                       [node.name for node in chain.post_nodes],
                        kernel_names, kernel.name if kernel else None, modules)
     return LinkSet(origin, panes, summary)
 
@@ -141,7 +142,8 @@ def source_link_set(answer: LineAnswer, shown: dict[str, str | None]) -> LinkSet
         calls = kernel.calls if kernel is not None else []
         panes[WRAPPER] = PaneLinks(wrapper_file, wrapper_lines, calls[0] if calls else wrapper_lines[0])
     kernel_names = [hit.kernel.name for hit in graph.kernels]
-    summary = describe(graph.graph.compile_id, graph.graph.kind, len(hits), graph.post_names, kernel_names,
+    summary = describe(graph.graph.compile_id, graph.graph.label or graph.graph.kind, len(hits), graph.post_names,
+                       kernel_names,
                        kernel.kernel.name if kernel else None, sorted(graph.modules))
     return LinkSet(SOURCE, panes, summary)
 
@@ -183,7 +185,7 @@ def launch_lines(text: str) -> dict[str, list[int]]:
 def describe(compile_id: str, kind: str, graph_count: int, post_names: list[str], kernel_names: list[str],
              chosen_kernel: str | None, modules: list[str]) -> str:
     """`[0/0] forward · post-grad erf, mul (+3) · kernel triton_… (+1) · module blocks.0.mlp`
-    (the kernel shown in the kernel pane first)."""
+    (the kernel shown in the kernel pane first); `kind` is a subgraph's label for a subgraph."""
     parts = [f"[{compile_id}] {kind}"]
     if graph_count > 1:
         parts[0] += f" (1 of {graph_count} graphs)"

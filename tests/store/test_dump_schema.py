@@ -79,6 +79,8 @@ def expected_run(record: RunRecord) -> dict:
             "wrapper_attributable": graph.wrapper_attributable,
             "inductor_mapping": graph.inductor_mapping,
             "split": None if graph.split is None else dataclasses.asdict(graph.split),
+            "subgraph": None if graph.subgraph is None else {**dataclasses.asdict(graph.subgraph),
+                                                             "call_sites": sorted(graph.subgraph.call_sites)},
             "collectives": [{**dataclasses.asdict(c), "frame": source(c.frame), "model_line": source(c.model_line)}
                             for c in graph.collectives],
         })
@@ -253,13 +255,14 @@ def reversed_lists(record: RunRecord) -> RunRecord:
 def test_schema_is_draft_2020_12_with_id_and_closed_objects():
     schema = load_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == "urn:kernelscope:schema:dump-v5"
+    assert schema["$id"] == "urn:kernelscope:schema:dump-v6"
     assert schema["properties"]["schema_version"] == {
-        "const": "5.0", "description": schema["properties"]["schema_version"]["description"]}
+        "const": "6.0", "description": schema["properties"]["schema_version"]["description"]}
     assert load_schema("1.0")["$id"] == "urn:kernelscope:schema:dump-v1"  # still read: old dumps validate
     assert load_schema("2.0")["$id"] == "urn:kernelscope:schema:dump-v2"
     assert load_schema("3.0")["$id"] == "urn:kernelscope:schema:dump-v3"
     assert load_schema("4.0")["$id"] == "urn:kernelscope:schema:dump-v4"
+    assert load_schema("5.0")["$id"] == "urn:kernelscope:schema:dump-v5"
     # free-form dicts from torch and the user; a config's constants and the instruction classes by name
     open_by_design = {"timings", "config", "inductor_mapping", "kwargs", "mix", "detail", "recorded_on"}
 
@@ -309,7 +312,9 @@ def _broken(data, edit):
     (lambda d: d["run"]["graphs"][1].update(kind="sideways"), "$.run.graphs[1].kind", "'sideways' is not one of"),
     (lambda d: d["run"].update(surprise=1), "$.run",
      "Additional properties are not allowed ('surprise' was unexpected)"),
-    (lambda d: d.update(schema_version="6.0"), "$.schema_version", "'5.0' was expected"),
+    (lambda d: d.update(schema_version="7.0"), "$.schema_version", "'6.0' was expected"),
+    (lambda d: d["run"]["graphs"][1].update(subgraph={"name": "true_graph_0"}), "$.run.graphs[1].subgraph",
+     "is not valid under any of the given schemas"),
     (lambda d: d["run"].update(created=1.0), "$.run",
      "Additional properties are not allowed ('created' was unexpected)"),
     (lambda d: d["run"]["graphs"][1]["wrapper_file"].update(portable_sha256="abc"), "$.run.graphs[1].wrapper_file",

@@ -291,8 +291,8 @@ def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
     jobs; timing decisions): a version-2 store opens with its runs as they were and the new
     tables empty."""
     conn = mlp_store.conn
-    for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm",
-                  "collectives", "graph_code", "graph_splits", "run_ranks", "decisions", "run_decision_info"):
+    for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm", "collectives", "graph_code",
+                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
@@ -314,7 +314,7 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("decisions", "run_decision_info"):
+    for table in ("decisions", "run_decision_info", "graph_subgraphs"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -325,8 +325,32 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
             assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("3",)]
             assert store.run(1).decisions().decisions == [] and store.run(1).dump()["run"]["decisions"] == []
     with StoreBackend(root) as store:
-        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("4",)]
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
         assert rows(store, "SELECT COUNT(*) FROM decisions") == [(0,)]
+
+
+def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeypatch):
+    """A version-4 store (before higher-order ops' subgraphs) opens with its runs as they
+    were: read-only, its graphs read as no subgraph (show, the dump, query answers); writable,
+    it gains the subgraph table."""
+    from kernelscope.store.database import connection
+
+    conn = mlp_store.conn
+    conn.execute("DROP TABLE graph_subgraphs")
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    root = workspace / ".kernelscope"
+    with monkeypatch.context() as patched:
+        patched.setattr(connection, "writable_store", lambda root: False)
+        with StoreBackend(root, create=False) as store:
+            assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("4",)]
+            assert all(graph.subgraph is None for graph in store.run(1).details().graphs)
+            assert all(graph["subgraph"] is None for graph in store.run(1).dump()["run"]["graphs"])
+    with StoreBackend(root) as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
+        assert rows(store, "SELECT COUNT(*) FROM graph_subgraphs") == [(0,)]
 
 
 def test_json_columns_round_trip(mlp_store):

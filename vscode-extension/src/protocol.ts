@@ -83,6 +83,10 @@ export interface OverviewGraph {
   key: string;
   compileId: string;
   kind: string;
+  /** `0/0 forward`, or a higher-order op's subgraph: `cond: true branch of Gate.forward (m.py:25)`. */
+  label?: string;
+  /** A subgraph's parent graph key; null for a graph of its own. */
+  parent?: string | null;
   preNodes: number;
   postNodes: number;
   kernels: number;

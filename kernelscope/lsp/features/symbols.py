@@ -28,7 +28,7 @@ def symbols(server, query: str) -> list[types.SymbolInformation]:
     run = server.provenance.run(run_id)
     details = run.details()
     for graph in details.graphs:
-        name = f"graph [{graph.compile_id}] {graph.kind}"
+        name = f"graph [{graph.compile_id}] {graph.kind}" + (f" · {graph.label}" if graph.subgraph is not None else "")
         path = graph.files.get("post_grad") or graph.files.get("wrapper")
         if path and wanted in name.lower():
             found.append(types.SymbolInformation(

@@ -8,7 +8,9 @@ apart, with the schema version that added them (ADDED_SINCE_VERSION).
 """
 from __future__ import annotations
 
-STORE_SCHEMA_VERSION = 4  # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES
+# 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
+# 5: SUBGRAPH_TABLES
+STORE_SCHEMA_VERSION = 5
 
 TABLES = """
 CREATE TABLE meta (
@@ -367,11 +369,36 @@ CREATE INDEX decisions_by_run    ON decisions (run_id, position);
 CREATE INDEX decisions_by_kernel ON decisions (kernel_id);
 """
 
+# -- higher-order ops' subgraphs (docs/recording.md#subgraphs) -----------------------
+# A graph that is a subgraph of a higher-order op (torch.cond's branches, while_loop's cond
+# and body, a nested compile region), nested in the graph whose op calls it.
+SUBGRAPH_TABLES = """
+CREATE TABLE graph_subgraphs (
+    graph_id        INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    parent_graph_id INTEGER REFERENCES graphs(id) ON DELETE CASCADE,
+    name            TEXT NOT NULL,  -- Inductor's name: true_graph_0, repeated_subgraph0
+    op              TEXT NOT NULL,  -- cond, while_loop, invoke_subgraph, scan, map_impl, ...
+    role            TEXT NOT NULL,  -- true branch, false branch, cond, body, region, ...
+    call_sites_json TEXT NOT NULL,  -- the parent's post-grad node names that call it
+    label           TEXT NOT NULL
+);
+"""
+
+SUBGRAPH_INDEXES = """
+CREATE INDEX subgraphs_by_run    ON graph_subgraphs (run_id);
+CREATE INDEX subgraphs_by_parent ON graph_subgraphs (parent_graph_id);
+"""
+
 # A store of an older version gains the tables added since, when opened: version 2 the
-# below-the-kernel, distributed and decisions tables, version 3 the decisions tables.
+# below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and
+# subgraph tables, version 4 the subgraph tables (its runs recorded none: a subgraph of theirs
+# reads as a graph of its own, as it was recorded).
 ADDED_SINCE_VERSION = {
-    "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES,
-    "3": DECISIONS_TABLES + DECISIONS_INDEXES,
+    "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES
+    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
+    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
 }
 
 # -- end of timing decisions ----------------------------------------------------------
@@ -414,5 +441,5 @@ ADDED_COLUMNS = {
 }
 
 # Everything a new store is made of, in the order it is created.
-ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + INDEXES + ASM_INDEXES + DISTRIBUTED_INDEXES
-       + DECISIONS_INDEXES)
+ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + INDEXES + ASM_INDEXES
+       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES)

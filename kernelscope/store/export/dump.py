@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v5.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v6.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -39,13 +39,14 @@ from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
 from kernelscope.store.parts import decisions
 from kernelscope.store.parts.profiles import dump_profile
+from kernelscope.store.parts.subgraphs import dump_subgraph
 from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
-SCHEMA_VERSION = "5.0"
+SCHEMA_VERSION = "6.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
-                    "5.0": ("schema", "dump-v5.json")}
+                    "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -74,6 +75,8 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     # distributed jobs
     "RankInfo": {"$def": "rank_info", "renamed": {}, "dropped": {"job"}, "added": set()},
     "GraphSplit": {"$def": "graph_split", "renamed": {}, "dropped": set(), "added": set()},
+    # higher-order ops' subgraphs
+    "Subgraph": {"$def": "subgraph", "renamed": {}, "dropped": set(), "added": set()},
     "Collective": {"$def": "collective", "renamed": {}, "dropped": set(), "added": set()},
     # timing decisions
     "Decision": {"$def": "decision", "renamed": {}, "dropped": set(), "added": set()},
@@ -317,6 +320,7 @@ class _DumpContext:
             "inductor_mapping": (None if graph["inductor_mapping_json"] is None
                                  else json.loads(graph["inductor_mapping_json"])),
             "split": _split(conn, graph_id),
+            "subgraph": dump_subgraph(conn, graph_id),
             "collectives": self.collectives(graph_id),
         }
 

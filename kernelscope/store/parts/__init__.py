@@ -9,6 +9,8 @@ Map
   code (`code_digest`), each graph's collectives and compute/communication order.
 - `decisions`   — the run's timing decisions (kernelscope.decisions' data, stored):
   written with the run, read back as `RunDecisions`, and the dump's `run.decisions`.
+- `subgraphs`   — higher-order ops' subgraphs: which graph is a cond branch or a nested
+  region of which parent, its call sites and label (`subgraphs_of_run`, `dump_subgraph`).
 - `profiles`    — device time attached to a run (`kernelscope profile`), per kernel and
   source line; its tables are created on first attach.
 

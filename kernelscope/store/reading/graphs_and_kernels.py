@@ -14,7 +14,9 @@ import sqlite3
 from dataclasses import dataclass
 
 from kernelscope.store.database.sql import select_in
+from kernelscope.store.parts.subgraphs import subgraph_labels
 from kernelscope.store.reading.answer_cache import cached, db_key
+from kernelscope.store.results import GraphRef
 
 FALLBACK_PREFIXES = ("torch.ops.", "aten.")  # extern calls that run an ATen op eagerly (as `diff`)
 
@@ -26,10 +28,15 @@ class GraphInfo:
     compile_id: str
     kind: str  # forward | backward | inference
     files: dict[str, str]  # pre_grad / post_grad / wrapper -> stored path
+    label: str = ""  # a higher-order op's subgraph: its label (parts/subgraphs.py)
 
     @property
     def title(self) -> str:
-        return f"{self.kind} [{self.compile_id}]"
+        return self.label or f"{self.kind} [{self.compile_id}]"
+
+    @property
+    def ref(self) -> GraphRef:
+        return GraphRef(self.id, self.key, self.compile_id, self.kind, self.label)
 
 
 @dataclass
@@ -72,7 +79,8 @@ def graphs_of_run(conn: sqlite3.Connection, run_id: int) -> dict[int, GraphInfo]
 
 
 def read_graphs(conn: sqlite3.Connection, run_id: int) -> dict[int, GraphInfo]:
-    graphs = {row[0]: GraphInfo(row[0], row[1], row[2], row[3], {}) for row in conn.execute(
+    labels = subgraph_labels(conn, run_id)
+    graphs = {row[0]: GraphInfo(row[0], row[1], row[2], row[3], {}, labels.get(row[0], "")) for row in conn.execute(
         "SELECT id, key, compile_id, kind FROM graphs WHERE run_id = ? ORDER BY id", (run_id,))}
     for graph_id, kind, path in conn.execute(
             "SELECT graph_id, kind, path FROM files WHERE run_id = ? AND kind IN ('pre_grad', 'post_grad', 'wrapper')",

@@ -127,16 +127,20 @@ def encode(graphs: list[GraphOverview]) -> str:
         [graph.graph.id, graph.graph.key, graph.graph.compile_id, graph.graph.kind, graph.pre_nodes,
          graph.post_nodes, graph.called_nodes, graph.triton_kernels, graph.extern_calls, graph.generated_lines,
          [[module.module, module.module_class, module.via, module.post_nodes, module.triton_kernels,
-           module.extern_calls, module.generated_lines, module.source_lines] for module in graph.modules]]
+           module.extern_calls, module.generated_lines, module.source_lines] for module in graph.modules],
+         graph.graph.label]
         for graph in graphs
     ], separators=(",", ":"))
 
 
 def decode(text: str) -> list[GraphOverview]:
     graphs = []
-    for graph_id, key, compile_id, kind, pre, post, called, triton, extern, generated, modules in json.loads(text):
+    for row in json.loads(text):  # a store older than subgraphs wrote no label (11 fields)
+        graph_id, key, compile_id, kind, pre, post, called, triton, extern, generated, modules = row[:11]
+        label = row[11] if len(row) > 11 else ""
         summaries = [ModuleSummary(*module) for module in modules]
-        graphs.append(GraphOverview(graph=GraphRef(graph_id, key, compile_id, kind), pre_nodes=pre, post_nodes=post,
+        graphs.append(GraphOverview(graph=GraphRef(graph_id, key, compile_id, kind, label), pre_nodes=pre,
+                                    post_nodes=post,
                                     called_nodes=called, triton_kernels=triton, extern_calls=extern,
                                     generated_lines=generated, modules=summaries, groups=fold_modules(summaries)))
     return graphs

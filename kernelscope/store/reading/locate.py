@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
+from kernelscope.store.parts.subgraphs import graph_label
 from kernelscope.store.results import (
     ASM,
     SOURCE,
@@ -110,7 +111,8 @@ def check_line(location: Location, line: int, lines: list[str] | None) -> None:
 
 def graph_ref(conn: sqlite3.Connection, graph_id: int) -> GraphRef:
     row = conn.execute("SELECT id, key, compile_id, kind FROM graphs WHERE id = ?", (graph_id,)).fetchone()
-    return GraphRef(id=row["id"], key=row["key"], compile_id=row["compile_id"], kind=row["kind"])
+    return GraphRef(id=row["id"], key=row["key"], compile_id=row["compile_id"], kind=row["kind"],
+                    label=graph_label(conn, graph_id))
 
 
 

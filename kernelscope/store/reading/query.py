@@ -174,7 +174,7 @@ def lines_for_file(conn: sqlite3.Connection, location: Location) -> FileLinks:
             graph = reader.graph(row["graph_id"])
             for line in line_of[row["id"]]:
                 links = entry(line)
-                add_unique(links.graphs, f"{graph.compile_id} {graph.kind}")
+                add_unique(links.graphs, graph.title)
                 add_unique(links.nodes, row["name"])
                 direct = location.kind != SOURCE or (row["source_file"], row["source_line"]) == (location.path, line)
                 add_unique(links.reasons, reason_of[row["id"]] if direct else "via call")
@@ -188,7 +188,7 @@ def lines_for_file(conn: sqlite3.Connection, location: Location) -> FileLinks:
             (location.path,),
         ):
             links = entry(row["line"])
-            add_unique(links.graphs, f"{graph.compile_id} {graph.kind}")
+            add_unique(links.graphs, graph.title)
             if row["node_name"] is not None:
                 add_unique(links.nodes, row["node_name"])
             add_unique(links.reasons, row["reason"])
@@ -201,6 +201,6 @@ def lines_for_file(conn: sqlite3.Connection, location: Location) -> FileLinks:
                 (graph.id,),
             ):
                 links = entry(row["wrapper_line"])
-                add_unique(links.graphs, f"{graph.compile_id} {graph.kind}")
+                add_unique(links.graphs, graph.title)
                 add_unique(links.kernels, row["name"])
     return FileLinks(location=location, lines=[per_line[line] for line in sorted(per_line)])

@@ -33,7 +33,7 @@ from kernelscope.store.reading.graphs_and_kernels import (
     read_kernels,
 )
 from kernelscope.store.reading.rollup import KeyParts, count_keys, module_summaries, rollup_to_instances
-from kernelscope.store.results import GraphOverview, GraphRef
+from kernelscope.store.results import GraphOverview
 
 
 @dataclass
@@ -294,7 +294,7 @@ def _overview(posts: set[int], direct_posts: set[int], pres: list[int], direct: 
         graph = graphs[graph_id]
         externs = sum(1 for kernel in found.kernels if kernel.kind == "extern")
         found_overviews.append(GraphOverview(
-            graph=GraphRef(graph.id, graph.key, graph.compile_id, graph.kind), pre_nodes=len(found.pre_nodes),
+            graph=graph.ref, pre_nodes=len(found.pre_nodes),
             post_nodes=len(found.post_nodes), called_nodes=sum(1 for n in found.post_nodes if n.via == "call"),
             triton_kernels=len(found.kernels) - externs, extern_calls=externs,
             generated_lines=count_keys(found.keys), modules=modules, groups=fold_modules(modules)))

@@ -104,7 +104,7 @@ export function overviewBodyHtml(overview: RunOverview): string {
 
   const graphRows = overview.graphs.map((g) => [
     escapeHtml(g.compileId),
-    escapeHtml(g.kind),
+    escapeHtml(g.parent && g.label ? `${g.kind} · ${g.label}` : g.kind),
     String(g.preNodes),
     String(g.postNodes),
     String(g.kernels),

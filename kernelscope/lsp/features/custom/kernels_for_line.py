@@ -46,6 +46,6 @@ def kernels_for_line(server, uri: str, position: types.Position) -> dict:
             if kernel.kind != "extern" and kernel.file:
                 loc = location(provenance, kernel.file, kernel_def_line(provenance, kernel.file))
             kernels.append({"name": kernel.name, "kind": kernel.kind,
-                            "graph": f"{chain.graph.compile_id} {chain.graph.kind}",
+                            "graph": chain.graph.title,
                             "uri": loc["uri"] if loc else None, "range": range_of(loc)})
     return {"kernels": kernels}

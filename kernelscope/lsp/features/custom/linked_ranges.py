@@ -139,7 +139,7 @@ def _add_chains(server, add, results: list, run_id: int) -> None:
     provenance = server.provenance
     line_maps: dict[str, object] = {}
     for chain in (chain for result in results for chain in result.graphs):
-        graph = f"{chain.graph.kind} [{chain.graph.compile_id}]"
+        graph = chain.graph.label or f"{chain.graph.kind} [{chain.graph.compile_id}]"
         for source in chain.sources:
             add(model_location(server, source.file, source.line, run_id, line_maps), "source",
                 os.path.basename(source.file))

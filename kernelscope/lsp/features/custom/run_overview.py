@@ -43,7 +43,8 @@ def run_overview(server, run_id: int | None) -> dict:
     def uri(stored: str | None) -> str | None:
         return provenance.uri_for(stored, workspace) if stored else None
 
-    graphs = [{"key": graph.key, "compileId": graph.compile_id, "kind": graph.kind,
+    graphs = [{"key": graph.key, "compileId": graph.compile_id, "kind": graph.kind, "label": graph.label,
+               "parent": graph.subgraph.parent if graph.subgraph is not None else None,
                "preNodes": graph.pre_nodes, "postNodes": graph.post_nodes, "kernels": graph.kernels,
                "uris": {kind: uri(path) for kind, path in graph.files.items()}}
               for graph in details.graphs]

@@ -1,0 +1,187 @@
+"""Higher-order ops' subgraphs and foreach kernels, recorded for real (virtual-cuda):
+`torch.cond`'s branches, `while_loop`'s cond and body and a nested compile region are
+subgraphs nested in the graph that calls them (labels, call sites, nodes traced to the
+branch's lines and on to their kernels, no kernel listed twice or with no node); a compiled
+AdamW step's foreach kernels are tied to their nodes, adam.py's lines and the script's
+`step()` line. Each example is recorded once per session (conftest.RecordingCache)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import example_line
+
+import kernelscope.cli
+from kernelscope.store import StoreBackend, validate_dump
+from kernelscope.store.writing.coverage import compute_coverage
+
+pytestmark = pytest.mark.slow
+
+
+def subgraphs(run) -> dict[str, object]:
+    return {graph.subgraph.label: graph for graph in run.graphs if graph.subgraph is not None}
+
+
+def top(run):
+    return [graph for graph in run.graphs if graph.subgraph is None]
+
+
+def assert_flat_attribution(run) -> None:
+    """Every kernel line and wrapper line attributed, as on a flat model; no kernel without nodes,
+    none listed twice."""
+    coverage = compute_coverage(run)
+    assert coverage["kernel_lines"]["share"] == 1.0, coverage["kernel_lines"]
+    assert coverage["wrapper_lines"]["share"] == 1.0, coverage["wrapper_lines"]
+    triton = [kernel for graph in run.graphs for kernel in graph.kernels if kernel.kind != "extern"]
+    assert triton and all(kernel.nodes for kernel in triton)
+    names = [kernel.name for kernel in triton]
+    assert len(names) == len(set(names))
+
+
+def store_of(run, tmp_path):
+    store = StoreBackend(tmp_path / ".kernelscope")
+    return store, store.write_run(run)
+
+
+def cli(capsys, *argv: str) -> str:
+    assert kernelscope.cli.main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_cond_branches_are_subgraphs_of_the_graph_that_calls_them(recordings):
+    run = recordings.get("cond_branch")
+    (parent,) = top(run)
+    cond_line = example_line("cond_branch", "torch.cond(")
+    true_label = f"cond: true branch of Gate.forward (cond_branch.py:{cond_line})"
+    false_label = f"cond: false branch of Gate.forward (cond_branch.py:{cond_line})"
+    found = subgraphs(run)
+    assert set(found) == {true_label, false_label}
+    for label, line in ((true_label, "torch.sigmoid(h)"), (false_label, "torch.tanh(h)")):
+        graph = found[label]
+        assert graph.subgraph.op == "cond" and graph.subgraph.parent == parent.key
+        assert graph.subgraph.call_sites == ["cond"] and "cond" in {n.name for n in parent.post_grad_nodes}
+        assert graph.key == f"{parent.key}-{graph.subgraph.name}"
+        calls = [n for n in graph.post_grad_nodes if n.op == "call_function"]
+        assert calls and {(n.source.file.rsplit("/", 1)[-1], n.source.line) for n in calls} == {
+            ("cond_branch.py", example_line("cond_branch", line))}
+        # the branch's nodes came from Dynamo's branch subgraph, not the parent's pre-grad graph
+        assert {pre for n in calls for pre in n.from_pre_grad} <= {n.name for n in graph.pre_grad_nodes}
+        assert all(n.from_pre_grad for n in calls)
+        (kernel,) = [k for k in graph.kernels if k.kind == "triton"]
+        own = {n.name for n in graph.post_grad_nodes}
+        assert set(kernel.nodes) <= own and all(set(row.nodes) <= own for row in kernel.lines)
+    assert_flat_attribution(run)
+    # the parent's copy of each branch's code links to the cond node, its kernels are the branches'
+    spliced = [row for row in parent.wrapper_lines if row.reason.startswith("subgraph ")]
+    assert spliced and all(row.nodes == ["cond"] for row in spliced)
+    assert not any(k.name in {b.name for g in found.values() for b in g.kernels} for k in parent.kernels)
+
+
+def test_cond_in_show_dump_and_query(recordings, tmp_path, capsys):
+    run = recordings.get("cond_branch")
+    store, run_id = store_of(run, tmp_path)
+    with store:
+        graphs = store.run(run_id).details().graphs
+        labels = [graph.label for graph in graphs]
+        assert labels[0] == "0/0 inference" and labels[1].startswith("cond: true branch of Gate.forward")
+        assert [graph.subgraph.parent for graph in graphs[1:]] == [graphs[0].key] * 2
+        answer = store.query("examples/cond_branch.py", example_line("cond_branch", "torch.sigmoid(h)"), run_id,
+                             detail=False)
+        assert [chain.graph.title for chain in answer.graphs] == [labels[1]]
+        # the torch.cond line reaches its own nodes and, via call, each branch's
+        cond_line = store.query("examples/cond_branch.py", example_line("cond_branch", "torch.cond("), run_id,
+                                detail=False)
+        assert [chain.graph.title for chain in cond_line.graphs] == labels
+        assert all(node.via == "call" for chain in cond_line.graphs[1:] for node in chain.post_nodes)
+        assert all(chain.kernels for chain in cond_line.graphs)
+        dumped = store.run(run_id).dump()
+    validate_dump(dumped)
+    by_key = {graph["key"]: graph for graph in dumped["run"]["graphs"]}
+    assert by_key[graphs[0].key]["subgraph"] is None
+    assert by_key[graphs[1].key]["subgraph"] == {
+        "name": "true_graph_0", "op": "cond", "role": "true branch", "parent": graphs[0].key,
+        "call_sites": ["cond"], "label": labels[1]}
+    shown = cli(capsys, "show", str(run_id), "--store", str(tmp_path / ".kernelscope"))
+    assert "DDP" not in shown and "part" not in shown.split("kernels")[0]
+    assert f"    {labels[1]}  [{graphs[1].key}]  called by cond" in shown
+    shown_json = json.loads(cli(capsys, "show", str(run_id), "--json", "--store", str(tmp_path / ".kernelscope")))
+    assert [(graph["subgraph"] or {}).get("label") for graph in shown_json["graphs"]] == [None, *labels[1:]]
+    dump_text = cli(capsys, "dump", "--run", str(run_id), "--store", str(tmp_path / ".kernelscope"))
+    assert json.loads(dump_text)["schema_version"] == "6.0"
+
+
+def test_cond_backward_branches_are_labelled(recordings):
+    run = recordings.get("cond_branch", train=True)
+    backward = [graph for graph in run.graphs if graph.kind == "backward" and graph.subgraph is not None]
+    assert sorted(graph.subgraph.role for graph in backward) == ["false branch", "true branch"]
+    assert all("(backward) of Gate.forward" in graph.subgraph.label for graph in backward)
+    assert_flat_attribution(run)
+
+
+def test_nested_region_is_one_subgraph_with_every_call_site(recordings, tmp_path):
+    run = recordings.get("nested_region")
+    (parent,) = top(run)
+    (region,) = subgraphs(run).values()
+    assert region.subgraph.label == "nested region Block.forward, 4 call sites"
+    assert region.subgraph.op == "invoke_subgraph" and region.subgraph.parent == parent.key
+    sites = region.subgraph.call_sites
+    assert len(sites) == 4 and all(
+        node.target == "torch.ops.higher_order.invoke_subgraph"
+        for node in parent.post_grad_nodes if node.name in sites)
+    gelu = example_line("nested_region", "F.gelu(")
+    assert any(n.source and n.source.line == gelu for n in region.post_grad_nodes if n.target == "aten.erf.default")
+    assert_flat_attribution(run)
+    store, run_id = store_of(run, tmp_path)
+    with store:
+        answer = store.query("examples/nested_region.py", gelu, run_id, detail=False)
+        assert region.subgraph.label in [chain.graph.title for chain in answer.graphs]
+
+
+def test_nested_region_training_on_cpu_triton_has_a_backward_region(recordings):
+    """`--train` (on cpu-triton: virtual-cuda's tensors give torch's invoke_subgraph backward
+    no fake mode): the forward and the backward region, each with its call sites."""
+    run = recordings.get("nested_region", device="cpu-triton", train=True)
+    found = subgraphs(run)
+    sites = {graph.kind: len(graph.subgraph.call_sites) for graph in found.values()}
+    assert set(found) == {f"nested region Block.forward, {sites['forward']} call sites",
+                          f"nested region Block.forward (backward), {sites['backward']} call sites"}
+    assert sites["forward"] == sites["backward"] >= 3  # the first call, whose input needs no gradient, is inlined
+    assert_flat_attribution(run)
+
+
+def test_while_loop_cond_and_body_are_subgraphs(recordings):
+    run = recordings.get("while_loop")
+    line = example_line("while_loop", "= while_loop(")
+    found = subgraphs(run)
+    assert set(found) == {f"while_loop: cond of Smoother.forward (while_loop.py:{line})",
+                          f"while_loop: body of Smoother.forward (while_loop.py:{line})"}
+    body = found[f"while_loop: body of Smoother.forward (while_loop.py:{line})"]
+    tanh = example_line("while_loop", "torch.tanh(h)")
+    assert any(n.source and n.source.line == tanh for n in body.post_grad_nodes if n.target == "aten.tanh.default")
+    assert_flat_attribution(run)
+
+
+def test_compiled_adamw_step_foreach_kernels_reach_the_step_line(recordings, tmp_path):
+    run = recordings.get_script("optimizer_step")
+    foreach = [k for graph in run.graphs for k in graph.kernels if k.name.startswith("triton_for_fused_")]
+    assert len(foreach) >= 2 and all(kernel.nodes for kernel in foreach)
+    assert_flat_attribution(run)
+    (graph,) = [graph for graph in run.graphs if any(k in graph.kernels for k in foreach)]
+    by_name = {node.name: node for node in graph.post_grad_nodes}
+    step_line = example_line("optimizer_step", "step()  # the compiled")
+    for kernel in foreach:
+        sources = {by_name[name].source.file.rsplit("/", 1)[-1] for name in kernel.nodes}
+        assert sources == {"adam.py"}  # AdamW's foreach update is Adam's _multi_tensor_adam
+        stacks = [by_name[name].stack for name in kernel.nodes]
+        assert all(any(frame.file.endswith("optimizer_step.py") and frame.line == step_line for frame in stack)
+                   for stack in stacks)
+    # a sub-kernel's shared lines name that sub-kernel's nodes, not the whole kernel's
+    big = max(foreach, key=lambda kernel: len(kernel.nodes))
+    shared = [row for row in big.lines if row.reason.startswith("shared") and "pid_offset" in row.text]
+    assert shared and all(len(row.nodes) < len(big.nodes) for row in shared)
+    store, run_id = store_of(run, tmp_path)
+    with store:
+        answer = store.query("examples/optimizer_step.py", step_line, run_id, detail=False)
+    assert not answer.empty, "the script's step() line answers nothing"
+    assert {kernel.name for chain in answer.graphs for kernel in chain.kernels} == {k.name for k in foreach}
+    assert all(node.via == "call" for chain in answer.graphs for node in chain.post_nodes)
