@@ -244,6 +244,9 @@ ASYNC_COLLECTIVE_TENSOR_IS_CUDA = PatchPoint(_PROGRAM,
 ASYNC_COLLECTIVE_TENSOR_NEW = PatchPoint(_PROGRAM, "torch.distributed._functional_collectives.AsyncCollectiveTensor",
                                          "__new__", "its wrapper of a virtual GPU tensor stays a CPU tensor in C++",
                                          parameters=("cls", "elem"), own=True, optional=True)
+FUNCOL_MAYBE_WRAP = PatchPoint(_PROGRAM, "torch.distributed._functional_collectives", "_maybe_wrap_tensor",
+                               "a collective's result on the virtual GPU is wrapped in flight as a plain tensor is",
+                               parameters=("self",), optional=True)
 DTENSOR_LOCAL_RESULTS = PatchPoint(_PROGRAM, "torch.distributed.tensor._dispatch.OpDispatcher",
                                    "_dispatch_get_local_results_slow_path",
                                    "DTensor's Python dispatch makes what it puts on 'cuda' on the virtual GPU",
