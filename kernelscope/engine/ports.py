@@ -361,7 +361,7 @@ def autocast_problems(calls_of=autocast_probe_calls) -> list[str]:
         torch.set_autocast_cache_enabled(False)
         with FakeTensorMode():
             for name, args, kwargs in calls_of(lambda shape, dtype: torch.empty(shape, dtype=dtype, device="cuda")):
-                op, policy = cuda_autocast.overload(name), cuda_autocast.POLICIES.get(name)
+                op, policy = cuda_autocast.overload(name), cuda_autocast.policies().get(name)
                 if policy is None or op is None:
                     problems.append(f"aten::{name} has no policy in the port")
                     continue
@@ -380,7 +380,7 @@ def _cuda_autocast_drift() -> list[str]:
     from kernelscope.engine.devices import cuda_autocast
 
     registered = {name for name in cuda_autocast.cuda_kernel_ops() if name not in cuda_autocast.CUDA_BUILD_ONLY}
-    ported = {name for name in cuda_autocast.POLICIES if cuda_autocast.overload(name) is not None}
+    ported = {name for name in cuda_autocast.policies() if cuda_autocast.overload(name) is not None}
     problems = []
     if registered - ported:
         problems.append(f"ops with an AutocastCUDA kernel the port lacks: {sorted(registered - ported)}")
@@ -407,8 +407,8 @@ PORTS = [
     Port("softmax's fp16-to-fp32 kernel", "virtual-cuda", "devices/cuda_softmax.py",
          "ATen's softmax and log_softmax composites (native/SoftMax.cpp)", ("2.13", "2.14"), _softmax_drift),
     Port("CUDA's autocast op lists", "virtual-cuda program", "devices/cuda_autocast.py",
-         "ATen's AutocastCUDA registrations and cast policies (autocast_mode.h, autocast_mode.cpp)", ("2.13", "2.14"),
-         _cuda_autocast_drift),
+         "ATen's AutocastCUDA registrations and cast policies (autocast_mode.h, autocast_mode.cpp)",
+         ("2.11", "2.13", "2.14"), _cuda_autocast_drift),
     Port("lifted constants", "virtual-cuda", "devices/lifted_constants.py",
          "internal_new_from_data (torch/csrc/utils/tensor_new.cpp) and FakeTensorMode's lift", ("2.11", "2.13"),
          _lifted_constants_drift),

@@ -15,7 +15,7 @@ So while a program runs on the virtual GPU (`cuda_autocast_on_the_virtual_gpu`):
   exactly when `torch.autocast("cuda")` has it enabled (torch's own switch: outside such a
   region the key stays excluded and nothing changes); being above AutocastCPU, it comes
   first, as on a GPU;
-- each op of CUDA's lists (`POLICIES`, ported from autocast_mode.h and autocast_mode.cpp)
+- each op of CUDA's lists (`policies()`, ported from autocast_mode.h and autocast_mode.cpp)
   gets a Python AutocastCUDA kernel (torch.library, in place of the C++ one, which casts
   only real cuda tensors) applying its policy to the arguments on the virtual GPU, as
   ATen's `cached_cast`/`promote_type` do, then calls the op with AutocastCUDA excluded; a
@@ -84,6 +84,25 @@ POLICIES: dict[str, str] = {
     **{name: "banned" for name in BANNED},
 }
 CUDA_BUILD_ONLY = ("_cudnn_rnn",)  # AutocastCUDA kernels outside autocast_mode.cpp, not ported (above)
+
+# Torch 2.11's lists (read from its CUDA build's dispatcher; 2.12 not checked): also the named-
+# dimension overloads, and no `rms_norm` (whose kernel 2.13's fp32 list adds).
+BEFORE_2_13 = "<2.13"
+FP32_SET_OPT_DTYPE_BEFORE_2_13 = ("prod.dim_Dimname", "softmax.Dimname", "log_softmax.Dimname", "cumprod.dimname",
+                                  "cumsum.dimname", "sum.dim_DimnameList")
+FP32_APPEND_DTYPE_BEFORE_2_13 = {"norm.names_ScalarOpt_dim": "norm.names_ScalarOpt_dim_dtype"}
+SINCE_2_13 = ("rms_norm",)
+
+
+def policies() -> dict[str, str]:
+    """The installed torch's AutocastCUDA policies by op ("op" or "op.overload")."""
+    from kernelscope.engine import torch_compat
+
+    if not torch_compat.in_range(BEFORE_2_13):
+        return dict(POLICIES)
+    return {**{name: policy for name, policy in POLICIES.items() if name not in SINCE_2_13},
+            **{name: "fp32_set_opt_dtype" for name in FP32_SET_OPT_DTYPE_BEFORE_2_13},
+            **{name: "fp32_append_dtype" for name in FP32_APPEND_DTYPE_BEFORE_2_13}}
 
 NOT_PORTED_NOTE = ("torch.autocast('cuda'): {op} has an AutocastCUDA kernel on this torch that kernelscope's port of "
                    "CUDA's autocast lists lacks; it ran uncast on the virtual GPU (a GPU casts it)")
@@ -193,7 +212,8 @@ def make_kernel(name: str, policy: str, eligible_for, note=None):
     op = overload(name)
     autocast_cuda = DispatchKeySet(DispatchKey.AutocastCUDA)
     to_dtype = torch.ops.aten.to.dtype
-    appended = overload(FP32_APPEND_DTYPE[name]) if policy == "fp32_append_dtype" else None
+    appended = overload({**FP32_APPEND_DTYPE, **FP32_APPEND_DTYPE_BEFORE_2_13}[name]) \
+        if policy == "fp32_append_dtype" else None
 
     def kernel(*args, **kwargs):
         eligible = eligible_for(list(args) + list(kwargs.values()))
@@ -255,11 +275,11 @@ def cuda_autocast_on_the_virtual_gpu(note=None):
     checked(points.AUTOCAST_CUDA_KERNELS)
     eligible_for = _eligible_check()
     library = torch.library.Library("aten", "IMPL")
-    policies = {**{name: "not_ported" for name in cuda_kernel_ops() if name not in CUDA_BUILD_ONLY}, **POLICIES}
+    ported = {**{name: "not_ported" for name in cuda_kernel_ops() if name not in CUDA_BUILD_ONLY}, **policies()}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": that is the point
-            for name, policy in policies.items():
+            for name, policy in ported.items():
                 op = overload(name)
                 if op is not None:
                     library.impl(op, make_kernel(name, policy, eligible_for, note), "AutocastCUDA")
@@ -272,7 +292,7 @@ def cuda_autocast_on_the_virtual_gpu(note=None):
             torch._C._dispatch_tls_set_dispatch_key_included(DispatchKey.AutocastCUDA, included)
     finally:
         library._destroy()
-        for name in policies:
+        for name in ported:
             op = overload(name)
             if op is not None:
                 op._dispatch_cache.clear()

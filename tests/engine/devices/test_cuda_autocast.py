@@ -24,7 +24,7 @@ BF16, F32 = torch.bfloat16, torch.float32
 
 def test_the_port_casts_the_ops_this_torch_gives_an_autocast_cuda_kernel():
     registered = set(cuda_autocast.cuda_kernel_ops()) - set(cuda_autocast.CUDA_BUILD_ONLY)
-    ported = {name for name in cuda_autocast.POLICIES if cuda_autocast.overload(name) is not None}
+    ported = {name for name in cuda_autocast.policies() if cuda_autocast.overload(name) is not None}
     assert registered == ported
     assert {"mm", "softmax.int", "layer_norm", "addcmul"} <= ported and "cat" not in ported  # cat: not on CUDA
 
