@@ -20,7 +20,8 @@ Recording a compile
   recompiles, decisions, warnings, timings).
 - `targets`         — loading what to compile: `path.py:factory`, a script, the workspace's
   modules (from source, forgotten between recompiles in the worker).
-- `worker`          — the warm engine worker: JSON-RPC over stdio (`record`, `asm`).
+- `worker`          — the warm engine worker: JSON-RPC over stdio (`record`, `asm`);
+  `worker_failures` says where a failed recording failed, in the user's terms.
 - `profiling`       — `compile --profile`: profiled GPU steps inside the same recording.
 
 Seeing what Inductor does

@@ -61,7 +61,6 @@ import argparse
 import json
 import linecache
 import os
-import re
 import sys
 import time
 import traceback
@@ -69,7 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from kernelscope.errors import CompileError, StoreError, TargetError, UserError
+from kernelscope.engine.worker_failures import describe_failure, out_of_memory
+from kernelscope.errors import TargetError, UserError
 
 PROTOCOL_VERSION = 1
 _MEMORY_LIMIT_MB: int | None = None  # set by --memory-limit-mb
@@ -79,7 +79,6 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
 )
 
 # "path/to/file.py:12: message" or "path/to/file.py: message", as UserErrors are written.
-_LOCATED_MESSAGE = re.compile(r"^(?P<file>[^\s:][^:]*?\.py)(?::(?P<line>\d+))?: (?P<message>.*)$", re.DOTALL)
 
 
 class RequestFailed(Exception):
@@ -326,7 +325,7 @@ class Worker:
         if data["file"] and imports.owns(data["file"]) and os.path.isfile(data["file"]):
             files.append(os.path.realpath(data["file"]))  # e.g. a module that failed to import
         data["files"] = _with_target_first(sorted(set(files)), target_file)
-        if _MEMORY_LIMIT_MB and _out_of_memory(error):
+        if _MEMORY_LIMIT_MB and out_of_memory(error):
             data["kind"] = "memory"
             data["message"] += (f" (the engine worker's memory limit, {_MEMORY_LIMIT_MB} MB, was reached: "
                                 "raise it with --memory-limit / the memoryLimit option)")
@@ -398,74 +397,6 @@ def _forget_dynamo_imports() -> None:
     cached_import = getattr(convert, "_import_module", None)
     if callable(getattr(cached_import, "cache_clear", None)):
         cached_import.cache_clear()
-
-
-def describe_failure(error: BaseException, imports) -> dict:
-    """{kind, file, line, column, message} of a failed recording, located in the user's code."""
-    syntax = _find_in_chain(error, SyntaxError)
-    if syntax is not None and syntax.filename:
-        message = str(error) if isinstance(error, UserError) else f"syntax error: {syntax.msg}"
-        return _located("syntax", message, syntax.filename, syntax.lineno, syntax.offset)
-    kind = "internal"
-    for error_type, name in ((TargetError, "target"), (CompileError, "compile"),
-                             (StoreError, "store"), (UserError, "usage")):
-        if isinstance(error, error_type):
-            kind = name
-            break
-    text = " ".join(str(error).split()) or type(error).__name__
-    if kind != "internal":
-        match = _LOCATED_MESSAGE.match(text)
-        if match:
-            line = int(match["line"]) if match["line"] else None
-            return _located(kind, match["message"], match["file"], line, None)
-    file, line = _deepest_user_frame(error, imports)
-    message = text if kind != "internal" else f"{type(error).__name__}: {text}"
-    return _located(kind, message, file, line, None)
-
-
-def _located(kind: str, message: str, file: str | None, line: int | None, column: int | None) -> dict:
-    if file and line and message.startswith(f"{file}:{line}: "):
-        message = message[len(f"{file}:{line}: "):]
-    return {
-        "kind": kind,
-        "file": os.path.abspath(file) if file and not file.startswith("<") else file,
-        "line": line,
-        "column": column,
-        "message": message,
-    }
-
-
-def _out_of_memory(error: BaseException) -> bool:
-    """A MemoryError, or torch's allocator failing ("can't allocate memory"), in the chain."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, MemoryError) or "can't allocate memory" in str(error):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
-
-
-def _find_in_chain(error: BaseException, wanted: type) -> BaseException | None:
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, wanted):
-            return error
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return None
-
-
-def _deepest_user_frame(error: BaseException, imports) -> tuple[str | None, int | None]:
-    found = (None, None)
-    seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        for frame in traceback.extract_tb(error.__traceback__):
-            if imports.owns(frame.filename):
-                found = (frame.filename, frame.lineno)
-        error = error.__cause__ or error.__context__
-    return found
 
 
 def _with_target_first(files: list[str], target_file: Path) -> list[str]:
