@@ -12,23 +12,15 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 import re
-import subprocess
-import sys
 
 import pytest
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES
+from program_runs import kernelscope, recorded_run, recorded_text
 
 pytestmark = pytest.mark.slow
 
 STEPS = 3
-
-
-def kernelscope(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -40,30 +32,19 @@ def flex_train(tmp_path_factory):
     return store, done.stdout
 
 
-def _run(store):
-    from kernelscope.store import StoreBackend
-
-    with StoreBackend(store) as opened:
-        return opened.run(1).dump()["run"]
-
-
-def _text(store, graph, key):
-    return (store / "runs" / "1" / graph[key]["path"]).read_text()
-
-
 def _kernel_text(store, graph, kernel):
     return (store / "runs" / "1" / kernel["file"]["path"]).read_text()
 
 
 def test_forward_and_backward_hold_flex_attentions_triton_templates_for_cuda(flex_train):
     store, _ = flex_train
-    run = _run(store)
+    run = recorded_run(store)
     assert run["device"] == "virtual-cuda" and run["recompiles"] == [] and run["graph_breaks"] == []
     graphs = {graph["kind"]: graph for graph in run["graphs"]}
     assert sorted(graphs) == ["backward", "forward"]
     for kind, op in (("forward", "flex_attention"), ("backward", "flex_attention_backward")):
         graph = graphs[kind]
-        post_grad, wrapper = _text(store, graph, "post_grad_file"), _text(store, graph, "wrapper_file")
+        post_grad, wrapper = recorded_text(store, graph, "post_grad_file"), recorded_text(store, graph, "wrapper_file")
         assert f"torch.ops.higher_order.{op}(" in post_grad, kind
         assert "cuda:0" in post_grad and not re.search(r'\]cpu"', post_grad), kind  # every value on cuda
         assert "device_str='cuda'" in wrapper and "empty_strided_cpu(" not in wrapper, kind
@@ -150,5 +131,5 @@ def test_a_compiled_create_block_mask_is_on_the_virtual_gpu(tmp_path):
     done = kernelscope("run", str(script), "--store", str(store))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "mask cuda:0 [1, 0, 1, 1]" in done.stdout and "out cuda:0" in done.stdout
-    kinds = sorted(graph["kind"] for graph in _run(store)["graphs"])
+    kinds = sorted(graph["kind"] for graph in recorded_run(store)["graphs"])
     assert kinds == ["inference", "inference"]  # the mask's graph and attention's

@@ -8,21 +8,13 @@ and leaves the store as it was.
 """
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES
+from program_runs import kernelscope, recorded_run, recorded_text
 
 pytestmark = pytest.mark.slow
-
-
-def kernelscope(*args, cwd=REPO):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -34,37 +26,26 @@ def gpu_script(tmp_path_factory):
     return store, done.stdout
 
 
-def _run(store):
-    from kernelscope.store import StoreBackend
-
-    with StoreBackend(store) as opened:
-        return opened.run(1).dump()["run"]
-
-
-def _text(store, graph, key):
-    return (store / "runs" / "1" / graph[key]["path"]).read_text()
-
-
 def _targets(graph):
     return {node["target"] for node in graph["post_grad_nodes"] if node["op"] == "call_function"}
 
 
 def test_the_model_and_its_optimizer_step_are_recorded_on_cuda(gpu_script):
     store, _ = gpu_script
-    run = _run(store)
+    run = recorded_run(store)
     assert run["device"] == "virtual-cuda"
     graphs = {graph["kind"]: graph for graph in run["graphs"]}
     assert sorted(graphs) == ["backward", "forward", "inference"]  # the model's, and the optimizer step's
     for graph in run["graphs"]:
         assert any(kernel["kind"] == "triton" for kernel in graph["kernels"]), graph["kind"]
-        post_grad, wrapper = _text(store, graph, "post_grad_file"), _text(store, graph, "wrapper_file")
+        post_grad, wrapper = recorded_text(store, graph, "post_grad_file"), recorded_text(store, graph, "wrapper_file")
         assert "cuda:0" in post_grad and not re.search(r'\]cpu"', post_grad), graph["kind"]  # every value on cuda
         assert "device_str='cuda'" in wrapper and "empty_strided_cpu(" not in wrapper, graph["kind"]
     # the optimizer step: AdamW's foreach path with capturable steps, compiled as on a GPU
     assert {"aten._foreach_addcdiv.Scalar", "aten._foreach_pow.ScalarAndTensor"} <= _targets(graphs["inference"])
     assert any(kernel["name"].startswith("triton_for_fused") for kernel in graphs["inference"]["kernels"])
     # the forward: the logits' `device.type == "cuda"` branch, bf16 autocast's matmuls, SDPA as on sm_90
-    forward = _text(store, graphs["forward"], "post_grad_file")
+    forward = recorded_text(store, graphs["forward"], "post_grad_file")
     assert re.search(r'mm: "bf16\[', forward) and "aten._scaled_dot_product_cudnn_attention" in forward
     assert "logits = logits.float()" in forward
     # every node's line is the program's (or torch's), never kernelscope's own frames
@@ -77,7 +58,7 @@ def test_the_model_and_its_optimizer_step_are_recorded_on_cuda(gpu_script):
     # bf16 autocast around the compiled model: CUDA's op lists, in the backward too (AOTAutograd
     # traces it under the forward's autocast): a bias gradient is summed into fp32, as on a GPU
     # (the CPU's lists sum in bf16); nothing about autocast is left to warn of
-    backward = _text(store, graphs["backward"], "post_grad_file")
+    backward = recorded_text(store, graphs["backward"], "post_grad_file")
     assert re.search(r"aten\.sum\.dim_IntList\([^)]*dtype = torch\.float32\)", backward)
     assert not any("autocast" in warning for warning in run["warnings"]), run["warnings"]
 
@@ -112,7 +93,7 @@ def test_the_fused_optimizer_runs_eagerly_as_on_a_gpu(tmp_path):
     store = tmp_path / ".kernelscope"
     done = kernelscope("run", "examples/gpu_train_script.py", "--store", str(store), "--", "--steps", "1", "--fused")
     assert done.returncode == 0, done.stderr[-3000:]
-    run = _run(store)
+    run = recorded_run(store)
     assert sorted(graph["kind"] for graph in run["graphs"]) == ["backward", "forward"]
     assert any(brk["source"]["file"].endswith("torch/optim/adam.py") and "disable" in brk["reason"]
                for brk in run["graph_breaks"])
@@ -123,7 +104,7 @@ def test_the_device_branch_is_the_gpus(tmp_path):
     done = kernelscope("run", "examples/device_branch.py", "--store", str(store))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "cuda branch" in done.stdout
-    [graph] = _run(store)["graphs"]
+    [graph] = recorded_run(store)["graphs"]
     targets = _targets(graph)
     assert "aten.sigmoid.default" in targets and "aten.tanh.default" not in targets
 
@@ -140,8 +121,8 @@ def test_cpu_tensors_of_a_gpu_program_stay_on_the_cpu(tmp_path):
     done = kernelscope("run", str(script), "--store", str(store))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[0] == "cuda:0"
-    [graph] = _run(store)["graphs"]
-    post_grad = _text(store, graph, "post_grad_file")
+    [graph] = recorded_run(store)["graphs"]
+    post_grad = recorded_text(store, graph, "post_grad_file")
     assert re.search(r'"f32\[8, 8\]\[8, 1\]cuda:0"', post_grad) and re.search(r'"f32\[\]\[\]cpu"', post_grad)
 
 

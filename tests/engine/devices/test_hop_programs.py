@@ -12,21 +12,15 @@ are checked beside them.
 """
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 
 import pytest
 from conftest import EXAMPLES, REPO
+from program_runs import kernelscope, recorded_run
 
 pytestmark = pytest.mark.slow
-
-
-def kernelscope(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=900)
 
 
 def on_the_cpu(script, *args) -> str:
@@ -56,13 +50,6 @@ def nested_train(tmp_path_factory):
     return recorded(tmp_path_factory, "nested_regions_train", "--", "--steps", "2")
 
 
-def _run(store, number=1):
-    from kernelscope.store import StoreBackend
-
-    with StoreBackend(store) as opened:
-        return opened.run(number).dump()["run"]
-
-
 def _post_grad(store, graph, number=1):
     return (store / "runs" / str(number) / graph["post_grad_file"]["path"]).read_text()
 
@@ -87,7 +74,7 @@ def _all_on_cuda(store, run, number=1):
 
 def test_the_cond_model_is_compiled_for_cuda_with_both_branches(cond_model):
     store, _ = cond_model
-    run = _run(store)
+    run = recorded_run(store)
     assert run["device"] == "virtual-cuda"
     assert {graph["kind"] for graph in run["graphs"]} == {"inference"}
     _all_on_cuda(store, run)
@@ -115,7 +102,7 @@ def test_the_cond_models_values_are_the_cpu_programs(cond_model):
 
 def test_the_nested_regions_are_compiled_forward_and_backward_for_cuda(nested_train):
     store, _ = nested_train
-    run = _run(store)
+    run = recorded_run(store)
     kinds = [graph["kind"] for graph in run["graphs"]]
     assert {"forward", "backward"} == set(kinds)
     _all_on_cuda(store, run)
@@ -167,7 +154,7 @@ def test_a_while_loop_program(tmp_path):
             expected = torch.tanh(layer(expected))
     device, value = done.stdout.splitlines()[0].split()
     assert device == "cuda:0" and float(value) == pytest.approx(expected.sum().item(), abs=1e-4)
-    run = _run(store)
+    run = recorded_run(store)
     _all_on_cuda(store, run)
     assert any("torch.ops.higher_order.while_loop(" in _post_grad(store, graph) for graph in run["graphs"])
 
@@ -199,7 +186,7 @@ def test_a_factory_with_nested_regions_trains(tmp_path):
     store = tmp_path / ".kernelscope"
     done = kernelscope("compile", f"{factory}:make", "--train", "--target", "virtual-cuda", "--store", str(store))
     assert done.returncode == 0, done.stderr[-3000:]
-    run = _run(store)
+    run = recorded_run(store)
     assert {graph["kind"] for graph in run["graphs"]} == {"forward", "backward"}
     _all_on_cuda(store, run)
     assert any("torch.ops.higher_order.invoke_subgraph(" in _post_grad(store, graph)

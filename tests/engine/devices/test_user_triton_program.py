@@ -18,16 +18,11 @@ import textwrap
 
 import pytest
 from conftest import EXAMPLES, REPO
+from program_runs import kernelscope, recorded_run, recorded_text
 
 pytestmark = pytest.mark.slow
 
 EXAMPLE = "examples/user_triton_kernel.py"
-
-
-def kernelscope(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +34,6 @@ def recorded(tmp_path_factory):
     return store, done.stdout
 
 
-def _run(store):
-    from kernelscope.store import StoreBackend
-
-    with StoreBackend(store) as opened:
-        return opened.run(1).dump()["run"]
-
-
-def _text(store, graph, key):
-    return (store / "runs" / "1" / graph[key]["path"]).read_text()
-
-
 def _launches(wrapper):
     """The user kernels the wrapper launches, by the name Triton's source gives them."""
     return set(re.findall(r"^\s+(\w+_kernel)_\d+\.run\(", wrapper, re.MULTILINE))
@@ -57,20 +41,20 @@ def _launches(wrapper):
 
 def test_the_user_kernels_are_in_the_forward_and_the_backward(recorded):
     store, _ = recorded
-    run = _run(store)
+    run = recorded_run(store)
     assert run["device"] == "virtual-cuda"
     graphs = {graph["kind"]: graph for graph in run["graphs"]}
     assert sorted(graphs) == ["backward", "forward"]
     expected = {"forward": {"silu_forward_kernel", "axpby_kernel"},
                 "backward": {"silu_backward_kernel", "axpby_kernel"}}
     for kind, graph in graphs.items():
-        wrapper, post_grad = _text(store, graph, "wrapper_file"), _text(store, graph, "post_grad_file")
+        wrapper, post_grad = recorded_text(store, graph, "wrapper_file"), recorded_text(store, graph, "post_grad_file")
         assert expected[kind] <= {kernel["name"] for kernel in graph["kernels"] if kernel["kind"] == "triton"}, kind
         assert _launches(wrapper) == expected[kind], kind
         assert "triton_kernel_wrapper_mutation" in post_grad, kind
         assert "device_str='cuda'" in wrapper and "empty_strided_cpu(" not in wrapper, kind
         assert "cuda:0" in post_grad and not re.search(r'\]cpu"', post_grad), kind
-    forward = _text(store, graphs["forward"], "wrapper_file")
+    forward = recorded_text(store, graphs["forward"], "wrapper_file")
     # the autotuned kernel keeps both configs in the wrapper, as on a GPU (the eager run used the first)
     assert "@triton_heuristics.user_autotune(" in forward and "def silu_forward_kernel(" in forward
     assert "configs=[{'BLOCK': 256, 'num_warps': 4" in forward and "{'BLOCK': 128, 'num_warps': 2" in forward
@@ -85,9 +69,9 @@ def test_each_user_kernel_links_to_the_line_that_launches_it(recorded):
         "silu_forward_kernel": "silu_forward_kernel[", "silu_backward_kernel": "silu_backward_kernel[",
         "axpby_kernel": "return axpby(",
     }
-    for graph in _run(store)["graphs"]:
+    for graph in recorded_run(store)["graphs"]:
         nodes = {node["name"]: node for node in graph["post_grad_nodes"]}
-        wrapper = _text(store, graph, "wrapper_file").splitlines()
+        wrapper = recorded_text(store, graph, "wrapper_file").splitlines()
         for kernel in graph["kernels"]:
             if kernel["name"] not in launched_at:
                 continue
@@ -137,9 +121,9 @@ def test_an_inference_run_records_the_kernels(tmp_path):
     store = tmp_path / ".kernelscope"
     done = kernelscope("run", EXAMPLE, "--target", "virtual-cuda", "--store", str(store), "--", "--eval")
     assert done.returncode == 0, done.stderr[-3000:]
-    [graph] = _run(store)["graphs"]
+    [graph] = recorded_run(store)["graphs"]
     assert graph["kind"] == "inference"
-    assert _launches(_text(store, graph, "wrapper_file")) == {"silu_forward_kernel", "axpby_kernel"}
+    assert _launches(recorded_text(store, graph, "wrapper_file")) == {"silu_forward_kernel", "axpby_kernel"}
     printed = float(re.search(r"eval: loss ([0-9.]+)", done.stdout).group(1))
     assert printed == pytest.approx(_same_program_in_torch(1)[0], abs=2e-6)
 

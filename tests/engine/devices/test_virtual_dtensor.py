@@ -17,7 +17,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import REPO
+from program_runs import kernelscope
 
 pytestmark = pytest.mark.slow
 
@@ -61,12 +61,6 @@ TP_PROGRAM = textwrap.dedent('''
     grad = block.up.weight.grad
     print("grad", grad.device, type(grad).__name__, type(grad.to_local()).__name__)
 ''')
-
-
-def kernelscope(*args, cwd):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
