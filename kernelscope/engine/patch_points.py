@@ -223,7 +223,7 @@ PROGRAM_ACCELERATOR = {
 PROGRAM_NVTX = PatchPoint(_PROGRAM, "torch.cuda.nvtx", "_nvtx", "NVTX ranges and marks do nothing")
 PROGRAM_REFUSED = {
     name: PatchPoint(_PROGRAM, "torch.cuda", name, "refused in one line: no CUDA graphs on the virtual GPU")
-    for name in ("CUDAGraph", "graph", "make_graphed_callables")
+    for name in ("CUDAGraph", "graph", "make_graphed_callables", "graph_pool_handle")
 }
 SWAP_MODULE_PARAMS = PatchPoint(_PROGRAM, "torch.__future__", "_swap_module_params_on_conversion",
                                 "setting: model.to('cuda') swaps each parameter for a virtual GPU tensor")

@@ -360,6 +360,7 @@ def test_what_cannot_be_given_is_refused_in_one_line(program):
         "load_inline('ext', cuda_sources=...)": lambda: cpp_extension.load_inline("ext", "", cuda_sources="x"),
         "init_process_group(backend='nccl')": lambda: torch.distributed.init_process_group("nccl"),
         "torch.cuda.CUDAGraph": lambda: torch.cuda.CUDAGraph(),
+        "torch.cuda.graph_pool_handle": lambda: torch.cuda.graph_pool_handle(),  # torchtitan's CUDA graphs start here
     }
     for call, refused in refusals.items():
         with pytest.raises(Unavailable) as caught:
