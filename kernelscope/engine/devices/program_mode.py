@@ -11,15 +11,14 @@ call the program's Python makes (torch functions, tensor methods and attributes)
 - keeps results on the virtual GPU: an op with a virtual GPU tensor among its inputs
   returns virtual GPU tensors (its own inputs handed back, as in-place ops do, keep their
   class: a CPU tensor written with `cpu_t.copy_(gpu_t)` stays a CPU tensor), unless it
-  is told a device of its own (`empty_like(x, device="cpu")`); a higher-order op
-  (FlexAttention's `flex_attention` in the graph Dynamo runs eagerly) runs its Python body
-  on the CPU (program_hops), and its results are virtual GPU tensors;
+  is told a device of its own (`empty_like(x, device="cpu")`);
 - answers as a GPU's tensors do where a method answers: `get_device()` 0, `type()`
   `torch.cuda.FloatTensor`, `numpy()` refused with the GPU's own message, `repr`
   `tensor(..., device='cuda:0')`; `pin_memory()` returns the tensor (nothing is pinned),
   `is_pinned()` False, `record_stream` does nothing;
-- runs a higher-order op (`torch.cond`, `while_loop`, ...) on plain CPU aliases of its
-  virtual GPU tensors, as the CPU program runs it (`program_hops`), its results put back;
+- runs a higher-order op (`torch.cond`, `while_loop`, FlexAttention's `flex_attention`, ...)
+  on plain CPU aliases of its virtual GPU tensors, as the CPU program runs it
+  (`program_hops`), its results put back on the virtual GPU;
 - makes gradients of leaves on the virtual GPU virtual GPU tensors: when a leaf that
   requires grad is made here it gets a post-accumulate-grad hook that changes its fresh
   `.grad`'s class (so Dynamo, compiling an optimizer step, fakeifies the grads as cuda),

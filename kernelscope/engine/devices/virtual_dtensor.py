@@ -19,7 +19,7 @@ While the program runs, three things keep a GPU's view:
   engine has no queue for a CUDA device on a CPU build);
 - DTensor's Python dispatch (`_dispatch_get_local_results_slow_path`, which makes random
   number states, scalars and redistributed arguments with `device=mesh.device_type`) runs
-  with the program mode entered (`eager_program_mode`), so what it makes on "cuda" is made
+  with the program mode entered again (`program_mode_again`), so what it makes on "cuda" is made
   on the virtual GPU (the backward of `from_local`/`to_local` runs in the mode anyway:
   program_autograd);
 - DTensor's random-number tracker is not used (`is_rng_supported_mesh` false, as on a CPU
@@ -96,9 +96,9 @@ def install(patches: Patches) -> None:
 
     def local_results_in_program_mode(slow_path):
         def wrapped(self, *args, **kwargs):
-            if not program_mode.running() or torch.compiler.is_compiling():
+            if torch.compiler.is_compiling():
                 return slow_path(self, *args, **kwargs)
-            with program_mode.eager_program_mode():
+            with program_mode.program_mode_again():  # nothing where no program runs
                 return slow_path(self, *args, **kwargs)
         return wrapped
 
