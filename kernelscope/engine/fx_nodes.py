@@ -116,14 +116,16 @@ def calling_frames() -> list[SourceLocation]:
     """The user frames that called the function being compiled, outermost first: called
     from inside a compile (a probe), the frames outside torch between the compile and
     kernelscope's own code that ran the user's (a script's `step()` line, not the recorder).
-    Frames of the standard library and of frozen modules (runpy) are left out."""
+    Frames of the standard library, of frozen modules (runpy) and of Triton's runtime (as
+    `skip_prefixes` leaves them out of a node's stack) are left out."""
     import linecache
     import sys
     import sysconfig
 
     own = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     torch_dir = _torch_dir()
-    stdlib = tuple(os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "platstdlib"))
+    not_the_program = _triton_dir() + tuple(os.path.abspath(sysconfig.get_paths()[key]) + os.sep
+                                            for key in ("stdlib", "platstdlib"))
     found: list[SourceLocation] = []
     frame = sys._getframe(1)
     in_compile = False  # past the probe's own frames, inside torch's compile
@@ -137,7 +139,7 @@ def calling_frames() -> list[SourceLocation]:
             called_by_torch = caller is not None and os.path.abspath(caller.f_code.co_filename).startswith(torch_dir)
             if in_compile and not called_by_torch:
                 break  # kernelscope ran the user's code from here (a patch inside torch is called by torch)
-        elif not file.startswith("<") and not path.startswith(stdlib):
+        elif not file.startswith("<") and not path.startswith(not_the_program):
             found.append(SourceLocation(path, frame.f_lineno, frame.f_code.co_name,
                                         linecache.getline(path, frame.f_lineno).strip()))
         frame = frame.f_back
