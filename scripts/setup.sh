@@ -15,6 +15,8 @@ fi
 .venv/bin/python -m pip install --quiet --no-deps --upgrade --target .venv/suite-vision -r requirements-suite-vision.txt
 # torchtitan, the distributed client the tests record, without its training stack (requirements-dev.txt says why).
 .venv/bin/python -m pip install --quiet --no-deps -r requirements-torchtitan.txt
+# Its training stack, for its own trainer (tests/engine/test_torchtitan_trainer.py), apart as well.
+.venv/bin/python -m pip install --quiet --no-deps --upgrade --target .venv/torchtitan-train -r requirements-torchtitan-train.txt
 # kernelscope itself, editable, with its light dependencies (rich, jsonschema, watchdog).
 .venv/bin/python -m pip install --quiet -e '.[dev]'
 # The terminal UI's end-to-end test drives `kernelscope tui` in a real terminal (tmux).

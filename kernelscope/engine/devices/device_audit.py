@@ -77,6 +77,12 @@ def compiling_with(fake_mode):
         _compile_modes.remove(fake_mode)
 
 
+def is_compile_mode(fake_mode) -> bool:
+    """Whether `fake_mode` is the fake mode of a virtual-cuda compile in progress (not one a
+    program's own code made, as FlexAttention's eager autograd does for its score_mod)."""
+    return fake_mode is not None and any(fake_mode is mode for mode in _compile_modes)
+
+
 def note_python_query(tensor, kind: str, answer) -> None:
     if not _active or not any(tensor.fake_mode is mode for mode in _compile_modes):
         return

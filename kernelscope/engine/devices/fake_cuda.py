@@ -128,7 +128,7 @@ def cuda_fake_tensors():
         # Every op AOTAutograd records passes here first (make_fx's proxy mode). Below
         # autograd, an op decomposed here (Inductor's decompositions, C++ composites)
         # reads its inputs' C++ device as on a GPU: `cuda` (see the module docstring).
-        kwargs = _on_cuda_kwargs(args, kwargs)
+        kwargs = _on_cuda_kwargs(args, kwargs, torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE))
         decomposing.append(any(isinstance(arg, FakeTensor) and _is_cuda_fake(arg)
                                for arg in _tensors(_flat(args, kwargs))))
         try:
@@ -150,7 +150,7 @@ def cuda_fake_tensors():
             return lifted
         decomposing.append(False)
         try:
-            return original_fake_dispatch(self, func, types, args, _on_cuda_kwargs(args, kwargs or {}))
+            return original_fake_dispatch(self, func, types, args, _on_cuda_kwargs(args, kwargs or {}, self))
         finally:
             decomposing.pop()
 
@@ -415,7 +415,7 @@ def _ported_composites() -> dict:
             "softmax.int": cuda_softmax.softmax, "log_softmax.int": cuda_softmax.log_softmax}
 
 
-def _on_cuda_kwargs(args, kwargs):
+def _on_cuda_kwargs(args, kwargs, fake_mode):
     """`kwargs` with a `device=cpu` made cuda:0 when the op works on fake cuda tensors.
 
     C++ composite ops take the device of a new tensor from an input's options, and
@@ -437,9 +437,12 @@ def _on_cuda_kwargs(args, kwargs):
     made_by_composite = not tensors and _composites_on_cuda and _composites_on_cuda[-1]
     # a factory that an autograd formula called while AOTAutograd traces the backward: C++
     # formulas take a new tensor's device from `grad.options()` (as_strided's backward makes
-    # its index with `arange(..., grad.options())`), which reads cpu on the CPU-backed fakes
+    # its index with `arange(..., grad.options())`), which reads cpu on the CPU-backed fakes.
+    # Only under the compile's fake mode: a program's eager backward runs autograd nodes too,
+    # and what it fakes on the CPU stays there (a non-reentrant checkpoint's recomputation of
+    # FlexAttention fakes its score_mod's inputs with `torch.empty_strided(..., device=cpu)`)
     current_node = getattr(torch._C, "_current_autograd_node", lambda: None)
-    made_by_backward = not tensors and current_node() is not None
+    made_by_backward = not tensors and current_node() is not None and device_audit.is_compile_mode(fake_mode)
     if not (on_cuda or made_by_composite or made_by_backward):
         return kwargs
     device_audit.note_cpp_answer_corrected()
