@@ -29,8 +29,8 @@ a millisecond per instance for a small block; a grid of thousands of instances t
 from __future__ import annotations
 
 from kernelscope.engine import patch_points as points
-from kernelscope.engine.user_kernels import LAUNCHED_ATTRIBUTE
 from kernelscope.engine.patching import Patches
+from kernelscope.engine.user_kernels import LAUNCHED_ATTRIBUTE
 
 _interpreting: list[bool] = []  # one entry per interpreted launch in progress
 
