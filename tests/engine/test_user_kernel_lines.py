@@ -11,6 +11,7 @@ import pytest
 from conftest import EXAMPLES
 
 from kernelscope.api.store import Store
+from kernelscope.store import validate_dump
 
 pytestmark = pytest.mark.slow
 
@@ -112,6 +113,14 @@ def test_show_lists_the_user_kernels_with_their_configs(user_triton_store):
     with Store(root) as store:
         report = store.run(runs["inference"]).report()
         data = store.run(runs["inference"]).to_dict()
+        dumped = store.run(runs["train"]).dump()
+    validate_dump(dumped)  # the dump carries each user kernel (`kernel.user`), schema-valid
+    users = {(graph["kind"], kernel["name"]): kernel["user"] for graph in dumped["run"]["graphs"]
+             for kernel in graph["kernels"] if kernel["user"] is not None}
+    assert users[("forward", "silu_forward_kernel")]["chosen"] == FIRST_CONFIG
+    assert {line["source"]["function"] for line in users[("forward", "silu_forward_kernel")]["lines"]} == {
+        "silu_forward_kernel", "_sigmoid"}
+    assert users[("forward", "silu_forward_kernel")]["source"]["file"] == EXAMPLE
     assert "user Triton kernels (kernel lines linked to the user's kernel source: 100.0%" in report
     assert "* BLOCK=256, num_warps=4, num_stages=3" in report and "launched with: BLOCK=512" in report
     assert data["user_kernels"]["lines_linked"]["covered"] == data["user_kernels"]["lines_linked"]["total"] > 0

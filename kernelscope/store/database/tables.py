@@ -400,6 +400,7 @@ CREATE TABLE user_kernels (
     function        TEXT NOT NULL,     -- the kernel's Python function
     source_file     TEXT NOT NULL,     -- its file, stored like nodes.source_file
     source_line     INTEGER NOT NULL,  -- its `def` line
+    source_code     TEXT NOT NULL,     -- the `def` line's text
     configs_json    TEXT NOT NULL,     -- @triton.autotune's configs: [{kwargs..., num_warps, num_stages}]
     chosen_json     TEXT,              -- the config the run launched (NULL: no autotune)
     chosen_by       TEXT NOT NULL,     -- how, in words
@@ -413,6 +414,7 @@ CREATE TABLE user_kernel_lines (
     line        INTEGER NOT NULL,  -- line of the kernel file
     source_file TEXT NOT NULL,
     source_line INTEGER NOT NULL,
+    source_function TEXT NOT NULL,  -- the kernel or the @triton.jit helper the line is in
     source_code TEXT NOT NULL,
     reason      TEXT NOT NULL,     -- copied from, decorator of, configs and launch metadata of
     PRIMARY KEY (kernel_id, line)

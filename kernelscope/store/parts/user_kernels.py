@@ -38,20 +38,20 @@ def write_user_kernel(conn: sqlite3.Connection, run_id: int, kernel_id: int, ker
     user = kernel.user
     if user is None:
         return
-    file, line, _, _ = source_columns(user.source)
+    file, line, _, code = source_columns(user.source)
     conn.execute(
-        """INSERT INTO user_kernels (kernel_id, run_id, function, source_file, source_line, configs_json,
-               chosen_json, chosen_by, heuristics_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-        (kernel_id, run_id, user.function, file, line, json.dumps(user.configs),
+        """INSERT INTO user_kernels (kernel_id, run_id, function, source_file, source_line, source_code, configs_json,
+               chosen_json, chosen_by, heuristics_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (kernel_id, run_id, user.function, file, line, code, json.dumps(user.configs),
          None if user.chosen is None else json.dumps(user.chosen), user.chosen_by, json.dumps(user.heuristics)),
     )
     rows = []
     for row in user.lines:
-        source_file, source_line, _, code = source_columns(row.source)
-        rows.append((kernel_id, run_id, row.line, source_file, source_line, code, row.reason))
+        source_file, source_line, function, code = source_columns(row.source)
+        rows.append((kernel_id, run_id, row.line, source_file, source_line, function, code, row.reason))
     conn.executemany(
-        """INSERT OR IGNORE INTO user_kernel_lines (kernel_id, run_id, line, source_file, source_line, source_code,
-               reason) VALUES (?, ?, ?, ?, ?, ?, ?)""",
+        """INSERT OR IGNORE INTO user_kernel_lines (kernel_id, run_id, line, source_file, source_line,
+               source_function, source_code, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
         rows,
     )
 
@@ -110,6 +110,22 @@ def line_counts(conn: sqlite3.Connection, run_id: int) -> tuple[int, int]:
                           LEFT JOIN user_kernel_lines l ON l.kernel_id = g.kernel_id AND l.line = g.line
                           WHERE u.run_id = ?""", (run_id,))
     return (rows[0]["linked"], rows[0]["total"]) if rows else (0, 0)
+
+
+def dump_user_kernel(conn: sqlite3.Connection, kernel_id: int, source: Callable[[sqlite3.Row], dict]) -> dict | None:
+    """The dump's `kernel.user` (record.UserKernel): null for a kernel Inductor generated.
+    `source` turns a row's source_* columns into the dump's source location."""
+    rows = _rows(conn, "SELECT *, function AS source_function FROM user_kernels WHERE kernel_id = ?", (kernel_id,))
+    if not rows:
+        return None
+    row = rows[0]
+    lines = [{"line": line["line"], "source": source(line), "reason": line["reason"]}
+             for line in _rows(conn, "SELECT * FROM user_kernel_lines WHERE kernel_id = ? ORDER BY line",
+                               (kernel_id,))]
+    return {"function": row["function"], "source": source(row), "lines": lines,
+            "configs": json.loads(row["configs_json"]),
+            "chosen": None if row["chosen_json"] is None else json.loads(row["chosen_json"]),
+            "chosen_by": row["chosen_by"], "heuristics": json.loads(row["heuristics_json"])}
 
 
 def _copies(conn, rows, graph_of) -> list[UserKernelCopy]:
