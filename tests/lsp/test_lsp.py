@@ -402,6 +402,6 @@ async def test_a_user_triton_kernel_line_goes_to_its_generated_copy(user_triton_
         copy_hover = (await session.hover(copy, targets[0].range.start.line)).contents.value
         assert f"user_triton_kernel.py#L{load + 1}" in copy_hover and "@triton.autotune configs (2)" in copy_hover
         references = await session.references(targets[0].uri, targets[0].range.start.line)
-        assert (uri(example), load) in {(ref.uri, ref.range.start.line) for ref in references}  # back to the user's line
+        assert (uri(example), load) in {(ref.uri, ref.range.start.line) for ref in references}  # the user's line
     finally:
         await session.stop()
