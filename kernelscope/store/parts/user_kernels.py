@@ -112,7 +112,8 @@ def line_counts(conn: sqlite3.Connection, run_id: int) -> tuple[int, int]:
     return (rows[0]["linked"], rows[0]["total"]) if rows else (0, 0)
 
 
-def dump_user_kernel(conn: sqlite3.Connection, kernel_id: int, source: Callable[[sqlite3.Row], dict]) -> dict | None:
+def dump_user_kernel(conn: sqlite3.Connection, kernel_id: int,
+                     source: Callable[[sqlite3.Row], dict | None]) -> dict | None:
     """The dump's `kernel.user` (record.UserKernel): null for a kernel Inductor generated.
     `source` turns a row's source_* columns into the dump's source location."""
     rows = _rows(conn, "SELECT *, function AS source_function FROM user_kernels WHERE kernel_id = ?", (kernel_id,))
