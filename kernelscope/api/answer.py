@@ -127,11 +127,13 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data: what `kernelscope query --json` prints (the chain with
-        `detail=True`; a summary's counts otherwise), with the line's collectives."""
+        `detail=True`; a summary's counts otherwise), with the line's collectives and user
+        Triton kernel links."""
         data = asdict(self.overview if self.overview is not None else self._chain)
         if self.collectives:
             data["collectives"] = [asdict(collective) for collective in self.collectives]
-        data["user_kernels"] = [asdict(copy) for copy in self.user_kernels]
+        if self.user_kernels:  # a user Triton kernel's line: its copies or its user line, with the configs
+            data["user_kernels"] = [asdict(copy) for copy in self.user_kernels]
         return data
 
     def __str__(self) -> str:
