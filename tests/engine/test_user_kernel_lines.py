@@ -11,9 +11,9 @@ import pytest
 from conftest import EXAMPLES
 
 from kernelscope.api.store import Store
+from kernelscope.engine.user_kernels import add_gpu_choices
+from kernelscope.run_record import GraphRecord, Kernel, SourceLocation, UserKernel
 from kernelscope.store import validate_dump
-
-pytestmark = pytest.mark.slow
 
 EXAMPLE = "examples/user_triton_kernel.py"
 FIRST_CONFIG = {"BLOCK": 256, "num_warps": 4, "num_stages": 3}  # the first of the example's @triton.autotune configs
@@ -26,6 +26,7 @@ def _user_line(needle: str, after: str) -> int:
     return next(number for number, text in enumerate(lines[start:], start + 1) if needle in text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["train", "inference"])
 def test_every_user_kernel_line_links_to_the_users_source_and_the_floors_hold(user_triton_store, mode):
     root, runs = user_triton_store
@@ -46,6 +47,7 @@ def test_every_user_kernel_line_links_to_the_users_source_and_the_floors_hold(us
             assert coverage["backward_nodes_with_source"]["share"] == 1.0
 
 
+@pytest.mark.slow
 def test_an_autotuned_kernel_line_reaches_its_copy_and_the_chosen_config(user_triton_store):
     root, runs = user_triton_store
     load = _user_line("x = tl.load(x_ptr + offsets, mask=mask)", after="def silu_forward_kernel(")
@@ -78,6 +80,7 @@ def test_an_autotuned_kernel_line_reaches_its_copy_and_the_chosen_config(user_tr
         assert helper_copies["silu_forward_kernel"].lines[0].line > row.line
 
 
+@pytest.mark.slow
 def test_a_triton_op_kernel_has_a_copy_in_each_graph_and_its_launch_reaches_the_call(user_triton_store):
     root, runs = user_triton_store
     store_line = _user_line("tl.store(out_ptr + offsets, a * x + b * y, mask=mask)", after="def axpby_kernel(")
@@ -108,6 +111,7 @@ def test_a_triton_op_kernel_has_a_copy_in_each_graph_and_its_launch_reaches_the_
         assert backward.kernel.heuristics == ["BLOCK"] and backward.kernel.chosen == {"BLOCK": 1024}
 
 
+@pytest.mark.slow
 def test_show_lists_the_user_kernels_with_their_configs(user_triton_store):
     root, runs = user_triton_store
     with Store(root) as store:
@@ -124,3 +128,21 @@ def test_show_lists_the_user_kernels_with_their_configs(user_triton_store):
     assert "user Triton kernels (kernel lines linked to the user's kernel source: 100.0%" in report
     assert "* BLOCK=256, num_warps=4, num_stages=3" in report and "launched with: BLOCK=512" in report
     assert data["user_kernels"]["lines_linked"]["covered"] == data["user_kernels"]["lines_linked"]["total"] > 0
+
+
+def test_on_a_gpu_the_config_is_the_one_user_autotune_kept():
+    """--target cuda: a user kernel's launched config is its `launch` (what Inductor's
+    user_autotune kept at the first launch, asm_launches), timed when there were several."""
+    configs = [{"BLOCK": 256, "num_warps": 4, "num_stages": 3}, {"BLOCK": 128, "num_warps": 2, "num_stages": 3}]
+    timed = Kernel("silu", "triton", "", [], user=UserKernel("silu", SourceLocation("m.py", 3), configs=configs),
+                   launch={"config": configs[1], "candidates": configs})
+    single = Kernel("axpby", "triton", "", [], user=UserKernel("axpby", SourceLocation("m.py", 9)),
+                    launch={"config": {"BLOCK": 512, "num_warps": 4, "num_stages": 3}, "candidates": []})
+    untouched = Kernel("other", "triton", "", [], user=UserKernel("other", SourceLocation("m.py", 20),
+                                                                   chosen={"BLOCK": 64}, chosen_by="the only config"))
+    graph = GraphRecord(0, 0, 0, "forward", kernels=[timed, single, untouched])
+    add_gpu_choices([graph])
+    assert timed.user.chosen == configs[1] and timed.user.chosen_by.startswith("timed on the GPU")
+    assert single.user.chosen == {"BLOCK": 512, "num_warps": 4, "num_stages": 3}
+    assert single.user.chosen_by == "the only config"
+    assert untouched.user.chosen == {"BLOCK": 64}  # no launch recorded: as the run found it
