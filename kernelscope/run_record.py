@@ -70,6 +70,30 @@ class LineOrigin:
 
 
 @dataclass
+class UserKernelLine:
+    """A line of a program's own Triton kernel as Inductor copied it, and the user's line."""
+
+    line: int  # line of the kernel file
+    source: SourceLocation  # the user's line it is a copy of (or, for a decorator, stands for)
+    reason: str  # "copied from", "decorator of", "configs and launch metadata of"
+
+
+@dataclass
+class UserKernel:
+    """A kernel the program wrote itself (`@triton.jit`, `@triton.autotune`, `wrap_triton`):
+    its generated copy's lines linked to the user's source, and the config the run launched
+    (engine/user_kernels.py)."""
+
+    function: str  # the kernel's Python function name
+    source: SourceLocation  # its `def` line in the user's file
+    lines: list[UserKernelLine] = field(default_factory=list)
+    configs: list[dict] = field(default_factory=list)  # @triton.autotune's configs ({kwargs, num_warps, num_stages})
+    chosen: dict | None = None  # the config the run launched (None: no autotune)
+    chosen_by: str = ""  # how it was chosen, in words
+    heuristics: list[str] = field(default_factory=list)  # names @triton.heuristics computes
+
+
+@dataclass
 class Kernel:
     name: str
     kind: str  # "triton" | "extern" | "template"
@@ -83,6 +107,7 @@ class Kernel:
     # engine/asm_launches.py); virtual-cuda: the same, replayed from a GPU's recorded
     # decisions (`replayed_from` names them; docs/decisions.md)
     launch: dict | None = None
+    user: UserKernel | None = None  # a program's own Triton kernel (engine/user_kernels.py)
 
 
 @dataclass

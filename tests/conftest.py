@@ -81,6 +81,21 @@ def recordings() -> RecordingCache:
     return RecordingCache()
 
 
+@pytest.fixture(scope="session")
+def user_triton_store(recordings, tmp_path_factory):
+    """examples/user_triton_kernel.py (its own Triton kernels: autotuned, heuristics, a
+    `triton_op`) recorded under virtual-cuda training one step (run 1) and for inference
+    (`--eval`, run 2), in one store: (store root, {"train": 1, "inference": 2}). Read it,
+    never write it."""
+    from kernelscope.store import StoreBackend
+
+    root = tmp_path_factory.mktemp("user-triton-kernels") / ".kernelscope"
+    with StoreBackend(root) as store:
+        runs = {"train": store.write_run(recordings.get_script("user_triton_kernel", "--steps", "1")),
+                "inference": store.write_run(recordings.get_script("user_triton_kernel", "--eval"))}
+    return root, runs
+
+
 def gpt2_softmax_line() -> tuple[str, int]:
     """modeling_gpt2.py's softmax line (transformers' eager attention): a model nobody here wrote."""
     import transformers.models.gpt2.modeling_gpt2 as modeling

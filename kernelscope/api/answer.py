@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kernelscope.errors import UserError
-from kernelscope.store.results import SOURCE, LineOverview, Location, ModuleGroup, QueryResult
+from kernelscope.store.results import SOURCE, LineOverview, Location, ModuleGroup, QueryResult, UserKernelCopy
 
 if TYPE_CHECKING:
     from kernelscope.render.query_tree import Branch
@@ -45,6 +45,8 @@ class Answer:
     collectives: list[CollectiveRef] = field(default_factory=list)
     linked_lines: list[int] = field(default_factory=list)  # an empty answer: the file's lines that have one
     warnings: list[str] = field(default_factory=list)  # e.g. a generated file edited since its run
+    # a user Triton kernel's source line: its generated copies; a line of a copy: the user's line
+    user_kernels: list[UserKernelCopy] = field(default_factory=list)
 
     @property
     def run_id(self) -> int:
@@ -53,6 +55,8 @@ class Answer:
     @property
     def empty(self) -> bool:
         """Nothing recorded at this line."""
+        if self.user_kernels:
+            return False
         return self.overview.empty if self.overview is not None else self._chain.empty
 
     @property
@@ -82,6 +86,7 @@ class Answer:
             build_tree,
             compact,
             summary_hint,
+            user_kernel_branch,
         )
 
         if self.overview is not None:
@@ -94,6 +99,8 @@ class Answer:
             tree.children.insert(1 if self.text.strip() else 0, Branch("collectives", "bold red", [
                 Branch(lines[0], "red", [Branch(line, "red") for line in lines[1:]])
                 for lines in map(collective_answer, self.collectives)]))
+        if self.user_kernels:
+            tree.children.append(user_kernel_branch(self.user_kernels, self.location.kind == SOURCE))
         if self.empty:
             if self.module:
                 hint = f"none in module instance {self.module!r}: drop --module to see all"
@@ -120,10 +127,13 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data: what `kernelscope query --json` prints (the chain with
-        `detail=True`; a summary's counts otherwise), with the line's collectives."""
+        `detail=True`; a summary's counts otherwise), with the line's collectives and user
+        Triton kernel links."""
         data = asdict(self.overview if self.overview is not None else self._chain)
         if self.collectives:
             data["collectives"] = [asdict(collective) for collective in self.collectives]
+        if self.user_kernels:  # a user Triton kernel's line: its copies or its user line, with the configs
+            data["user_kernels"] = [asdict(copy) for copy in self.user_kernels]
         return data
 
     def __str__(self) -> str:
@@ -177,6 +187,7 @@ def ask(store: StoreBackend, path: str, line: int, run_id: int | None = None, di
         answer.result = view.query_at(location, line, direction, module, direct_only, detail=not summary,
                                       rollup=summary)
         answer.text = answer.result.text
+    answer.user_kernels = view.user_kernel_copies(location, line)
     if answer.empty:
         answer.linked_lines = (view.linked_lines(location) if location.kind == SOURCE
                                else [links.line for links in view.file_links(location).lines])

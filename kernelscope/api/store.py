@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         RecompileInfo,
         RunDetails,
         RunSummary,
+        UserKernelRef,
     )
 
 
@@ -232,6 +233,12 @@ class Run:
         return self.view.decisions()
 
     @property
+    def user_kernels(self) -> list[UserKernelRef]:
+        """The program's own Triton kernels: each generated copy, the user's function, the
+        autotune configs and the one the run launched."""
+        return self.view.user_kernels()
+
+    @property
     def distributed(self) -> DistributedRun:
         """The rank and job of a distributed run, DDP's splits and each graph's collectives."""
         return self.view.distributed()
@@ -285,6 +292,11 @@ class Run:
 
         if has_content(distributed):
             data["distributed"] = asdict(distributed)
+        user_kernels = self.user_kernels
+        if user_kernels:
+            linked, total = self.view.user_kernel_line_counts()
+            data["user_kernels"] = {"kernels": [asdict(kernel) for kernel in user_kernels],
+                                    "lines_linked": {"covered": linked, "total": total}}
         decisions = self.decisions
         if decisions.decisions or decisions.replay is not None or decisions.gpu:
             from kernelscope.decisions.model import decision_to_dict
@@ -300,7 +312,13 @@ class Run:
         """The text `kernelscope show RUN` prints."""
         from kernelscope.render.report import run_report
 
-        return run_report(self.details, self.asm, self.distributed, self.profile, self.decisions)
+        report = run_report(self.details, self.asm, self.distributed, self.profile, self.decisions)
+        user_kernels = self.user_kernels
+        if user_kernels:
+            from kernelscope.render.user_kernels import run_section
+
+            report += "\n\n" + "\n".join(run_section(user_kernels, self.view.user_kernel_line_counts()))
+        return report
 
     # -- the fusion picture ----------------------------------------------------------
 

@@ -100,6 +100,7 @@ def record_and_store(args, record, after_store=None) -> int:
             store_seconds = time.perf_counter() - store_started
             asm = _build_asm(stored.store.backend, run_id, on_phase) if getattr(args, "asm", False) else None
             coverage = stored.summary.coverage
+            user_lines = stored.view.user_kernel_line_counts()  # a program's own Triton kernels, line for line
             distributed = stored.distributed  # rank, collectives, DDP splits
             if args.dump:
                 _write_dump(stored, args.dump)
@@ -122,6 +123,9 @@ def record_and_store(args, record, after_store=None) -> int:
         "execute_max_error": run.execute_max_error,
         "warnings": run.warnings,
     }
+    if user_lines[1]:
+        summary["user_kernel_lines"] = {"covered": user_lines[0], "total": user_lines[1],
+                                        "share": round(user_lines[0] / user_lines[1], 4)}
     if run.decisions or run.replay is not None:
         summary["decisions"] = {**decisions_view.summary_data(run.decisions, run.replay),
                                 "lines": decisions_view.summary_lines(run.decisions, run.replay, run_id)}
@@ -187,6 +191,9 @@ def render_summary(summary: dict) -> str:
     for key, label in COVERAGE_ORDER:
         if key in summary["coverage"]:
             out.append(f"    {label}: {format_share(summary['coverage'][key])}")
+    if summary.get("user_kernel_lines"):
+        out.append(f"    user Triton kernel lines linked to the user's kernel source: "
+                   f"{format_share(summary['user_kernel_lines'])}")
     if summary.get("distributed"):
         out.extend(f"  {line}" for line in distributed_view.render_overview(summary["distributed"]))
     if summary["execute_max_error"] is not None:

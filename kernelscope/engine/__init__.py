@@ -34,6 +34,8 @@ Seeing what Inductor does
   regions): their call sites, label, pre-grad subgraph, and their code inside the parent's wrapper.
 - `fx_nodes`        — an FX node as a record: its user stack, module instance, pass lineage.
 - `collectives`     — each collective of a post-grad graph and why it is there.
+- `user_kernels`    — a program's own Triton kernels: each line of Inductor's copy linked to
+  the user's kernel line, and the autotune config the run launched.
 - `rank_info`       — which rank of which distributed job this process is.
 - `asm_launches`    — `--target cuda`: the launch config each kernel's autotuner chose.
 - `asm_build`       — a stored Triton kernel compiled below Triton (PTX, SASS) without a GPU.

@@ -7,6 +7,7 @@ Links, each with a reason:
   post-grad node <- kernel line       (the kernel_lines probe)
   post-grad node <- wrapper line      (the wrapper_regions probe)
   post-grad node <- a program's own Triton kernel (the node whose wrapper region launches it)
+  user kernel source line <- its generated copy's line (engine/user_kernels.py)
   collective node -> why it is there  (engine/collectives.py: ParallelStyle, DTensor call)
   higher-order op node <-> subgraph   (engine/subgraphs.py: a cond branch, a nested region)
 """
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 
 from kernelscope.compile_text import wrapper_code
 from kernelscope.compile_text.printed_graph import node_lines
-from kernelscope.engine import collectives, fx_nodes, subgraphs
+from kernelscope.engine import collectives, fx_nodes, subgraphs, user_kernels
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
@@ -323,6 +324,9 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
         # a program's kernel compiled twice (two specializations) is listed by each variable after the first
         name = block.launched_as if block.user_defined and block.name in kernels else block.name
         kernels[name] = by_variable[block.launched_as or block.name] = Kernel(name, kind, block.source, nodes, lines)
+        if block.user_defined:  # its lines linked to the user's kernel source, its configs
+            kernels[name].user = user_kernels.describe(block.source, nodes, capture.post_grad_gm,
+                                                         capture.triton_kernels)
         for row in lines:
             wrapper_line = block.first_line + row.line - 1
             record.wrapper_lines.append(

@@ -87,6 +87,10 @@ class GraphCapture:
     # its parent's, e.g. `true_graph_0`) and the capture of the graph whose codegen made it.
     name: str | None = None
     parent: GraphCapture | None = None
+    # The program's own Triton kernels by `kernel_idx` (torch's kernel_side_table, which the
+    # post-grad graph's triton_kernel_wrapper nodes name; torch resets it before the run is
+    # assembled, so it is read at codegen): engine/user_kernels.py.
+    triton_kernels: dict[int, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -414,6 +418,7 @@ class Probes:
                 is_backward=bool(getattr(graph_lowering, "is_backward", False)),
                 is_inference=bool(getattr(graph_lowering, "is_inference", False)),
                 post_grad_gm=graph_lowering.module,
+                triton_kernels=probes._guarded("graph_codegen", _user_triton_kernels) or {},
             )
             outer = probes._current_graph
             if getattr(graph_lowering, "parent", None) is not None:  # SubgraphLowering
@@ -495,3 +500,10 @@ def _scheduler_node_origin(snode) -> str | None:
         origins = list(ir_node.get_origins()) if hasattr(ir_node, "get_origins") else []
         fx_node = max(origins) if origins else None
     return fx_node.name if fx_node is not None else None
+
+
+def _user_triton_kernels() -> dict[int, Any]:
+    """kernel_idx -> the program's Triton kernel, as torch's kernel_side_table has them now."""
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+
+    return dict(kernel_side_table.id_to_kernel)

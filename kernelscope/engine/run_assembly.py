@@ -36,7 +36,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     import triton
 
     from kernelscope.compile_text.graph_breaks import parse_graph_break
-    from kernelscope.engine import fx_nodes, links, subgraphs
+    from kernelscope.engine import fx_nodes, links, subgraphs, user_kernels
 
     probes, trace = recording.probes, recording.trace
     skip = fx_nodes.skip_prefixes()
@@ -71,6 +71,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
 
         session.launch_decisions(graphs, asm_launches.attach(graphs, recording.autotuners), decisions)
         recording.autotuners = None
+        user_kernels.add_gpu_choices(graphs)  # a user kernel's config: the one its user_autotune kept
     elif device == "virtual-cuda":
         session.replay_launches(graphs, decisions)
     gpu = session.gpu_of(device)

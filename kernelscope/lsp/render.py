@@ -367,3 +367,24 @@ def _ranges(numbers: list[int]) -> str:
 
 def _short(path: str) -> str:
     return path if len(path) < 60 else "…" + path[-57:]
+
+
+def user_kernel_text(copies: list, from_source: bool, link: Link) -> str:
+    """A user Triton kernel's section: from the user's line, its generated copies (each linked);
+    from a line of a copy, the user's line it was copied from; with each copy's autotune
+    configs and the one the run launched."""
+    from kernelscope.render.user_kernels import title, tuning_lines
+
+    out = ["**user Triton kernel** · " + ("generated copies of this line" if from_source else "copied from")]
+    for copy in copies:
+        kernel = copy.kernel
+        out.append(f"- [{title(kernel)}]({link(kernel.file, None)})")
+        for row in copy.lines:
+            if from_source:
+                out.append(f"  - [{_short(kernel.file)}:{row.line}]({link(kernel.file, row.line)}) {row.reason} "
+                           f"`{row.text.strip()}`")
+            else:
+                out.append(f"  - [{row.source_file}:{row.source_line}]({link(row.source_file, row.source_line)}) "
+                           f"{row.reason} `{row.source_code}`")
+        out += [f"  - {text.strip()}" for text in tuning_lines(kernel)]
+    return "\n".join(out)

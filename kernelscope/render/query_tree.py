@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store.reading.folding import group_title
-from kernelscope.store.results import GraphChain, LineOverview, LineRef, Location, ModuleGroup, NodeRef, QueryResult
+from kernelscope.store.results import (
+    GraphChain,
+    LineOverview,
+    LineRef,
+    Location,
+    ModuleGroup,
+    NodeRef,
+    QueryResult,
+    UserKernelCopy,
+)
 
 
 @dataclass
@@ -204,3 +213,20 @@ def compact(numbers: list[int]) -> str:
             start = None
     return ", ".join(parts)
 
+
+
+def user_kernel_branch(copies: list[UserKernelCopy], from_source: bool) -> Branch:
+    """A user Triton kernel's generated copies of a source line (down), or the user's line a
+    kernel line was copied from (up), with the autotune config each copy launched."""
+    from kernelscope.render.user_kernels import copy_lines, title, tuning_lines
+
+    branch = Branch("generated copies of this user Triton kernel line (down)" if from_source
+                    else "user Triton kernel source (up)", "bold green")
+    for copy in copies:
+        kernel = Branch(title(copy.kernel), "green")
+        kernel.children += [Branch(text, "yellow") for text in copy_lines(copy, from_source)]
+        if copy.kernel.launch_lines:
+            kernel.children.append(Branch(f"launched at wrapper lines {compact(copy.kernel.launch_lines)}", "dim"))
+        kernel.children += [Branch(text, "magenta") for text in tuning_lines(copy.kernel)]
+        branch.children.append(kernel)
+    return branch

@@ -173,6 +173,44 @@ class GraphChain:
 
 
 @dataclass
+class UserKernelRef:
+    """A program's own Triton kernel in one graph: its generated copy, the user's function,
+    and the autotune configs with the one the run launched (store/parts/user_kernels.py)."""
+
+    kernel: str  # the kernel's name in the run
+    graph: GraphRef
+    file: str  # the generated copy (kernel file)
+    function: str  # the user's kernel function
+    source_file: str  # where the user wrote it
+    source_line: int  # its `def` line
+    configs: list[dict]  # @triton.autotune's configs ({kwargs..., num_warps, num_stages}); [] without autotune
+    chosen: dict | None  # the config the run launched (None: no autotune)
+    chosen_by: str  # how it was chosen, in words
+    heuristics: list[str]  # names @triton.heuristics computes
+    launch_lines: list[int]  # the wrapper lines that launch it
+
+
+@dataclass
+class UserKernelLineRef:
+    """A line of a user kernel's generated copy and the user's line it was copied from."""
+
+    line: int  # kernel file line
+    text: str
+    source_file: str
+    source_line: int
+    source_code: str
+    reason: str  # copied from, decorator of, configs and launch metadata of
+
+
+@dataclass
+class UserKernelCopy:
+    """One generated copy of a user kernel and the lines of it an answer reaches."""
+
+    kernel: UserKernelRef
+    lines: list[UserKernelLineRef] = field(default_factory=list)
+
+
+@dataclass
 class QueryResult:
     """The answer of `StoreBackend.query`. With `detail=False` kernels carry no lines and
     graphs no wrapper lines: only counts (GraphChain.generated_lines, modules)."""
@@ -184,10 +222,14 @@ class QueryResult:
     origins: list[LineRef] = field(default_factory=list)  # generated start: the recorded rows of the line
     graphs: list[GraphChain] = field(default_factory=list)
     profile: dict | None = None  # the run's profile summary (step time, outside-graph time), if any
+    # A program's own Triton kernel: a kernel line's user kernel (with the user's line it was
+    # copied from); a user kernel's source line, each generated copy of it.
+    user_kernels: list[UserKernelCopy] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not any(chain.pre_nodes or chain.post_nodes or chain.kernels for chain in self.graphs)
+        return not self.user_kernels and not any(chain.pre_nodes or chain.post_nodes or chain.kernels
+                                                 for chain in self.graphs)
 
 
 @dataclass

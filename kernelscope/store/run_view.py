@@ -22,7 +22,7 @@ from kernelscope.asm.model import STAGES
 from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
-from kernelscope.store.parts import asm_builds, decisions, distributed, profiles
+from kernelscope.store.parts import asm_builds, decisions, distributed, profiles, user_kernels
 from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
 from kernelscope.store.parts.distributed import CollectiveRef, RankRef
 from kernelscope.store.reading import (
@@ -36,18 +36,22 @@ from kernelscope.store.reading import (
     source_index,
 )
 from kernelscope.store.reading.answer_cache import cached, db_key
+from kernelscope.store.reading.locate import graph_ref
 from kernelscope.store.reading.source_index import LineAnswer, SourceLineSummary
 from kernelscope.store.results import (
     ASM,
     SOURCE,
     FileLinks,
     GraphOverview,
+    GraphRef,
     InstanceGroup,
     LineOverview,
     Location,
     QueryResult,
     RunDetails,
     RunSummary,
+    UserKernelCopy,
+    UserKernelRef,
 )
 
 
@@ -212,6 +216,25 @@ class RunView:
         result = query.query(self._conn, location, line, direction, module, direct_only, detail, rollup)
         profiles.annotate_query(self._conn, result)
         return result
+
+    # -- a program's own Triton kernels -----------------------------------------------
+
+    def user_kernels(self) -> list[UserKernelRef]:
+        """Every user kernel of the run (its generated copy, the user's function, its configs
+        and the one the run launched), in graph and kernel order."""
+        return user_kernels.user_kernels_of_run(self._conn, self.id, self._graph_ref)
+
+    def user_kernel_copies(self, location: Location, line: int) -> list[UserKernelCopy]:
+        """A user kernel's source line: its generated copies; a kernel line of a user kernel:
+        the kernel and the user's line it was copied from (also `query(...).user_kernels`)."""
+        return user_kernels.user_kernel_copies(self._conn, location, line, self._graph_ref)
+
+    def user_kernel_line_counts(self) -> tuple[int, int]:
+        """(user kernel body lines linked to the user's source, user kernel body lines)."""
+        return user_kernels.line_counts(self._conn, self.id)
+
+    def _graph_ref(self, graph_id: int) -> GraphRef:
+        return graph_ref(self._conn, graph_id)
 
     def _source(self, path: str | Path | Location) -> Location:
         """A source file of this run; a Location of it (from `locate`) is taken as is, so an

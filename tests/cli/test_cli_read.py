@@ -12,6 +12,7 @@ from synthetic_runs import GELU_LINE, make_mlp_run, mlp_store, workspace  # noqa
 import kernelscope.cli
 from kernelscope.cli import common as cli_common
 from kernelscope.cli.common import format_time
+from kernelscope.store import SCHEMA_VERSION
 
 READ_COMMANDS = ["runs", "show", "query", "dump", "validate"]
 FW = "runs/1/graphs/0_0_0-forward"
@@ -191,7 +192,7 @@ def test_dump_to_stdout_and_file_then_validate(mlp_store, workspace, cli):
     assert code == 0 and json.loads(out) == mlp_store.dump(1)
     assert cli("dump", "--run", "1", "-o", "run.json") == (0, "", "")
     assert (workspace / "run.json").read_text() == out
-    assert cli("validate", "run.json") == (0, "run.json: valid kernelscope dump (schema 6.0)\n", "")
+    assert cli("validate", "run.json") == (0, f"run.json: valid kernelscope dump (schema {SCHEMA_VERSION})\n", "")
 
 
 def test_validate_reports_problem_paths(mlp_store, workspace, cli):

@@ -375,3 +375,33 @@ async def test_a_store_that_cannot_be_read_is_reported(tmp_path):
         assert hover is not None and "not a readable SQLite database" in hover.contents.value
     finally:
         await session.stop()
+
+
+@pytest.mark.slow
+async def test_a_user_triton_kernel_line_goes_to_its_generated_copy(user_triton_store):
+    """examples/user_triton_kernel.py's autotuned kernel: definition from the user's kernel line
+    lands on the line Inductor copied it to; hovers on both sides show the config launched."""
+    root, runs = user_triton_store
+    example = EXAMPLES / "user_triton_kernel.py"
+    lines = example.read_text().splitlines()
+    kernel_def = line_of(example, "def silu_forward_kernel(")
+    load = next(number for number in range(kernel_def, len(lines)) if "x = tl.load(x_ptr" in lines[number])
+    session = await start_session(REPO, {"store": str(root)})
+    try:
+        session.open(example)
+        targets = await session.definition(example, load)
+        assert targets and all("/kernels/silu_forward_kernel" in target.uri for target in targets)
+        for target in targets:
+            copied = Path(target.uri.removeprefix("file://")).read_text().splitlines()[target.range.start.line]
+            assert copied.strip() == lines[load].strip()
+        hover = (await session.hover(example, load)).contents.value
+        assert "user Triton kernel" in hover and "launched with: BLOCK=256, num_warps=4, num_stages=3" in hover
+        assert re.search(r"\(file://\S+/kernels/silu_forward_kernel\.py#L\d+\)", hover)  # a link to the copy
+        copy = Path(targets[0].uri.removeprefix("file://"))
+        session.open(copy)
+        copy_hover = (await session.hover(copy, targets[0].range.start.line)).contents.value
+        assert f"user_triton_kernel.py#L{load + 1}" in copy_hover and "@triton.autotune configs (2)" in copy_hover
+        references = await session.references(targets[0].uri, targets[0].range.start.line)
+        assert (uri(example), load) in {(ref.uri, ref.range.start.line) for ref in references}  # the user's line
+    finally:
+        await session.stop()

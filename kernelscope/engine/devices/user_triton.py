@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from kernelscope.engine import patch_points as points
 from kernelscope.engine.patching import Patches
+from kernelscope.engine.user_kernels import LAUNCHED_ATTRIBUTE
 
 _interpreting: list[bool] = []  # one entry per interpreted launch in progress
 
@@ -95,9 +96,12 @@ def _helpers_interpreted(call):
 def _first_config(run):
     def untimed_run(self, *args, **kwargs):
         if len(self.configs) <= 1:
+            if self.configs:
+                setattr(self, LAUNCHED_ATTRIBUTE, self.configs[0])
             return run(self, *args, **kwargs)
         self.nargs = dict(zip(self.arg_names, args))  # what prune_configs_by's functions read
         chosen = self.prune_configs(kwargs)[0]
+        setattr(self, LAUNCHED_ATTRIBUTE, chosen)  # the compiled kernel's record shows it (user_kernels.py)
         configs, self.configs = self.configs, [chosen]
         try:
             return run(self, *args, **kwargs)  # one config: launched without benchmarking

@@ -4,7 +4,9 @@ A model line: `render.source_hover` (per graph and module instance), then its se
 below the kernel (`below.source_line_text`), collectives (`render.collectives_text`) and
 GPU time (`render.device_time_suffix`). A kernel, wrapper or graph line:
 `render.generated_hover`, below the kernel on kernel lines (`below.kernel_line_text`),
-collectives. A PTX or SASS line: `below.stage_file_hover`. A new section: its text in
+collectives. A user Triton kernel's line, in the user's file or in its generated copy:
+`render.user_kernel_text` (the other side's lines, the autotune config). A PTX or SASS
+line: `below.stage_file_hover`. A new section: its text in
 `render.py` (or `below.py`), appended in `hover_text`.
 """
 from __future__ import annotations
@@ -52,6 +54,8 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         if not result.origins and result.empty and not collectives:
             return None
         hover = render.generated_hover(result, run, links, rank)
+        if result.user_kernels:  # a line of a user Triton kernel's copy: the user's line, the config
+            hover += "\n\n" + render.user_kernel_text(result.user_kernels, False, links)
         if document.location.kind == KERNEL and result.origins:
             below_text = below.kernel_line_text(view, document.location.path, line, links,
                                                 server.options.trusted)
@@ -69,8 +73,12 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
                 "Compile again (kernelscope.compile) to see what it becomes.")
     answer = view.source_line(document.location, line)
     collectives = view.file_collectives(document.location).get(line, [])
+    copies = view.user_kernel_copies(document.location, line)  # a line of a user Triton kernel
     if answer.empty and not collectives:
-        return None
+        if not copies:
+            return None
+        return (f"**kernelscope** · {render.run_label(run, document.run_id, rank)}\n\n"
+                + render.user_kernel_text(copies, True, links))
     summary = view.line_summaries(document.location).get(line)
     stale = render.StaleNote(document.location.path, document.run_id, line, current) if document.stale else None
     text = document.lines[current - 1] if current <= len(document.lines) else ""
@@ -82,6 +90,8 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         hover += f"\n\n{below_text}"
     if collectives:
         hover += "\n\n" + render.collectives_text(collectives, links)
+    if copies:
+        hover += "\n\n" + render.user_kernel_text(copies, True, links)
     device_time = render.device_time_suffix(view.file_line_times(document.location.path), line)
     if device_time:
         hover += (f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} "

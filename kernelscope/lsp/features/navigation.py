@@ -1,13 +1,14 @@
-"""Go to definition (down the chain: the kernel or wrapper lines a model line became;
-from a wrapper launch to the kernel) and references (up the chain: from any
-generated line back to the model lines; from a model line, every linked line)."""
+"""Go to definition (down the chain: the kernel or wrapper lines a model line became, a
+user Triton kernel's line its generated copies; from a wrapper launch to the kernel) and
+references (up the chain: from any generated line back to the model lines; from a model
+line, every linked line)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from kernelscope.lsp.editor import checked_line, location
+from kernelscope.lsp.editor import checked_line, location, recorded_line
 from kernelscope.lsp.lookup import (
     ASM,
     answer_at,
@@ -43,6 +44,9 @@ def definitions(server, uri: str, position: types.Position) -> list[dict]:
     if document is not None and document.location.kind == ASM:
         return _unique(_asm_kernel_lines(server, document, position))
     if document is not None and document.is_source:
+        copies = _user_kernel_copies(server, document, position)
+        if copies:  # a line of a user Triton kernel: its generated copies
+            return _unique([location(provenance, copy.kernel.file, row.line) for copy in copies for row in copy.lines])
         if answer is None:
             return []
         targets: list[dict | None] = []
@@ -80,6 +84,14 @@ def definitions(server, uri: str, position: types.Position) -> list[dict]:
     if not any(targets):
         targets += source_locations(server, result)
     return _unique(targets)
+
+
+def _user_kernel_copies(server, document, position: types.Position) -> list:
+    """The generated copies of the user Triton kernel line at `position` ([] elsewhere)."""
+    line = recorded_line(document, position)
+    if line is None:
+        return []
+    return server.provenance.run(document.run_id).user_kernel_copies(document.location, line)
 
 
 def collective_model_lines(server, collectives, run_id: int) -> list[dict | None]:
@@ -139,6 +151,9 @@ def source_locations(server, result: QueryResult) -> list[dict | None]:
     """The model lines of an answer, where they are in the files now."""
     found: list[dict | None] = []
     line_maps: dict[str, LineMap] = {}
+    if result.location.kind == "kernel":  # a line of a user Triton kernel's copy: the user's line first
+        found += [model_location(server, row.source_file, row.source_line, result.location.run_id, line_maps)
+                  for copy in result.user_kernels for row in copy.lines]
     for chain in result.graphs:
         for source in chain.sources:
             found.append(model_location(server, source.file, source.line, result.location.run_id, line_maps))

@@ -9,8 +9,8 @@ apart, with the schema version that added them (ADDED_SINCE_VERSION).
 from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
-# 5: SUBGRAPH_TABLES
-STORE_SCHEMA_VERSION = 5
+# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES
+STORE_SCHEMA_VERSION = 6
 
 TABLES = """
 CREATE TABLE meta (
@@ -390,6 +390,44 @@ CREATE INDEX subgraphs_by_run    ON graph_subgraphs (run_id);
 CREATE INDEX subgraphs_by_parent ON graph_subgraphs (parent_graph_id);
 """
 
+# -- a program's own Triton kernels (docs/targets.md#your-own-triton-kernels) ---------
+# A user kernel's generated copy: each line linked to the user's kernel source line, and
+# the autotune configs with the one the run launched (engine/user_kernels.py).
+USER_KERNEL_TABLES = """
+CREATE TABLE user_kernels (
+    kernel_id       INTEGER PRIMARY KEY REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    function        TEXT NOT NULL,     -- the kernel's Python function
+    source_file     TEXT NOT NULL,     -- its file, stored like nodes.source_file
+    source_line     INTEGER NOT NULL,  -- its `def` line
+    source_code     TEXT NOT NULL,     -- the `def` line's text
+    configs_json    TEXT NOT NULL,     -- @triton.autotune's configs: [{kwargs..., num_warps, num_stages}]
+    chosen_json     TEXT,              -- the config the run launched (NULL: no autotune)
+    chosen_by       TEXT NOT NULL,     -- how, in words
+    heuristics_json TEXT NOT NULL      -- names @triton.heuristics computes
+);
+
+-- A line of the generated copy -> the user's line it was copied from.
+CREATE TABLE user_kernel_lines (
+    kernel_id   INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    line        INTEGER NOT NULL,  -- line of the kernel file
+    source_file TEXT NOT NULL,
+    source_line INTEGER NOT NULL,
+    source_function TEXT NOT NULL,  -- the kernel or the @triton.jit helper the line is in
+    source_code TEXT NOT NULL,
+    reason      TEXT NOT NULL,     -- copied from, decorator of, configs and launch metadata of
+    PRIMARY KEY (kernel_id, line)
+);
+"""
+
+USER_KERNEL_INDEXES = """
+CREATE INDEX user_kernels_by_run          ON user_kernels (run_id);
+CREATE INDEX user_kernel_lines_by_source  ON user_kernel_lines (run_id, source_file, source_line);
+CREATE INDEX user_kernel_lines_by_run     ON user_kernel_lines (run_id);
+"""
+# -- end of a program's own Triton kernels --------------------------------------------
+
 # A store of an older version gains the tables added since, when opened: version 2 the
 # below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and
 # subgraph tables, version 4 the subgraph tables (its runs recorded none: a subgraph of theirs
@@ -400,6 +438,10 @@ ADDED_SINCE_VERSION = {
     "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
     "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
 }
+# ... and every older version the user kernel tables (version 6).
+ADDED_SINCE_VERSION = {version: added + USER_KERNEL_TABLES + USER_KERNEL_INDEXES
+                       for version, added in ADDED_SINCE_VERSION.items()}
+ADDED_SINCE_VERSION["5"] = USER_KERNEL_TABLES + USER_KERNEL_INDEXES
 
 # -- end of timing decisions ----------------------------------------------------------
 
@@ -442,4 +484,4 @@ ADDED_COLUMNS = {
 
 # Everything a new store is made of, in the order it is created.
 ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + INDEXES + ASM_INDEXES
-       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES)
+       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + USER_KERNEL_TABLES + USER_KERNEL_INDEXES)

@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v6.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v7.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -40,13 +40,15 @@ from kernelscope.store.export import asm_dump
 from kernelscope.store.parts import decisions
 from kernelscope.store.parts.profiles import dump_profile
 from kernelscope.store.parts.subgraphs import dump_subgraph
+from kernelscope.store.parts.user_kernels import dump_user_kernel
 from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
-SCHEMA_VERSION = "6.0"
+SCHEMA_VERSION = "7.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
-                    "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json")}
+                    "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
+                    "7.0": ("schema", "dump-v7.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -81,6 +83,9 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     # timing decisions
     "Decision": {"$def": "decision", "renamed": {}, "dropped": set(), "added": set()},
     "DecisionReplay": {"$def": "decision_replay", "renamed": {}, "dropped": set(), "added": set()},
+    # a program's own Triton kernels
+    "UserKernel": {"$def": "user_kernel", "renamed": {}, "dropped": set(), "added": set()},
+    "UserKernelLine": {"$def": "user_kernel_line", "renamed": {}, "dropped": set(), "added": set()},
 }
 
 # `# kernel path: /tmp/tmpab12/tmpcd34/ti/cti66....py`: Inductor's cache dir is a fresh
@@ -299,6 +304,7 @@ class _DumpContext:
                 "wrapper_lines": sorted(kernel_calls.get(row["id"], [])),
                 "launch": launches.get(row["id"]),
                 "asm": builds.get(row["id"]),
+                "user": dump_user_kernel(conn, row["id"], self.source),
             })
 
         node_order = lambda node: (node["graph_line"], node["name"], node["target"])  # noqa: E731

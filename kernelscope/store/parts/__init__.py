@@ -11,6 +11,8 @@ Map
   written with the run, read back as `RunDecisions`, and the dump's `run.decisions`.
 - `subgraphs`   — higher-order ops' subgraphs: which graph is a cond branch or a nested
   region of which parent, its call sites and label (`subgraphs_of_run`, `dump_subgraph`).
+- `user_kernels` — a program's own Triton kernels: each line of a generated copy linked to
+  the user's kernel line (both ways), the configs and the one launched (`dump_user_kernel`).
 - `profiles`    — device time attached to a run (`kernelscope profile`), per kernel and
   source line; its tables are created on first attach.
 

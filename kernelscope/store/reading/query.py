@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from kernelscope.errors import UserError
 from kernelscope.store.database.sql import select_in
+from kernelscope.store.parts.user_kernels import user_kernel_copies
 from kernelscope.store.reading.chain_reader import (
     ChainReader,
     UniqueList,
@@ -102,6 +103,7 @@ def query(conn: sqlite3.Connection, location: Location, line: int, direction: st
 
     if lines is None and not result.text:
         result.text = one_line(location, line)
+    result.user_kernels = user_kernel_copies(conn, location, line, reader.graph)
     if module is not None:
         modules = [module] if isinstance(module, str) else list(module)
         pre = [(row, reason) for row, reason in pre if any(in_module(row["module_path"], m) for m in modules)]

@@ -147,3 +147,11 @@ def test_recorded_after_another_compile_in_one_process(tmp_path):
     kernels = [line for line in done.stdout.splitlines() if line.startswith("KERNELS")]
     assert len(kernels) == 2 and "triton_poi_fused_mul_sin_0" in kernels[0]
     assert all(name in kernels[1] for name in ("silu_forward_kernel", "silu_backward_kernel", "axpby_kernel"))
+
+
+def test_the_summary_says_every_user_kernel_line_links_to_the_users_source(recorded):
+    """The run's summary counts the user kernels' body lines linked line for line to the
+    example's kernel source (engine/user_kernels.py): every one."""
+    _, stdout = recorded
+    found = re.search(r"user Triton kernel lines linked to the user's kernel source: 100\.0% \((\d+)/(\d+)\)", stdout)
+    assert found and found.group(1) == found.group(2) and int(found.group(1)) > 0, stdout[-2000:]
