@@ -229,7 +229,8 @@ class ChainReader:
                 nodes=sorted(kernel_nodes[kernel_id]),
                 reason=_kernel_reason(kernel["kind"]),
             )
-            chains[kernel["graph_id"]].kernels.append(ref)
+            # a FlexAttention score_mod/mask_mod subgraph's nodes are computed by its parent's template
+            self._chain(chains, kernel["graph_id"]).kernels.append(ref)
         if not detail:
             node_of = {row["id"]: (row["graph_id"], row["name"]) for row in post_rows}
             for node_id, file, line in line_rows:
@@ -252,7 +253,13 @@ class ChainReader:
             refs[call["kernel_id"]].calls.append(self.wrapper_line(kernel["graph_id"], call["wrapper_line"], reason))
         wrapper_lines = [row for row in line_rows if row["kernel_id"] is None]
         for line_ref in line_refs(wrapper_lines, self):
-            chains[line_ref.graph_id].wrapper_lines.append(line_ref.ref)
+            self._chain(chains, line_ref.graph_id).wrapper_lines.append(line_ref.ref)
+
+    def _chain(self, chains: dict[int, GraphChain], graph_id: int) -> GraphChain:
+        """The chain through a graph, begun where the nodes' lines are in another graph's code."""
+        if graph_id not in chains:
+            chains[graph_id] = GraphChain(graph=self.graph(graph_id))
+        return chains[graph_id]
 
     def add_launched_kernels(self, chains: dict[int, GraphChain], location: Location, line: int) -> None:
         """Down from a wrapper line: the kernels it launches or calls."""
