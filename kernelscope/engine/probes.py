@@ -261,7 +261,6 @@ class Probes:
 
     def _tag_inner_fn(self, ir_node) -> None:
         import torch._inductor.ir as ir
-        from torch._inductor.virtualized import V
 
         if isinstance(ir_node, ir.ExternKernel) and not hasattr(ir_node, "_kernelscope_fx"):
             fx_node = _lowering_node()

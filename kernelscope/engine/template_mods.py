@@ -12,17 +12,16 @@ user's lines), which the store resolves those names against.
 
 AOTAutograd re-traces a score_mod without its stack traces (its nodes point at torch's
 `flex_attention` call); their user lines come from Dynamo's own copy of the function
-(`score_mod_0` in the pre-grad graph), aligned op by op (`_align`). Nodes no op of it
+(`score_mod_0` in the pre-grad graph), aligned op by op (`_align`: op by op, by name). Nodes no op of it
 matches (the gradient's, in `joint_graph0`) take the line of a neighbour they were made
 from or for.
 """
 from __future__ import annotations
 
 import os
-from difflib import SequenceMatcher
 
 from kernelscope.compile_text.printed_graph import node_lines
-from kernelscope.engine import fx_nodes
+from kernelscope.engine import fx_nodes, subgraphs
 from kernelscope.engine.probes import GraphCapture, ModCapture, PreGradCapture
 from kernelscope.run_record import FxNode, GraphRecord, Subgraph
 
@@ -87,29 +86,28 @@ def _align(record: GraphRecord, mod: ModCapture, site: FxNode, pre_grad: PreGrad
 
     if not any(borrowed(node) for node in record.post_grad_nodes):
         return
-    post_ops = [_op_name(node.target) for node in record.post_grad_nodes if node.op == "call_function"]
-    best, best_size = None, 0
+    post = [node for node in record.post_grad_nodes if node.op == "call_function"]
+    post_ops = [_op_name(node.target) for node in post]
+    best, best_pairs = None, []
     for candidate in pre_grad.submodules:
         pre_ops = [_op_name(node["target"]) for node in candidate.gm if node["op"] == "call_function"]
-        size = sum(block.size for block in SequenceMatcher(None, post_ops, pre_ops, autojunk=False)
-                   .get_matching_blocks())
-        if size > best_size:
-            best, best_size = candidate, size
+        pairs = _pairs(post_ops, pre_ops)
+        if len(pairs) > len(best_pairs):
+            best, best_pairs = candidate, pairs
     if best is None:
         return
     record.pre_grad_text = best.text
     record.pre_grad_nodes = links._pre_grad_nodes(best, skip_prefixes)
-    post = [node for node in record.post_grad_nodes if node.op == "call_function"]
     pre = [node for node in record.pre_grad_nodes if node.op == "call_function"]
-    matcher = SequenceMatcher(None, post_ops, [_op_name(node.target) for node in pre], autojunk=False)
-    for block in matcher.get_matching_blocks():
-        for offset in range(block.size):
-            mine, theirs = post[block.a + offset], pre[block.b + offset]
-            mine.from_pre_grad = [theirs.name]
-            if borrowed(mine) and theirs.source is not None and not _same_line(theirs, site):
-                mine.source, mine.stack, mine.source_via = theirs.source, list(theirs.stack), \
-                    f"Dynamo's {best_name(best)} node {theirs.name}"
-    unmatched = [node for node in post if borrowed(node)]
+    matched = set()
+    for mine_index, their_index in best_pairs:
+        mine, theirs = post[mine_index], pre[their_index]
+        mine.from_pre_grad = [theirs.name]
+        matched.add(mine.name)  # Dynamo's node says where it is, if anywhere
+        if borrowed(mine) and theirs.source is not None and not _same_line(theirs, site):
+            mine.source, mine.stack = theirs.source, list(theirs.stack)
+            mine.source_via = f"Dynamo's trace of the function (node {theirs.name})"
+    unmatched = [node for node in post if borrowed(node) and node.name not in matched]
     for node in unmatched:
         node.source = None
     links._borrow_sources_from_neighbours(mod.gm, record.post_grad_nodes)
@@ -118,10 +116,13 @@ def _align(record: GraphRecord, mod: ModCapture, site: FxNode, pre_grad: PreGrad
             node.source, node.stack, node.source_via = site.source, list(site.stack), "the flex_attention call"
 
 
-def best_name(pre_grad: PreGradCapture) -> str:
-    """Dynamo's name of a captured subgraph (`score_mod_0`), from its printed class."""
-    first = pre_grad.text.lstrip().split("(", 1)[0]
-    return first.removeprefix("class ").strip() or "subgraph"
+def _pairs(post_ops: list[str], pre_ops: list[str]) -> list[tuple[int, int]]:
+    """(post index, pre index) of the same op, each post op paired with the first unpaired
+    pre op of its name: the two traces run the same function, in nearly the same order."""
+    unused: dict[str, list[int]] = {}
+    for index, op in enumerate(pre_ops):
+        unused.setdefault(op, []).append(index)
+    return [(index, unused[op].pop(0)) for index, op in enumerate(post_ops) if unused.get(op)]
 
 
 def _same_line(node: FxNode, site: FxNode) -> bool:
@@ -148,6 +149,6 @@ def _label(op: str, role: str, record: GraphRecord, site: FxNode | None) -> str:
         first = own[0]
         return f"{op} {role}{backward} {functions} ({os.path.basename(first.file)}:{first.line})"
     if site is not None and site.source is not None:
-        return (f"{op} {role}{backward} of {site.source.function} "
-                f"({os.path.basename(site.source.file)}:{site.source.line})")
+        where = subgraphs.qualname_at(site.source.file, site.source.line) or site.source.function
+        return f"{op} {role}{backward} of {where} ({os.path.basename(site.source.file)}:{site.source.line})"
     return f"{op} {role}{backward}"
