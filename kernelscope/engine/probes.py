@@ -33,6 +33,7 @@ The probes and what they see:
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 import traceback
@@ -44,6 +45,12 @@ from kernelscope.compile_text import wrapper_code
 from kernelscope.engine import patch_points as points
 from kernelscope.engine.fx_nodes import calling_frames, target_name
 from kernelscope.engine.patching import Patches, install_groups
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
+
+# A template passes its own values to an inlined score_mod/mask_mod as its inputs
+# (`tmp15 = (m)`: the query index); such a line sets the subgraph up, it computes nothing of it.
+MOD_INPUT_REASON = f"{SHARED_LINE_REASON_PREFIX} a template value passed in as an input of"
+_MOD_INPUT = re.compile(r"tmp\d+ = \(\w+\)")
 
 _local = threading.local()
 
@@ -338,7 +345,8 @@ class Probes:
         if fx_node is not None:
             origin = (fx_node.name, "computes")
         elif stack and stack[-1] in self._mod_names:  # a template inlining a score_mod/mask_mod
-            origin = (self._mod_names[stack[-1]], "computes")
+            reason = MOD_INPUT_REASON if _MOD_INPUT.fullmatch(text.strip()) else "computes"
+            origin = (self._mod_names[stack[-1]], reason)
         else:
             origin = (_scheduler_node_origin(kernel.current_node), "stores or reduces for")
         if origin[0] is None:
