@@ -19,7 +19,7 @@ from kernelscope.compile_text.printed_graph import node_lines
 from kernelscope.engine import collectives, fx_nodes, subgraphs
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
-from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin, in_subgraph
 
 SHARED_REASON = f"{SHARED_LINE_REASON_PREFIX} indexing and masks of the fused kernel"
 KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this kernel (line-level probes off: kernel-level only)"
@@ -319,6 +319,8 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
         if block.user_defined and not nodes:  # a program's own kernel: the node that launches it
             nodes = launched_by.get(block.launched_as, [])
         lines = _kernel_lines(block.source, probe, nodes, block.user_defined)
+        # a FlexAttention template also computes the nodes of the score_mod/mask_mod it inlines
+        nodes = list(dict.fromkeys(nodes + [name for row in lines for name in row.nodes if in_subgraph(name)]))
         kind = "template" if block.name.startswith("triton_tem_") else "triton"  # max-autotune GEMM templates
         # a program's kernel compiled twice (two specializations) is listed by each variable after the first
         name = block.launched_as if block.user_defined and block.name in kernels else block.name

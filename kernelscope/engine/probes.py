@@ -45,7 +45,7 @@ from kernelscope.compile_text import wrapper_code
 from kernelscope.engine import patch_points as points
 from kernelscope.engine.fx_nodes import calling_frames, target_name
 from kernelscope.engine.patching import Patches, install_groups
-from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, subgraph_node
 
 # A template passes its own values to an inlined score_mod/mask_mod as its inputs
 # (`tmp15 = (m)`: the query index); such a line sets the subgraph up, it computes nothing of it.
@@ -424,7 +424,7 @@ class Probes:
             return False
         mods = self._mods.setdefault(id(root), {})
         mods.setdefault(id(lowering.module), ModCapture(name, lowering.module, call_site.name))
-        self._mod_names[n] = f"{name}.{n.name}"
+        self._mod_names[n] = subgraph_node(name, n.name)
         return True
 
     # -- wrapper regions and graph codegen ------------------------------------

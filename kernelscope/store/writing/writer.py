@@ -120,7 +120,7 @@ class _GraphIds:
         """The id of a post-grad node of this graph, or of a subgraph's (`sdpa_mask0.ge`)."""
         if name in self.post_nodes:
             return self.post_nodes[name]
-        subgraph, _, node = name.partition(".")
+        subgraph, _, node = name.partition(".")  # run_record.subgraph_node
         child = self.subgraphs.get(subgraph)
         return child.post_nodes.get(node) if child is not None and node else None
 
