@@ -23,6 +23,7 @@ from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecor
 
 SHARED_REASON = f"{SHARED_LINE_REASON_PREFIX} indexing and masks of the fused kernel"
 KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this kernel (line-level probes off: kernel-level only)"
+TEMPLATE_REASON = "template code of"  # a template kernel's own lines (KernelLineCapture.template_node)
 USER_KERNEL_REASON = (f"{SHARED_LINE_REASON_PREFIX} in the program's own Triton kernel (kernel-level: the node "
                       "that launches it)")
 
@@ -252,6 +253,8 @@ def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str],
     if not body_start:
         return rows
     part: int | None = None  # the combo kernel's sub-kernel block the line is in
+    # a template's own code computes its template node (one per reuse of the kernel)
+    template_nodes = dict.fromkeys(each.template_node for each in [capture, *capture.reuses] if each.template_node)
     for number, line in enumerate(source.splitlines(), 1):
         stripped = line.strip()
         if number < body_start or not stripped:
@@ -264,6 +267,8 @@ def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str],
         if origins:
             producers = list(dict.fromkeys(origin[0] for origin in origins))  # one per reuse of the kernel
             rows.append(LineOrigin(number, line, producers, _kernel_reason(stripped, origins[0][1])))
+        elif template_nodes:
+            rows.append(LineOrigin(number, line, list(template_nodes), TEMPLATE_REASON))
         else:
             in_part = capture.parts[part] if part is not None and part < len(capture.parts) else []
             rows.append(LineOrigin(number, line, list(in_part or nodes), shared_reason))

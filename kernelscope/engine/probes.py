@@ -73,6 +73,9 @@ class KernelLineCapture:
     # A foreach/combo kernel (`triton_for_fused_*`): the nodes of each sub-kernel, in the
     # order of its `if pid < num_xblocks_<i>` blocks (what each block computes).
     parts: list[list[str]] = field(default_factory=list)
+    # A template kernel (FlexAttention, a max-autotune GEMM): the node whose lowering chose the
+    # template; the template's own code (its loops, loads, dots, softmax) computes it.
+    template_node: str | None = None
 
     def origins(self, text: str) -> list[tuple[str | None, str]]:
         """The (node, reason) of a kernel line at its first generation and each reuse."""
@@ -387,6 +390,7 @@ class Probes:
                     if origin.name not in nodes:
                         nodes.append(origin.name)
         capture.nodes = nodes
+        capture.template_node = _template_node(node_schedule)
         if self._current_graph is None:
             return
         first = self._current_graph.kernels.get(name)
@@ -538,6 +542,28 @@ def _placements(value) -> str:
     if placements is None or not hasattr(value, "device_mesh"):
         return ""
     return ", ".join(str(placement) for placement in placements)
+
+
+def _template_node(node_schedule) -> str | None:
+    """The post-grad node a template kernel's template buffer was made for: its origin node
+    (for a multi-output template such as FlexAttention's, the `getitem` of one output: the
+    op it reads, `flex_attention`), else the earliest of its origins that is no `getitem`."""
+    import operator
+
+    import torch._inductor.ir as ir
+
+    for snode in node_schedule:
+        buffer = getattr(snode, "node", None)
+        if not isinstance(buffer, ir.TemplateBuffer):
+            continue
+        node = getattr(buffer, "origin_node", None)
+        if node is None:
+            origins = [origin for origin in buffer.get_origins() if origin.target is not operator.getitem]
+            node = min(origins) if origins else None
+        while node is not None and node.target is operator.getitem and node.args:
+            node = node.args[0]
+        return node.name if node is not None else None
+    return None
 
 
 def _lowering_node():
