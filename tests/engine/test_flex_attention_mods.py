@@ -44,12 +44,20 @@ def template_lines(run, kind: str, node: str) -> list:
 
 
 def assert_attributed(run) -> None:
-    """Kernel and wrapper lines at the issue's floor; every kernel has nodes."""
+    """Kernel and wrapper lines at the issue's floor; every kernel has nodes; a template's
+    lines are its own: the mods' nodes, else the flex_attention node ("template code of"),
+    hardly ever the kernel's shared set."""
     coverage = compute_coverage(run)
     assert coverage["kernel_lines"]["share"] >= 0.95, coverage["kernel_lines"]
     assert coverage["wrapper_lines"]["share"] >= 0.95, coverage["wrapper_lines"]
     kernels = [kernel for graph in run.graphs for kernel in graph.kernels]
     assert kernels and all(kernel.nodes for kernel in kernels)
+    for graph in run.graphs:
+        for template in (kernel for kernel in graph.kernels if kernel.kind == "template"):
+            own = [origin for origin in template.lines if not origin.reason.startswith("shared:")]
+            assert len(own) >= 0.95 * len(template.lines), (template.name, len(own), len(template.lines))
+            code = {node for origin in own if origin.reason == "template code of" for node in origin.nodes}
+            assert code and all(node.startswith("flex_attention") for node in code), code
 
 
 def test_a_score_mod_is_a_subgraph_whose_nodes_reach_the_template_lines(recordings):
