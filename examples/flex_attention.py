@@ -3,6 +3,8 @@
 The score_mod adds a relative-position bias and keeps the causal half (a score_mod may
 mask too, by sending scores to -inf). Inductor inlines it into its FlexAttention Triton
 template; kernelscope links the template lines that compute it to the function's lines.
+Inference only (a factory's model also runs eagerly on the CPU, where FlexAttention has no
+backward): examples/flex_attention_train.py trains one under `kernelscope run`.
 """
 import torch
 from torch import nn
