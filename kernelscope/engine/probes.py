@@ -51,6 +51,8 @@ from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, subgraph_node
 # (`tmp15 = (m)`: the query index); such a line sets the subgraph up, it computes nothing of it.
 MOD_INPUT_REASON = f"{SHARED_LINE_REASON_PREFIX} a template value passed in as an input of"
 _MOD_INPUT = re.compile(r"tmp\d+ = \(\w+\)")
+# The higher-order ops whose pointwise subgraphs a template inlines (engine/template_mods.py's ROLES)
+TEMPLATE_MOD_OPS = ("flex_attention", "flex_attention_backward")
 
 _local = threading.local()
 
@@ -346,7 +348,7 @@ class Probes:
         fx_node = getattr(_local, "codegen_fx", None)
         stack = _fx_stack()
         if fx_node is not None:
-            origin = (fx_node.name, "computes")
+            origin = (self._mod_names.get(fx_node, fx_node.name), "computes")
         elif stack and stack[-1] in self._mod_names:  # a template inlining a score_mod/mask_mod
             reason = MOD_INPUT_REASON if _MOD_INPUT.fullmatch(text.strip()) else "computes"
             origin = (self._mod_names[stack[-1]], reason)
@@ -423,7 +425,10 @@ class Probes:
             return True
         root = lowering.root_graph
         call_site = getattr(root, "current_node", None)
-        name = _subgraph_argument(root.module, call_site, lowering.module) if call_site is not None else None
+        op = getattr(getattr(call_site, "target", None), "name", None)
+        if not callable(op) or op() not in TEMPLATE_MOD_OPS:
+            return False
+        name = _subgraph_argument(root.module, call_site, lowering.module)
         if name is None:
             return False
         mods = self._mods.setdefault(id(root), {})

@@ -51,6 +51,9 @@ def mod_graphs(capture: GraphCapture, parent: GraphRecord, pre_grad: PreGradCapt
         site = parent_nodes.get(mod.call_site)
         if pre_grad is not None and site is not None:
             _align(record, mod, site, pre_grad, skip_prefixes)
+        for node in record.post_grad_nodes:  # the module instance whose flex_attention call runs it
+            if site is not None and not node.module_path and node.op == "call_function":
+                node.module_path, node.module_class = site.module_path, site.module_class
         record.subgraph = Subgraph(name=mod.name, op=op, role=role, parent=parent.key, call_sites=[mod.call_site],
                                    label=_label(op, role, record, site))
         records.append(record)

@@ -89,6 +89,11 @@ def test_training_records_every_mod_of_forward_and_backward(train_run):
         f"flex_attention_backward score_mod gradient (backward) alibi_soft_cap (flex_attention_train.py:{alibi})": 2,
         f"flex_attention_backward mask_mod (backward) causal, sliding_window (flex_attention_train.py:{causal})": 2,
     }
+    [first_mask] = [graph for graph in mods(train_run)[f"flex_attention mask_mod causal, sliding_window "
+                                                        f"(flex_attention_train.py:{causal})"]
+                    if graph.subgraph.name == "sdpa_mask0"]
+    [ge] = [node for node in first_mask.post_grad_nodes if node.name == "ge"]
+    assert (ge.source.line, ge.module_path) == (causal, "blocks.0")  # the layer whose flex_attention runs it
     for kind, mask in (("forward", "sdpa_mask0"), ("backward", "mask_graph0")):
         compares = [origin for origin in template_lines(train_run, kind, f"{mask}.ge") if ">=" in origin.text]
         assert compares and all(origin.reason == "computes" for origin in compares), kind
