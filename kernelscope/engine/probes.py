@@ -16,7 +16,9 @@ The probes and what they see:
                       + loop_body.InterpreterShim.run_node + utils.IndentedBuffer.writeline
                       + TritonScheduling.define_kernel: each kernel line -> the FX node
                       whose lowering produced it (a foreach/combo kernel's lines are seen
-                      per sub-kernel, and joined when the combo kernel is defined)
+                      per sub-kernel, and joined when the combo kernel is defined; a
+                      template kernel's own lines, which no node's code wrote, go to the
+                      node its template buffer was made for: KernelLineCapture.template_node)
 - wrapper_regions     Scheduler.enter_context: every scheduler node opens a wrapper region
                       that carries all its post-grad origins
 - template_mods       subgraph_lowering.PointwiseSubgraphLowering.run_node: the node of a
