@@ -12,8 +12,8 @@ user's lines), which the store resolves those names against.
 
 AOTAutograd re-traces a score_mod without its stack traces (its nodes point at torch's
 `flex_attention` call); their user lines come from Dynamo's own copy of the function
-(`score_mod_0` in the pre-grad graph), aligned op by op (`_align`: op by op, by name). Nodes no op of it
-matches (the gradient's, in `joint_graph0`) take the line of a neighbour they were made
+(`score_mod_0` in the pre-grad graph), paired op by op by name (`_align`). Nodes no op of
+it matches (the gradient's, in `joint_graph0`) take the line of a neighbour they were made
 from or for.
 """
 from __future__ import annotations
