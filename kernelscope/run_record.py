@@ -65,8 +65,19 @@ class LineOrigin:
 
     line: int
     text: str
-    nodes: list[str]
+    nodes: list[str]  # of this graph; `sdpa_mask0.ge`: node ge of its subgraph sdpa_mask0 (subgraph_node)
     reason: str  # e.g. "computes", "loads for", "launches kernel", "allocates for"
+
+
+def subgraph_node(subgraph: str, node: str) -> str:
+    """How a graph's line names a node of one of its subgraphs (a FlexAttention template's
+    line computing the mask_mod's `ge`: `sdpa_mask0.ge`); FX names have no dot."""
+    return f"{subgraph}.{node}"
+
+
+def in_subgraph(name: str) -> bool:
+    """Whether a node name of a line or kernel names a node of a subgraph (subgraph_node)."""
+    return "." in name
 
 
 @dataclass

@@ -20,10 +20,11 @@ from kernelscope.compile_text.printed_graph import node_lines
 from kernelscope.engine import collectives, fx_nodes, subgraphs, user_kernels
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
-from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin, in_subgraph
 
 SHARED_REASON = f"{SHARED_LINE_REASON_PREFIX} indexing and masks of the fused kernel"
 KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this kernel (line-level probes off: kernel-level only)"
+TEMPLATE_REASON = "template code of"  # a template kernel's own lines (KernelLineCapture.template_node)
 USER_KERNEL_REASON = (f"{SHARED_LINE_REASON_PREFIX} in the program's own Triton kernel (kernel-level: the node "
                       "that launches it)")
 
@@ -253,6 +254,8 @@ def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str],
     if not body_start:
         return rows
     part: int | None = None  # the combo kernel's sub-kernel block the line is in
+    # a template's own code computes its template node (one per reuse of the kernel)
+    template_nodes = dict.fromkeys(each.template_node for each in [capture, *capture.reuses] if each.template_node)
     for number, line in enumerate(source.splitlines(), 1):
         stripped = line.strip()
         if number < body_start or not stripped:
@@ -265,6 +268,8 @@ def _kernel_lines(source: str, capture: KernelLineCapture, nodes: list[str],
         if origins:
             producers = list(dict.fromkeys(origin[0] for origin in origins))  # one per reuse of the kernel
             rows.append(LineOrigin(number, line, producers, _kernel_reason(stripped, origins[0][1])))
+        elif template_nodes:
+            rows.append(LineOrigin(number, line, list(template_nodes), TEMPLATE_REASON))
         else:
             in_part = capture.parts[part] if part is not None and part < len(capture.parts) else []
             rows.append(LineOrigin(number, line, list(in_part or nodes), shared_reason))
@@ -320,6 +325,8 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
         if block.user_defined and not nodes:  # a program's own kernel: the node that launches it
             nodes = launched_by.get(block.launched_as, [])
         lines = _kernel_lines(block.source, probe, nodes, block.user_defined)
+        # a FlexAttention template also computes the nodes of the score_mod/mask_mod it inlines
+        nodes = list(dict.fromkeys(nodes + [name for row in lines for name in row.nodes if in_subgraph(name)]))
         kind = "template" if block.name.startswith("triton_tem_") else "triton"  # max-autotune GEMM templates
         # a program's kernel compiled twice (two specializations) is listed by each variable after the first
         name = block.launched_as if block.user_defined and block.name in kernels else block.name

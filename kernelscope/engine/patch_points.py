@@ -37,6 +37,10 @@ WRITELINE = PatchPoint(_LINES, "torch._inductor.utils.IndentedBuffer", "writelin
 DEFINE_KERNEL = PatchPoint(_LINES, "torch._inductor.codegen.triton.TritonScheduling", "define_kernel",
                            "a finished kernel's lines and nodes, by its name",
                            parameters=("self", "src_code", "node_schedule", "kernel"))
+SUBGRAPH_LOWERING_RUN_NODE = PatchPoint(
+    _LINES, "torch._inductor.subgraph_lowering.PointwiseSubgraphLowering", "run_node",
+    "knows the node of a FlexAttention score_mod/mask_mod subgraph while it is lowered, so the template "
+    "lines that inline it link to that node", parameters=("self", "n"))
 ENTER_CONTEXT = PatchPoint(_LINES, "torch._inductor.scheduler.Scheduler", "enter_context",
                            "each scheduler node opens a wrapper region with its post-grad origins",
                            parameters=("self", "node"))

@@ -36,7 +36,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     import triton
 
     from kernelscope.compile_text.graph_breaks import parse_graph_break
-    from kernelscope.engine import fx_nodes, links, subgraphs, user_kernels
+    from kernelscope.engine import fx_nodes, links, subgraphs, template_mods, user_kernels
 
     probes, trace = recording.probes, recording.trace
     skip = fx_nodes.skip_prefixes()
@@ -47,8 +47,9 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     forward_by_seq_nr: dict[tuple, dict] = {}
     graphs = []
     built: dict[int, GraphRecord] = {}  # id(capture) -> its graph; a subgraph's comes before its parent's
+    mods: list[tuple[GraphRecord, GraphRecord]] = []  # (parent, a score_mod/mask_mod subgraph it inlined)
     for capture in probes.graphs:
-        pre = next((p for p in reversed(probes.pre_grad) if p.compile_id == capture.compile_id), None)
+        pre = compile_pre = next((p for p in reversed(probes.pre_grad) if p.compile_id == capture.compile_id), None)
         if capture.parent is not None and pre is not None:  # a subgraph: Dynamo's subgraph it came from
             pre = subgraphs.pick_pre_grad(capture.post_grad_gm, pre.submodules, links.pre_grad_ancestors)
         mapping = next(
@@ -62,6 +63,9 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         graph = links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed, children)
         built[id(capture)] = graph
         graphs.append(graph)
+        for child in template_mods.mod_graphs(capture, graph, compile_pre, skip):
+            mods.append((graph, child))
+            graphs.append(child)
 
     from kernelscope.engine.decision_hooks import session
 
@@ -87,6 +91,8 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         child = built[id(capture)]
         if capture.parent is not None and child.subgraph is not None and id(capture.parent) in built:
             child.subgraph.parent = built[id(capture.parent)].key
+    for parent, child in mods:
+        child.subgraph.parent = parent.key
     graphs = _parents_first(graphs)
     warnings += list(dict.fromkeys(decisions.problems))
     warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))

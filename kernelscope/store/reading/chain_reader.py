@@ -204,9 +204,14 @@ class ChainReader:
         if not post_ids:
             return
         kernel_nodes: dict[int, dict[str, None]] = {}
-        for row in select_in(self.conn, "SELECT kernel_id, node_name FROM kernel_nodes WHERE node_id IN ({})",
+        # A FlexAttention template computes nodes of its graph's score_mod/mask_mod subgraphs too:
+        # reached from those nodes alone, it is listed in their graph's chain, by their names.
+        node_of = {row["id"]: (row["graph_id"], row["name"]) for row in post_rows}
+        reached_by: dict[int, dict[int, None]] = {}  # kernel -> the nodes that reach it
+        for row in select_in(self.conn, "SELECT kernel_id, node_id, node_name FROM kernel_nodes WHERE node_id IN ({})",
                              post_ids):
             kernel_nodes.setdefault(row["kernel_id"], {})[row["node_name"]] = None
+            reached_by.setdefault(row["kernel_id"], {})[row["node_id"]] = None
         if detail:
             line_rows = select_in(self.conn, "SELECT * FROM generated_lines WHERE node_id IN ({})", post_ids)
             for row in line_rows:
@@ -219,40 +224,49 @@ class ChainReader:
                                                        kernel_nodes)}
         calls = select_in(self.conn, "SELECT kernel_id, wrapper_line FROM kernel_calls WHERE kernel_id IN ({})",
                           kernel_nodes)
-        refs: dict[int, KernelRef] = {}
+        refs: dict[int, list[KernelRef]] = {}  # one per graph whose chain lists the kernel
+        homes: dict[int, list[int]] = {}
         for kernel_id in sorted(kernels, key=lambda k: (kernels[k]["graph_id"], kernels[k]["position"])):
             kernel = kernels[kernel_id]
-            refs[kernel_id] = ref = KernelRef(
-                name=kernel["name"],
-                kind=kernel["kind"],
-                file=kernel["file"],
-                nodes=sorted(kernel_nodes[kernel_id]),
-                reason=_kernel_reason(kernel["kind"]),
-            )
-            chains[kernel["graph_id"]].kernels.append(ref)
+            graphs = list(dict.fromkeys(node_of[node][0] for node in reached_by.get(kernel_id, ())))
+            homes[kernel_id] = [kernel["graph_id"]] if kernel["graph_id"] in graphs or not graphs else graphs
+            for home in homes[kernel_id]:
+                names = kernel_nodes[kernel_id] if home == kernel["graph_id"] else {
+                    node_of[node][1]: None for node in reached_by[kernel_id] if node_of[node][0] == home}
+                ref = KernelRef(name=kernel["name"], kind=kernel["kind"], file=kernel["file"], nodes=sorted(names),
+                                reason=_kernel_reason(kernel["kind"]))
+                refs.setdefault(kernel_id, []).append(ref)
+                self._chain(chains, home).kernels.append(ref)
         if not detail:
-            node_of = {row["id"]: (row["graph_id"], row["name"]) for row in post_rows}
             for node_id, file, line in line_rows:
                 graph_id, name = node_of[node_id]
                 self.line_keys.setdefault(graph_id, {}).setdefault(name, set()).add((file, line))
             for call in calls:
                 kernel = kernels[call["kernel_id"]]
-                keys = self.line_keys.setdefault(kernel["graph_id"], {})
                 key = (self.graph_file(kernel["graph_id"], WRAPPER) or "", call["wrapper_line"])
-                for name in refs[call["kernel_id"]].nodes:
-                    keys.setdefault(name, set()).add(key)
+                for home, ref in zip(homes[call["kernel_id"]], refs[call["kernel_id"]]):
+                    keys = self.line_keys.setdefault(home, {})
+                    for name in ref.nodes:
+                        keys.setdefault(name, set()).add(key)
             return
         kernel_lines = [row for row in line_rows if row["kernel_id"] is not None]
         for line_ref in line_refs(kernel_lines, self):
-            if line_ref.kernel_id is not None:  # always: these are kernel lines
-                refs[line_ref.kernel_id].lines.append(line_ref.ref)
+            for ref in refs.get(line_ref.kernel_id, ()):  # always a kernel: these are kernel lines
+                ref.lines.append(line_ref.ref)
         for call in sorted(calls, key=lambda row: row["wrapper_line"]):
             kernel = kernels[call["kernel_id"]]
             reason = "calls extern kernel" if kernel["kind"] == "extern" else "launches kernel"
-            refs[call["kernel_id"]].calls.append(self.wrapper_line(kernel["graph_id"], call["wrapper_line"], reason))
+            for ref in refs[call["kernel_id"]]:
+                ref.calls.append(self.wrapper_line(kernel["graph_id"], call["wrapper_line"], reason))
         wrapper_lines = [row for row in line_rows if row["kernel_id"] is None]
         for line_ref in line_refs(wrapper_lines, self):
-            chains[line_ref.graph_id].wrapper_lines.append(line_ref.ref)
+            self._chain(chains, line_ref.graph_id).wrapper_lines.append(line_ref.ref)
+
+    def _chain(self, chains: dict[int, GraphChain], graph_id: int) -> GraphChain:
+        """The chain through a graph, begun where the nodes' lines are in another graph's code."""
+        if graph_id not in chains:
+            chains[graph_id] = GraphChain(graph=self.graph(graph_id))
+        return chains[graph_id]
 
     def add_launched_kernels(self, chains: dict[int, GraphChain], location: Location, line: int) -> None:
         """Down from a wrapper line: the kernels it launches or calls."""

@@ -16,7 +16,7 @@ Every figure is a `{"covered", "total", "share"}` dict (`share` is None when
 """
 from __future__ import annotations
 
-from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, RunRecord
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, RunRecord, in_subgraph
 
 
 def ratio(covered: int, total: int) -> dict:
@@ -56,7 +56,8 @@ def compute_coverage(record: RunRecord) -> dict:
                 excluded += 1
                 continue
             compared += 1
-            agreeing += set(kernel.nodes) == set(kernel.inductor_nodes)
+            # Inductor's mapping names the graph's own nodes, not those of an inlined score_mod/mask_mod
+            agreeing += {name for name in kernel.nodes if not in_subgraph(name)} == set(kernel.inductor_nodes)
 
     return {
         "kernel_lines": ratio(kernel_lines_covered, kernel_lines_total),

@@ -112,6 +112,17 @@ class _GraphIds:
     graph_id: int
     pre_nodes: dict[str, int] = field(default_factory=dict)  # name -> nodes.id
     post_nodes: dict[str, int] = field(default_factory=dict)
+    # this graph's subgraphs by name (`sdpa_mask0`): a line of its FlexAttention template
+    # names a node of one as `sdpa_mask0.ge` (engine/template_mods.py)
+    subgraphs: dict[str, _GraphIds] = field(default_factory=dict)
+
+    def post_node(self, name: str) -> int | None:
+        """The id of a post-grad node of this graph, or of a subgraph's (`sdpa_mask0.ge`)."""
+        if name in self.post_nodes:
+            return self.post_nodes[name]
+        subgraph, _, node = name.partition(".")  # run_record.subgraph_node
+        child = self.subgraphs.get(subgraph)
+        return child.post_nodes.get(node) if child is not None and node else None
 
 
 class _RunWriter:
@@ -129,6 +140,10 @@ class _RunWriter:
 
     def write(self) -> None:
         graph_ids = [self._insert_graph(graph) for graph in self.record.graphs]
+        by_key = {graph.key: ids for graph, ids in zip(self.record.graphs, graph_ids)}
+        for graph, ids in zip(self.record.graphs, graph_ids):
+            if graph.subgraph is not None and graph.subgraph.parent in by_key:
+                by_key[graph.subgraph.parent].subgraphs[graph.subgraph.name] = ids
         for graph, ids in zip(self.record.graphs, graph_ids):
             self._insert_node_links(graph, ids, graph_ids)
             self._insert_kernels(graph, ids)
@@ -262,7 +277,7 @@ class _RunWriter:
                 self._write_file(file, "kernel", kernel.source, ids.graph_id, kernel_id)
             self.conn.executemany(
                 "INSERT INTO kernel_nodes (kernel_id, position, node_name, node_id) VALUES (?, ?, ?, ?)",
-                [(kernel_id, index, name, ids.post_nodes.get(name)) for index, name in enumerate(kernel.nodes)],
+                [(kernel_id, index, name, ids.post_node(name)) for index, name in enumerate(kernel.nodes)],
             )
             self.conn.executemany(
                 "INSERT OR IGNORE INTO kernel_calls (kernel_id, graph_id, wrapper_line) VALUES (?, ?, ?)",
@@ -285,7 +300,7 @@ class _RunWriter:
             for name in origin.nodes if origin.nodes else (None,):
                 rows.append((
                     self.run_id, ids.graph_id, kernel_id, file, origin.line, origin.text,
-                    origin.reason, origin_index, name, None if name is None else ids.post_nodes.get(name),
+                    origin.reason, origin_index, name, None if name is None else ids.post_node(name),
                 ))
         self.conn.executemany(
             """INSERT INTO generated_lines (run_id, graph_id, kernel_id, file, line, text, reason,

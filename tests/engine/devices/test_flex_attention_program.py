@@ -40,7 +40,7 @@ def test_forward_and_backward_hold_flex_attentions_triton_templates_for_cuda(fle
     store, _ = flex_train
     run = recorded_run(store)
     assert run["device"] == "virtual-cuda" and run["recompiles"] == [] and run["graph_breaks"] == []
-    graphs = {graph["kind"]: graph for graph in run["graphs"]}
+    graphs = {graph["kind"]: graph for graph in run["graphs"] if graph["subgraph"] is None}  # not its mods
     assert sorted(graphs) == ["backward", "forward"]
     for kind, op in (("forward", "flex_attention"), ("backward", "flex_attention_backward")):
         graph = graphs[kind]
@@ -131,5 +131,8 @@ def test_a_compiled_create_block_mask_is_on_the_virtual_gpu(tmp_path):
     done = kernelscope("run", str(script), "--store", str(store))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "mask cuda:0 [1, 0, 1, 1]" in done.stdout and "out cuda:0" in done.stdout
-    kinds = sorted(graph["kind"] for graph in recorded_run(store)["graphs"])
+    graphs = recorded_run(store)["graphs"]
+    kinds = sorted(graph["kind"] for graph in graphs if graph["subgraph"] is None)
     assert kinds == ["inference", "inference"]  # the mask's graph and attention's
+    labels = [graph["subgraph"]["label"] for graph in graphs if graph["subgraph"] is not None]
+    assert "flex_attention mask_mod causal (compiled_mask.py:5)" in labels, labels  # attention's mask_mod
