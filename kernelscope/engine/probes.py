@@ -87,6 +87,9 @@ class GraphCapture:
     # its parent's, e.g. `true_graph_0`) and the capture of the graph whose codegen made it.
     name: str | None = None
     parent: GraphCapture | None = None
+    # Fusions the scheduler refused (why_probes.py): (scheduler name 1, name 2, reason) ->
+    # (post-grad nodes of node 1, of node 2).
+    not_fused: dict[tuple[str, str, str], tuple[list[str], list[str]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -169,6 +172,10 @@ class Probes:
 
     def __exit__(self, *exc):
         self.uninstall()
+
+    def current_graph(self) -> GraphCapture | None:
+        """The graph being generated now (None outside Inductor's codegen)."""
+        return self._current_graph
 
     @property
     def line_level(self) -> bool:

@@ -36,7 +36,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     import triton
 
     from kernelscope.compile_text.graph_breaks import parse_graph_break
-    from kernelscope.engine import fx_nodes, links, subgraphs
+    from kernelscope.engine import fx_nodes, links, subgraphs, why_assembly
 
     probes, trace = recording.probes, recording.trace
     skip = fx_nodes.skip_prefixes()
@@ -60,6 +60,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         children = [(child, built[id(child)]) for child in probes.graphs
                     if child.parent is capture and id(child) in built]
         graph = links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed, children)
+        graph.not_fused = why_assembly.not_fused(capture.not_fused, graph)
         built[id(capture)] = graph
         graphs.append(graph)
 
@@ -88,6 +89,9 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
             child.subgraph.parent = built[id(capture.parent)].key
     graphs = _parents_first(graphs)
     warnings += list(dict.fromkeys(decisions.problems))
+    if recording.why is not None:
+        warnings += recording.why.warnings()
+    guards, user_files = why_assembly.guards(trace, skip)
     warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))
     return RunRecord(
         target=target,
@@ -102,7 +106,8 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         graphs=graphs,
         graph_breaks=[parse_graph_break(r.payload, r.compile_id)
                       for r in trace.of_kind("artifact:dynamo_graph_break_reason")],
-        recompiles=_recompiles(trace),
+        recompiles=why_assembly.with_failures(_recompiles(trace), trace, recording.why, user_files, guards),
+        guards=guards,
         warnings=warnings,
         config={"execute": options.execute},
         rank=recording.distributed.rank or rank_info.current(options.job),
