@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kernelscope.render.query_tree import Branch
     from kernelscope.store import StoreBackend
     from kernelscope.store.parts.distributed import CollectiveRef
+    from kernelscope.store.parts.why import LineWhy
 
 DIRECTIONS = ("up", "down", "both")
 
@@ -45,6 +46,9 @@ class Answer:
     collectives: list[CollectiveRef] = field(default_factory=list)
     linked_lines: list[int] = field(default_factory=list)  # an empty answer: the file's lines that have one
     warnings: list[str] = field(default_factory=list)  # e.g. a generated file edited since its run
+    # A model line: the guards it installed, the recompiles it caused, the fusions refused
+    # for its ops (store/parts/why.py; docs/why.md). None for a generated file's line.
+    why: LineWhy | None = None
 
     @property
     def run_id(self) -> int:
@@ -52,8 +56,9 @@ class Answer:
 
     @property
     def empty(self) -> bool:
-        """Nothing recorded at this line."""
-        return self.overview.empty if self.overview is not None else self._chain.empty
+        """Nothing recorded at this line (no node, kernel, guard, recompile or refusal)."""
+        chain_empty = self.overview.empty if self.overview is not None else self._chain.empty
+        return chain_empty and (self.why is None or self.why.empty)
 
     @property
     def graphs(self) -> list:
@@ -94,6 +99,10 @@ class Answer:
             tree.children.insert(1 if self.text.strip() else 0, Branch("collectives", "bold red", [
                 Branch(lines[0], "red", [Branch(line, "red") for line in lines[1:]])
                 for lines in map(collective_answer, self.collectives)]))
+        if self.why is not None and not self.why.empty:
+            from kernelscope.render.why import why_branches
+
+            tree.children.extend(why_branches(self.why))
         if self.empty:
             if self.module:
                 hint = f"none in module instance {self.module!r}: drop --module to see all"
@@ -124,6 +133,10 @@ class Answer:
         data = asdict(self.overview if self.overview is not None else self._chain)
         if self.collectives:
             data["collectives"] = [asdict(collective) for collective in self.collectives]
+        if self.why is not None:  # a model line: always present, empty lists when nothing (docs/why.md)
+            data["guards"] = [asdict(guard) for guard in self.why.guards]
+            data["recompiles"] = [asdict(recompile) for recompile in self.why.recompiles]
+            data["not_fused"] = [asdict(refusal) for refusal in self.why.not_fused]
         return data
 
     def __str__(self) -> str:
@@ -177,6 +190,8 @@ def ask(store: StoreBackend, path: str, line: int, run_id: int | None = None, di
         answer.result = view.query_at(location, line, direction, module, direct_only, detail=not summary,
                                       rollup=summary)
         answer.text = answer.result.text
+    if location.kind == SOURCE:
+        answer.why = view.why_at(location, line)
     if answer.empty:
         answer.linked_lines = (view.linked_lines(location) if location.kind == SOURCE
                                else [links.line for links in view.file_links(location).lines])
