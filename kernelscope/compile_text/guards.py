@@ -36,7 +36,8 @@ _SHAPE_ENV_FILES = (
     "_ops.py", "utils/_stats.py", "utils/_python_dispatch.py", "_library/",
 )
 # "<comment code>  # <file>:<line> in <function>" as Dynamo writes a guard's user line.
-# A failure names a second line after ") and " (`... (tensor.py in evaluate_expr)) and if n > 4:  # f.py:23 in forward`).
+# A failure names a second line after ") and ":
+# `... (tensor.py in evaluate_expr)) and if n > 4:  # f.py:23 in forward`.
 _LINE_COMMENT = re.compile(r"(?:#|\) and )\s*(?P<code>[^#]*?)\s*#\s*(?P<file>[^\s#]+?\.py):(?P<line>\d+) in "
                            r"(?P<function>[\w<>.]+)")
 _TREE_GUARD = re.compile(r"^[|\s]*\+- (?P<kind>[A-Z][A-Z0-9_]*): (?P<rest>.*)$")
@@ -79,7 +80,8 @@ class GuardReader:
     def __init__(self, strings: dict[int, str], skip: tuple[str, ...]):
         self.strings = strings
         self.skip = skip
-        self.symbols: dict[str, dict[str, tuple[str, SourceLocation | None]]] = {}  # compile -> symbol -> (source, line)
+        # compile id -> symbol -> (its source, the line that made it)
+        self.symbols: dict[str, dict[str, tuple[str, SourceLocation | None]]] = {}
         self.user_files: set[str] = set()
         self.guards: list[Guard] = []
 
@@ -135,7 +137,8 @@ class GuardReader:
         value, reason = str(body.get("value", "")), str(body.get("reason") or "")
         self.guards.append(Guard(
             compile_id=entry.compile_id, kind="specialization",
-            expression=f"{sources[0] if sources else body.get('symbol')} == {value}" + (f" ({reason})" if reason else ""),
+            expression=(f"{sources[0] if sources else body.get('symbol')} == {value}"
+                        + (f" ({reason})" if reason else "")),
             raw=f"{body.get('symbol')} = {value}", symbols={str(body.get("symbol")): sources[0]} if sources else {},
             added_by=self._added_by(user, frames(body.get("stack"), self.strings)),
             source=line, source_via="guard" if line else "", stack=self._user_frames(user)))
@@ -172,6 +175,7 @@ class GuardReader:
             line = None
             if comment is not None:
                 line = self._known_file(comment["file"], int(comment["line"]), comment["function"], comment["code"])
+            code = _machine_free(code)
             shape = match["kind"] == "LAMBDA_GUARD" and ".size()" in code  # the shape guards, all in one check
             self.guards.append(Guard(
                 compile_id=entry.compile_id, kind=match["kind"], expression=strip_local_scope(code), raw=code,
@@ -229,6 +233,16 @@ def sources_in(text: str) -> list[tuple[str, str, int]]:
     found = [(m[1], m[2], int(m[3])) for m in _SIZE_SOURCE.finditer(text)]
     found += [(m[1], m[2], int(m[3])) for m in _TENSOR_MISMATCH.finditer(text)]
     return list(dict.fromkeys(found))
+
+
+_OBJECT_ID = re.compile(r"(___check_(?:obj|type)_id\(.+?, )\d+(\))")
+
+
+def _machine_free(code: str) -> str:
+    """A Dynamo guard's text without what differs between two processes: object ids
+    (`___check_obj_id(G['torch'], <id>)`) and the global state's values (thread count...)."""
+    code = _OBJECT_ID.sub(r"\1<id>\2", code)
+    return code.split(" against {", 1)[0] if code.startswith("___check_global_state()") else code
 
 
 def _in_user_names(expression: str, sources: dict[str, str]) -> str:

@@ -14,6 +14,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from kernelscope.run_record import RunRecord
+from kernelscope.store.database import connection
 from kernelscope.store.database.sql import select_in
 
 # Guards a user wrote a line for: shown at the line by every front end. Dynamo's other
@@ -111,9 +112,16 @@ def write_run_why(conn: sqlite3.Connection, run_id: int, record: RunRecord, grap
 # -- reading -------------------------------------------------------------------------------
 
 
+def _recorded(conn: sqlite3.Connection) -> bool:
+    """False in a read-only store of a version before these tables: its runs read as having none."""
+    return connection.has_table(conn, "guards")
+
+
 def line_why(conn: sqlite3.Connection, run_id: int, path: str, line: int) -> LineWhy:
     """The guards a model line installed, the recompiles they (or its checks) caused, and
     the fusions refused for its ops."""
+    if not _recorded(conn):
+        return LineWhy()
     guards = [_guard_ref(row) for row in conn.execute(
         "SELECT * FROM guards WHERE run_id = ? AND source_file = ? AND source_line = ? ORDER BY position",
         (run_id, path, line))]
@@ -128,6 +136,8 @@ def line_why(conn: sqlite3.Connection, run_id: int, path: str, line: int) -> Lin
 def file_why(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, LineWhy]:
     """Line -> its shape guards and specializations and the recompiles it caused, for a
     whole file (a language server's diagnostics): fusion refusals are asked per line."""
+    if not _recorded(conn):
+        return {}
     found: dict[int, LineWhy] = {}
     for row in conn.execute(
             f"SELECT * FROM guards WHERE run_id = ? AND source_file = ? AND kind IN {SHAPE_KINDS} ORDER BY position",
@@ -142,18 +152,23 @@ def file_why(conn: sqlite3.Connection, run_id: int, path: str) -> dict[int, Line
 
 
 def run_guards(conn: sqlite3.Connection, run_id: int) -> list[GuardRef]:
+    if not _recorded(conn):
+        return []
     return [_guard_ref(row) for row in conn.execute(
         "SELECT * FROM guards WHERE run_id = ? ORDER BY position", (run_id,))]
 
 
 def run_failures(conn: sqlite3.Connection, run_id: int) -> list[RecompileRef]:
+    if not _recorded(conn):
+        return []
     return [_recompile_ref(row) for row in conn.execute(
         "SELECT * FROM guard_failures WHERE run_id = ? ORDER BY id", (run_id,))]
 
 
 def _not_fused_at(conn: sqlite3.Connection, run_id: int, path: str, line: int) -> list[NotFusedRef]:
     own = conn.execute(
-        "SELECT id, graph_id, name FROM nodes WHERE run_id = ? AND source_file = ? AND source_line = ? AND stage = 'post'",
+        "SELECT id, graph_id, name FROM nodes WHERE run_id = ? AND source_file = ? AND source_line = ? "
+        "AND stage = 'post'",
         (run_id, path, line)).fetchall()
     if not own:
         return []
@@ -177,7 +192,8 @@ def _not_fused_at(conn: sqlite3.Connection, run_id: int, path: str, line: int) -
             ref = NotFusedRef(
                 graph=graphs[graph_id]["key"], compile_id=graphs[graph_id]["compile_id"], node=", ".join(here),
                 kernel=", ".join(_kernels_of(conn, graph_id, here)), other_node=other[0], other_file=other[1],
-                other_line=other[2], other_code=other[3], other_kernel=", ".join(_kernels_of(conn, graph_id, sides[theirs])),
+                other_line=other[2], other_code=other[3],
+                other_kernel=", ".join(_kernels_of(conn, graph_id, sides[theirs])),
                 reason=refusal["reason"], scheduler_nodes=(names[my_name], names[their_name]))
             key = (ref.graph, ref.kernel, ref.other_file, ref.other_line, ref.other_kernel, ref.reason)
             found.setdefault(key, ref)  # a pair asked again in a later round, as larger fused nodes
@@ -186,8 +202,8 @@ def _not_fused_at(conn: sqlite3.Connection, run_id: int, path: str, line: int) -
 
 def _node_place(conn: sqlite3.Connection, graph_id: int, names: list[str]) -> tuple[str, str | None, int | None, str]:
     """(node names, file, line, code) of the other side: its last node with a model line."""
-    rows = list(select_in(conn, f"SELECT name, source_file, source_line, source_code FROM nodes WHERE graph_id = {int(graph_id)} "
-                          "AND stage = 'post' AND name IN ({}) ORDER BY position", names))
+    rows = list(select_in(conn, "SELECT name, source_file, source_line, source_code FROM nodes WHERE graph_id = "
+                          f"{int(graph_id)} AND stage = 'post' AND name IN ({{}}) ORDER BY position", names))
     placed = [row for row in rows if row["source_file"]]
     last = placed[-1] if placed else None
     return (", ".join(names), last["source_file"] if last else None, last["source_line"] if last else None,
@@ -229,10 +245,54 @@ def advice(guard: str, lines: list[tuple[str, int, str]]) -> str:
         return ("a Python branch on a size: each outcome compiles its own graph. torch.cond(pred, true_fn, false_fn, "
                 "operands) keeps both in one graph; torch._check(...) states the one outcome your sizes take")
     if ".size()" in guard or ".stride()" in guard:
-        return ("a guard on a symbolic size failed: torch._dynamo.mark_dynamic(tensor, dim, min=..., max=...) states the "
-                "range up front")
+        return ("a guard on a symbolic size failed: torch._dynamo.mark_dynamic(tensor, dim, min=..., max=...) "
+                "states the range up front")
     return ""
 
 
 def _json(value) -> str:
     return json.dumps(value, sort_keys=True)
+
+
+# -- the dump ------------------------------------------------------------------------------
+
+
+def dump_guards(conn: sqlite3.Connection, run_id: int, portable, frame) -> list[dict]:
+    """`run.guards`, sorted (`portable` makes text machine-free, `frame` a source location)."""
+    if not _recorded(conn):
+        return []
+    found = []
+    for row in conn.execute("SELECT * FROM guards WHERE run_id = ?", (run_id,)):
+        source = None if row["source_file"] is None else frame(
+            row["source_file"], row["source_line"], row["source_function"], row["source_code"])
+        found.append({
+            "compile_id": row["compile_id"], "kind": row["kind"], "expression": portable(row["expression"]),
+            "raw": portable(row["raw"]), "symbols": json.loads(row["symbols_json"]), "added_by": row["added_by"],
+            "source": source, "source_via": row["source_via"],
+            "stack": [frame(*columns) for columns in json.loads(row["stack_json"]) if columns[0]],
+        })
+    return sorted(found, key=lambda g: (g["compile_id"], g["kind"], g["expression"], g["added_by"],
+                                        json.dumps(g["source"], sort_keys=True)))
+
+
+def dump_failures(conn: sqlite3.Connection, run_id: int, portable, frame) -> dict[str, list[dict]]:
+    """compile id -> its `recompile.failures`, sorted."""
+    if not _recorded(conn):
+        return {}
+    found: dict[str, list[dict]] = {}
+    for row in conn.execute("SELECT * FROM guard_failures WHERE run_id = ?", (run_id,)):
+        found.setdefault(row["compile_id"], []).append({
+            "failed_compile_id": row["failed_compile_id"], "guard": portable(row["guard"]),
+            "values": json.loads(row["values_json"]),
+            "lines": [frame(*columns) for columns in json.loads(row["lines_json"]) if columns[0]],
+        })
+    return {key: sorted(rows, key=lambda f: (f["failed_compile_id"], f["guard"])) for key, rows in found.items()}
+
+
+def dump_not_fused(conn: sqlite3.Connection, graph_id: int) -> list[dict]:
+    if not _recorded(conn):
+        return []
+    rows = conn.execute("SELECT * FROM fusion_refusals WHERE graph_id = ?", (graph_id,)).fetchall()
+    return sorted(({"node1": row["node1"], "node2": row["node2"], "nodes1": json.loads(row["nodes1_json"]),
+                    "nodes2": json.loads(row["nodes2_json"]), "reason": row["reason"]} for row in rows),
+                  key=lambda r: (r["node1"], r["node2"], r["reason"]))
