@@ -203,6 +203,22 @@ class Run:
     def recompiles(self) -> list[RecompileInfo]:
         return self.details.recompiles
 
+    # -- why: guards, recompile failures, fusion refusals (docs/why.md) -------------------
+
+    @property
+    def guards(self) -> list:
+        """Every guard the run's compiles installed (GuardRef: expression, kind, added_by, line)."""
+        return self.view.guards()
+
+    @property
+    def guard_failures(self) -> list:
+        """Every failed guard of every recompile (RecompileRef: values, lines, advice)."""
+        return self.view.guard_failures()
+
+    def why(self, path: str, line: int):
+        """A model line's guards, the recompiles it caused and the fusions refused for its ops (LineWhy)."""
+        return self.view.why_at(path, line)
+
     @property
     def warnings(self) -> list[str]:
         return self.details.warnings
@@ -272,6 +288,8 @@ class Run:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data: what `kernelscope show RUN --json` prints."""
         data = asdict(self.details)
+        data["guard_failures"] = [asdict(failure) for failure in self.guard_failures]  # docs/why.md
+        data["guard_count"] = len(self.guards)
         profile = self.profile
         if profile is not None:
             from kernelscope.profile.report import profile_data
@@ -300,7 +318,8 @@ class Run:
         """The text `kernelscope show RUN` prints."""
         from kernelscope.render.report import run_report
 
-        return run_report(self.details, self.asm, self.distributed, self.profile, self.decisions)
+        return run_report(self.details, self.asm, self.distributed, self.profile, self.decisions,
+                          self.guard_failures, self.guards)
 
     # -- the fusion picture ----------------------------------------------------------
 

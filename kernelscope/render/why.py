@@ -52,3 +52,21 @@ def why_branches(why: LineWhy) -> list[Branch]:
         branches.append(Branch(f"not fused ({len(why.not_fused)})", "bold magenta",
                                [Branch(not_fused_text(refusal), "magenta") for refusal in why.not_fused]))
     return branches
+
+
+def run_why_lines(failures: list[RecompileRef], guards: list[GuardRef]) -> list[str]:
+    """`kernelscope show`'s section: each recompile's failed guard at its lines, with the
+    values and advice; the guards counted by kind and who added them."""
+    out = ["why it recompiled (docs/why.md)"]
+    for failure in failures:
+        lines = ", ".join(f"{file}:{line} `{code}`" for file, line, code in failure.lines) or "no user line"
+        out.append(f"  {recompile_text(failure)}")
+        out.append(f"    at {lines}")
+        if failure.advice:
+            out.append(f"    advice: {failure.advice}")
+    if not failures:
+        out.append("  (no recompile)")
+    shape = Counter(f"{guard.kind} by {guard.added_by}" for guard in guards if guard.kind in SHAPE_KINDS)
+    out.append(f"  guards: {len(guards)} ({len(guards) - sum(shape.values())} of Dynamo's"
+               + "".join(f"; {count} {what}" for what, count in sorted(shape.items())) + ")")
+    return out
