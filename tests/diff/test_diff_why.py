@@ -29,7 +29,8 @@ def test_new_guards_and_guard_failures_trip_their_gates(workspace):  # noqa: F81
     assert results["new-recompile"].reasons == [
         f"new recompile at {MLP_PATH}:{FC1_LINE}: tensor 'x' size mismatch at index 0. expected 8, actual 16 "
         "([0/1] after [0/0])"]
-    assert "shape guards:" in render(diff, [], 0, "text") and "guard failures (recompile causes):" in render(diff, [], 0, "text")
+    text = render(diff, [], 0, "text")
+    assert "shape guards:" in text and "guard failures (recompile causes):" in text
 
 
 def test_guards_that_went_away_do_not_trip_and_the_same_run_gives_no_change(workspace):  # noqa: F811
