@@ -60,7 +60,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         children = [(child, built[id(child)]) for child in probes.graphs
                     if child.parent is capture and id(child) in built]
         graph = links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed, children)
-        graph.not_fused = why_assembly.not_fused(capture.not_fused, graph)
+        graph.not_fused = why_assembly.not_fused(capture.not_fused, graph)  # empty when why is off
         built[id(capture)] = graph
         graphs.append(graph)
 
@@ -91,7 +91,8 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     warnings += list(dict.fromkeys(decisions.problems))
     if recording.why is not None:
         warnings += recording.why.warnings()
-    guards, user_files = why_assembly.guards(trace, skip)
+    # why (docs/why.md); off only to measure its cost (bench/why_cost.py)
+    guards, user_files = why_assembly.guards(trace, skip) if recording.why is not None else ([], set())
     warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))
     return RunRecord(
         target=target,
@@ -106,7 +107,8 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         graphs=graphs,
         graph_breaks=[parse_graph_break(r.payload, r.compile_id)
                       for r in trace.of_kind("artifact:dynamo_graph_break_reason")],
-        recompiles=why_assembly.with_failures(_recompiles(trace), trace, recording.why, user_files, guards),
+        recompiles=(why_assembly.with_failures(_recompiles(trace), trace, recording.why, user_files, guards)
+                    if recording.why is not None else _recompiles(trace)),
         guards=guards,
         warnings=warnings,
         config={"execute": options.execute},
