@@ -165,7 +165,7 @@ class GuardReader:
     # -- Dynamo's guard tree ---------------------------------------------------------------
 
     def _dynamo_guards(self, entry: TraceEntry) -> None:
-        for text in entry.payload.splitlines():
+        for text in (entry.payload or "").splitlines():
             match = _TREE_GUARD.match(text)
             if match is None:
                 continue

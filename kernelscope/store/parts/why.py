@@ -202,8 +202,9 @@ def _not_fused_at(conn: sqlite3.Connection, run_id: int, path: str, line: int) -
 
 def _node_place(conn: sqlite3.Connection, graph_id: int, names: list[str]) -> tuple[str, str | None, int | None, str]:
     """(node names, file, line, code) of the other side: its last node with a model line."""
-    rows = list(select_in(conn, "SELECT name, source_file, source_line, source_code FROM nodes WHERE graph_id = "
-                          f"{int(graph_id)} AND stage = 'post' AND name IN ({{}}) ORDER BY position", names))
+    rows = sorted(_by_names(conn, "SELECT position, name, source_file, source_line, source_code FROM nodes "
+                            "WHERE graph_id = ? AND stage = 'post' AND name IN ({})", graph_id, names),
+                  key=lambda row: row["position"])
     placed = [row for row in rows if row["source_file"]]
     last = placed[-1] if placed else None
     return (", ".join(names), last["source_file"] if last else None, last["source_line"] if last else None,
@@ -211,9 +212,18 @@ def _node_place(conn: sqlite3.Connection, graph_id: int, names: list[str]) -> tu
 
 
 def _kernels_of(conn: sqlite3.Connection, graph_id: int, names: list[str]) -> list[str]:
-    return [row[0] for row in select_in(
-        conn, f"SELECT DISTINCT k.name FROM kernel_nodes kn JOIN kernels k ON k.id = kn.kernel_id WHERE k.graph_id = "
-        f"{int(graph_id)} AND kn.node_name IN ({{}}) ORDER BY k.position", names)]
+    rows = _by_names(conn, "SELECT DISTINCT k.position, k.name FROM kernel_nodes kn JOIN kernels k "
+                     "ON k.id = kn.kernel_id WHERE k.graph_id = ? AND kn.node_name IN ({})", graph_id, names)
+    return list(dict.fromkeys(row["name"] for row in sorted(rows, key=lambda row: row["position"])))
+
+
+def _by_names(conn: sqlite3.Connection, sql: str, graph_id: int, names: list[str]) -> list:
+    """Rows of `sql` (`graph_id = ?` and one `IN ({})`) for node names of one graph, in chunks."""
+    rows: list = []
+    for start in range(0, len(names), 500):
+        chunk = names[start:start + 500]
+        rows += conn.execute(sql.format(", ".join("?" * len(chunk))), [graph_id, *chunk]).fetchall()
+    return rows
 
 
 def _guard_ref(row) -> GuardRef:
