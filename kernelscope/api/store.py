@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import DEFAULT_STORE_DIR
+from kernelscope.store.parts.why import GuardRef, LineWhy, RecompileRef
 
 if TYPE_CHECKING:
     from kernelscope.api.answer import Answer
@@ -206,16 +207,16 @@ class Run:
     # -- why: guards, recompile failures, fusion refusals (docs/why.md) -------------------
 
     @property
-    def guards(self) -> list:
+    def guards(self) -> list[GuardRef]:
         """Every guard the run's compiles installed (GuardRef: expression, kind, added_by, line)."""
         return self.view.guards()
 
     @property
-    def guard_failures(self) -> list:
+    def guard_failures(self) -> list[RecompileRef]:
         """Every failed guard of every recompile (RecompileRef: values, lines, advice)."""
         return self.view.guard_failures()
 
-    def why(self, path: str, line: int):
+    def why(self, path: str, line: int) -> LineWhy:
         """A model line's guards, the recompiles it caused and the fusions refused for its ops (LineWhy)."""
         return self.view.why_at(path, line)
 
