@@ -195,6 +195,7 @@ class GraphRecord:
     collectives: list[Collective] = field(default_factory=list)
     split: GraphSplit | None = None  # a DDP split part
     subgraph: Subgraph | None = None  # a higher-order op's subgraph, nested in its parent graph
+    not_fused: list[NotFused] = field(default_factory=list)  # fusions Inductor's scheduler refused (why)
 
     @property
     def compile_id(self) -> str:
@@ -226,6 +227,7 @@ class GraphBreak:
 class Recompile:
     compile_id: str
     reason: str
+    failures: list[GuardFailure] = field(default_factory=list)  # each cached compile's failed guard (why)
 
 
 @dataclass
@@ -273,6 +275,51 @@ class DecisionReplay:
     unused: list[Decision] = field(default_factory=list)  # recorded, but no compile of this run asked for them
 
 
+# -- why: guards, recompiles and fusion refusals (docs/why.md) ---------------------------
+
+
+@dataclass
+class Guard:
+    """A guard a compile installed: the check a later call must pass to reuse the compile.
+
+    `kind`: "shape" (the shape environment's guard on a symbolic size: `expression` is in
+    the user's names, `x.size()[0] <= 4`), "specialization" (a size made static), or
+    Dynamo's guard type (`TENSOR_MATCH`, `ID_MATCH`, `LAMBDA_GUARD`, ...)."""
+
+    compile_id: str  # "0/1"
+    kind: str
+    expression: str  # in the user's names where the symbols' sources are known
+    raw: str = ""  # as the shape environment wrote it ("s77 <= 4"); "" for Dynamo's guards
+    symbols: dict[str, str] = field(default_factory=dict)  # symbol -> its source ("s77" -> "x.size()[0]")
+    # Who added it: "user code" (traced from the line), "dynamo", or the torch frame that
+    # asked the shape environment, e.g. "inductor (_inductor/scheduler.py:4012 in can_fuse)".
+    added_by: str = ""
+    source: SourceLocation | None = None  # the user line that caused it
+    source_via: str = ""  # "guard" (its own user stack) | "symbol" (the line that made the symbol)
+    stack: list[SourceLocation] = field(default_factory=list)  # user frames, outermost first
+
+
+@dataclass
+class GuardFailure:
+    """One guard of a cached compile that failed, so that a call compiled again."""
+
+    failed_compile_id: str  # the cached compile whose guard failed ("0/1")
+    guard: str  # the failed check as Dynamo says it ("2 <= x.size()[0] <= 4", "tensor 'x' size mismatch ...")
+    values: dict[str, str] = field(default_factory=dict)  # what the failing call had ("x.size()[0]": "8")
+    lines: list[SourceLocation] = field(default_factory=list)  # the user lines Dynamo names for it
+
+
+@dataclass
+class NotFused:
+    """Two scheduler nodes Inductor considered fusing and did not, with the scheduler's reason."""
+
+    node1: str  # scheduler names (op3, op2_op6_op7)
+    node2: str
+    nodes1: list[str]  # the post-grad nodes each computes
+    nodes2: list[str]
+    reason: str  # WhyNoFuse's reason, e.g. "no shared data"
+
+
 @dataclass
 class RunRecord:
     target: str  # "examples/mlp.py:make" or "script.py"
@@ -299,6 +346,7 @@ class RunRecord:
     gpu: dict | None = None
     decisions: list[Decision] = field(default_factory=list)
     replay: DecisionReplay | None = None
+    guards: list[Guard] = field(default_factory=list)  # every guard each compile installed (why)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -16,8 +16,11 @@ from kernelscope.run_record import (
     FxNode,
     GraphBreak,
     GraphRecord,
+    Guard,
+    GuardFailure,
     Kernel,
     LineOrigin,
+    NotFused,
     PassStep,
     Recompile,
     RunRecord,
@@ -356,6 +359,29 @@ def make_mlp_run(workspace: Path, created: float = 1_763_800_000.0) -> RunRecord
         execute_max_error=None,
         config={"max_autotune": False},
     )
+
+
+def make_why_run(workspace: Path) -> RunRecord:
+    """The mlp run with what docs/why.md records: a shape guard at the fc1 line (from user
+    code), one Inductor added, the recompile it failed (with the value and lines) and a
+    fusion the scheduler refused between fc1's addmm and gelu."""
+    record = make_mlp_run(workspace)
+    fc1, gelu = _user(workspace, FC1_LINE), _user(workspace, GELU_LINE)
+    record.guards = [
+        Guard("0/1", "shape", "x.size()[0] <= 16", raw="s0 <= 16", symbols={"s0": "x.size()[0]"},
+              added_by="user code", source=fc1, source_via="guard", stack=[fc1]),
+        Guard("0/1", "shape", "x.size()[0] <= 2147483647", raw="s0 <= 2147483647", symbols={"s0": "x.size()[0]"},
+              added_by="inductor (_inductor/sizevars.py:819 in expect_true)", source=fc1, source_via="symbol"),
+        Guard("0/1", "TENSOR_MATCH", "check_tensor(x, Tensor, ...)", raw="check_tensor(L['x'], Tensor, ...)",
+              added_by="dynamo", source=fc1, source_via="guard"),
+    ]
+    record.recompiles[0].failures = [GuardFailure(
+        "0/0", "tensor 'x' size mismatch at index 0. expected 8, actual 16", {"x.size()[0]": "16"}, [fc1])]
+    forward = record.graphs[0]
+    addmm = next(node.name for node in forward.post_grad_nodes if node.source == fc1)
+    gelu_nodes = [node.name for node in forward.post_grad_nodes if node.source == gelu]
+    forward.not_fused = [NotFused("op0", "op1", [addmm], gelu_nodes, "node1 is extern or nop")]
+    return record
 
 
 def make_big_run(workspace: Path, kernel_count: int) -> RunRecord:

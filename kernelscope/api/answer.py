@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kernelscope.render.query_tree import Branch
     from kernelscope.store import StoreBackend
     from kernelscope.store.parts.distributed import CollectiveRef
+    from kernelscope.store.parts.why import LineWhy
 
 DIRECTIONS = ("up", "down", "both")
 
@@ -47,6 +48,9 @@ class Answer:
     warnings: list[str] = field(default_factory=list)  # e.g. a generated file edited since its run
     # a user Triton kernel's source line: its generated copies; a line of a copy: the user's line
     user_kernels: list[UserKernelCopy] = field(default_factory=list)
+    # A model line: the guards it installed, the recompiles it caused, the fusions refused
+    # for its ops (store/parts/why.py; docs/why.md). None for a generated file's line.
+    why: LineWhy | None = None
 
     @property
     def run_id(self) -> int:
@@ -54,10 +58,11 @@ class Answer:
 
     @property
     def empty(self) -> bool:
-        """Nothing recorded at this line."""
+        """Nothing recorded at this line (no node, kernel, user kernel, guard, recompile or refusal)."""
         if self.user_kernels:
             return False
-        return self.overview.empty if self.overview is not None else self._chain.empty
+        chain_empty = self.overview.empty if self.overview is not None else self._chain.empty
+        return chain_empty and (self.why is None or self.why.empty)
 
     @property
     def graphs(self) -> list:
@@ -101,6 +106,10 @@ class Answer:
                 for lines in map(collective_answer, self.collectives)]))
         if self.user_kernels:
             tree.children.append(user_kernel_branch(self.user_kernels, self.location.kind == SOURCE))
+        if self.why is not None and not self.why.empty:
+            from kernelscope.render.why import why_branches
+
+            tree.children.extend(why_branches(self.why))
         if self.empty:
             if self.module:
                 hint = f"none in module instance {self.module!r}: drop --module to see all"
@@ -134,6 +143,10 @@ class Answer:
             data["collectives"] = [asdict(collective) for collective in self.collectives]
         if self.user_kernels:  # a user Triton kernel's line: its copies or its user line, with the configs
             data["user_kernels"] = [asdict(copy) for copy in self.user_kernels]
+        if self.why is not None:  # a model line: always present, empty lists when nothing (docs/why.md)
+            data["guards"] = [asdict(guard) for guard in self.why.guards]
+            data["recompiles"] = [asdict(recompile) for recompile in self.why.recompiles]
+            data["not_fused"] = [asdict(refusal) for refusal in self.why.not_fused]
         return data
 
     def __str__(self) -> str:
@@ -188,6 +201,8 @@ def ask(store: StoreBackend, path: str, line: int, run_id: int | None = None, di
                                       rollup=summary)
         answer.text = answer.result.text
     answer.user_kernels = view.user_kernel_copies(location, line)
+    if location.kind == SOURCE:
+        answer.why = view.why_at(location, line)
     if answer.empty:
         answer.linked_lines = (view.linked_lines(location) if location.kind == SOURCE
                                else [links.line for links in view.file_links(location).lines])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import DEFAULT_STORE_DIR
+from kernelscope.store.parts.why import GuardRef, LineWhy, RecompileRef
 
 if TYPE_CHECKING:
     from kernelscope.api.answer import Answer
@@ -204,6 +205,22 @@ class Run:
     def recompiles(self) -> list[RecompileInfo]:
         return self.details.recompiles
 
+    # -- why: guards, recompile failures, fusion refusals (docs/why.md) -------------------
+
+    @property
+    def guards(self) -> list[GuardRef]:
+        """Every guard the run's compiles installed (GuardRef: expression, kind, added_by, line)."""
+        return self.view.guards()
+
+    @property
+    def guard_failures(self) -> list[RecompileRef]:
+        """Every failed guard of every recompile (RecompileRef: values, lines, advice)."""
+        return self.view.guard_failures()
+
+    def why(self, path: str, line: int) -> LineWhy:
+        """A model line's guards, the recompiles it caused and the fusions refused for its ops (LineWhy)."""
+        return self.view.why_at(path, line)
+
     @property
     def warnings(self) -> list[str]:
         return self.details.warnings
@@ -279,6 +296,8 @@ class Run:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data: what `kernelscope show RUN --json` prints."""
         data = asdict(self.details)
+        data["guard_failures"] = [asdict(failure) for failure in self.guard_failures]  # docs/why.md
+        data["guard_count"] = len(self.guards)
         profile = self.profile
         if profile is not None:
             from kernelscope.profile.report import profile_data
@@ -312,7 +331,8 @@ class Run:
         """The text `kernelscope show RUN` prints."""
         from kernelscope.render.report import run_report
 
-        report = run_report(self.details, self.asm, self.distributed, self.profile, self.decisions)
+        report = run_report(self.details, self.asm, self.distributed, self.profile, self.decisions,
+                            self.guard_failures, self.guards)
         user_kernels = self.user_kernels
         if user_kernels:
             from kernelscope.render.user_kernels import run_section

@@ -127,6 +127,9 @@ class RunDiff:
     source_lines: list[SourceLineChange] = field(default_factory=list)
     graph_breaks: list[BreakChange] = field(default_factory=list)
     recompiles: list[dict] = field(default_factory=list)  # {"status": new|gone, "reason"}
+    # why (docs/why.md): {"status": new|gone, "file", "line", "what", "detail"}
+    guards: list[dict] = field(default_factory=list)
+    guard_failures: list[dict] = field(default_factory=list)
     fallbacks: list[FallbackChange] = field(default_factory=list)
     coverage: list[CoverageChange] = field(default_factory=list)
     device_time: DeviceTimeDiff | None = None  # when either side has a profile
@@ -137,6 +140,7 @@ class RunDiff:
     def is_empty(self) -> bool:
         return not (any(count.delta for count in self.totals.values()) or self.graphs or self.kernels
                     or self.source_lines or self.graph_breaks or self.recompiles or self.fallbacks or self.coverage
+                    or self.guards or self.guard_failures
                     or (self.resources is not None and self.resources.changes)
                     or (self.decisions is not None and self.decisions.changed))
 
@@ -164,6 +168,8 @@ def compare_runs(before: DiffSide, after: DiffSide) -> RunDiff:
         source_lines=_source_line_changes(before, after, changed_pairs, alignment),
         graph_breaks=_break_changes(before.graph_breaks, after.graph_breaks, alignment),
         recompiles=_recompile_changes(before.recompiles, after.recompiles),
+        guards=_why_changes(before.guards, after.guards, alignment),
+        guard_failures=_why_changes(before.guard_failures, after.guard_failures, alignment),
         fallbacks=_fallback_changes(before, after),
         coverage=_coverage_changes(before.coverage, after.coverage),
         device_time=compare_device_time(before.profile, after.profile, pairs),
@@ -364,6 +370,25 @@ def _recompile_changes(before: list[str], after: list[str]) -> list[dict]:
     old, new = Counter(before), Counter(after)
     changes = [{"status": "new", "reason": reason} for reason, n in sorted((new - old).items()) for _ in range(n)]
     changes += [{"status": "gone", "reason": reason} for reason, n in sorted((old - new).items()) for _ in range(n)]
+    return changes
+
+
+def _why_changes(before: list, after: list, alignment: LineAlignment) -> list[dict]:
+    """Guards (or failed guards) one side has at a line and the other not; a before-side
+    line is followed to where it is on the after side (an edit above moves it)."""
+    def key(view, line):
+        return (view.file, line, view.what)
+
+    old = Counter(key(view, alignment.follow(view.file, view.line)) for view in before)
+    new = Counter(key(view, view.line) for view in after)
+    detail = {key(view, view.line): view.detail for view in after}
+    detail.update({key(view, alignment.follow(view.file, view.line)): view.detail for view in before})
+    changes = []
+    for status, counts in (("new", new - old), ("gone", old - new)):
+        for (file, line, what), count in sorted(counts.items(), key=lambda item: (item[0][0] or "", item[0][1] or 0,
+                                                                                 item[0][2])):
+            changes += [{"status": status, "file": file, "line": line, "what": what,
+                         "detail": detail.get((file, line, what), "")}] * count
     return changes
 
 

@@ -60,6 +60,13 @@ def _new_recompiles(diff: RunDiff) -> list[str]:
     return [f"new recompile: {change['reason']}" for change in diff.recompiles if change["status"] == "new"]
 
 
+def _new_why(field: str, what: str) -> Callable[[RunDiff], list[str]]:
+    def check(diff: RunDiff) -> list[str]:
+        return [f"{what} at {change['file']}:{change['line']}: {change['what']} ({change['detail']})"
+                for change in getattr(diff, field) if change["status"] == "new"]
+    return check
+
+
 def _new_fallbacks(diff: RunDiff) -> list[str]:
     return [f"fallback {change.op}: {change.before} -> {change.after} call(s)"
             + (f" at {', '.join(change.source_lines)}" if change.source_lines else "")
@@ -85,6 +92,10 @@ GATES: dict[str, Gate] = {gate.name: gate for gate in [
     Gate("graph-count", "more compiled graphs", _more("graphs", "graphs")),
     Gate("graph-break", "a graph break the baseline does not have", _new_breaks),
     Gate("recompile", "a recompile the baseline does not have", _new_recompiles),
+    Gate("new-recompile", "a guard failure (a recompile's cause) at a line the baseline does not have (dumps 7.0)",
+         _new_why("guard_failures", "new recompile")),
+    Gate("new-guard", "a shape guard or specialization at a line the baseline does not have (dumps 7.0)",
+         _new_why("guards", "new guard")),
     Gate("fallback", "more calls of an ATen op Inductor could not lower (run eagerly)", _new_fallbacks),
     Gate("extern-count", "more extern kernel calls (mm, convolution, fallbacks, ...)",
          _more("extern_calls", "extern calls")),

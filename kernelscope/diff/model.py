@@ -18,7 +18,7 @@ from kernelscope.errors import StoreError, UserError
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
 
 RUN_REFERENCE = re.compile(r"^(?:(\d+)|latest(?:~(\d+))?)$")
-READABLE_SCHEMAS = ("1.0", "2.0", "3.0", "4.0", "5.0", "6.0")
+READABLE_SCHEMAS = ("1.0", "2.0", "3.0", "4.0", "5.0", "6.0", "7.0")
 
 # Extern calls into these namespaces are ATen ops Inductor had no lowering for and ran
 # eagerly (a FallbackKernel: `torch.ops.aten.median.default(...)` in the wrapper).
@@ -106,6 +106,20 @@ class DiffSide:
     ops_by_source: dict[tuple[str, SourceKey], Counter] = field(default_factory=dict)  # (phase, line) -> targets
     profile: dict | None = None  # the dump's device times per step (`kernelscope profile`), if any
     decisions: list[DecisionView] = field(default_factory=list)  # timing decisions (schema 5.0)
+    # why (schema 7.0, docs/why.md): shape guards and specializations at their user lines,
+    # and each recompile's failed guard at the first user line Dynamo names for it
+    guards: list[WhyView] = field(default_factory=list)
+    guard_failures: list[WhyView] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WhyView:
+    """A guard (or a recompile's failed guard) as a diff compares it: what, and where."""
+
+    file: str | None
+    line: int | None
+    what: str  # the guard's expression, or the failed guard
+    detail: str  # guard: "shape, added by user code"; failure: the compile ids
 
 
 def load_side(spec: str, store_dir: str | Path) -> DiffSide:
@@ -228,6 +242,13 @@ def diff_side(data: dict, label: str) -> DiffSide:
         ops_by_source=ops_by_source,
         profile=data.get("profile"),
         decisions=decision_views(run),
+        guards=[WhyView((g["source"] or {}).get("file"), (g["source"] or {}).get("line"), g["expression"],
+                        f"{g['kind']}, added by {g['added_by']}")
+                for g in run.get("guards", []) if g["kind"] in ("shape", "specialization")],
+        guard_failures=[WhyView((f["lines"][-1] if f["lines"] else {}).get("file"),
+                                (f["lines"][-1] if f["lines"] else {}).get("line"), f["guard"],
+                                f"[{recompile['compile_id']}] after [{f['failed_compile_id']}]")
+                        for recompile in run["recompiles"] for f in recompile.get("failures", [])],
     )
 
 

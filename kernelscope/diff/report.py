@@ -128,6 +128,12 @@ def _text(diff: RunDiff, gates: list[GateResult]) -> str:
         if diff.recompiles:
             out.append("recompiles:")
             out += [f"  {MARKS[rec['status']]} {rec['status']}: {rec['reason']}" for rec in diff.recompiles]
+        for title, changes in (("guard failures (recompile causes):", diff.guard_failures),
+                               ("shape guards:", diff.guards)):
+            if changes:
+                out.append(title)
+                out += [f"  {MARKS[c['status']]} {c['status']} at {c['file']}:{c['line']}: {c['what']} ({c['detail']})"
+                        for c in changes]
         if diff.fallbacks:
             out.append("ATen fallbacks:")
             out += [f"  {fb.op}: {fb.before} -> {fb.after} call(s)"
@@ -188,6 +194,9 @@ def _markdown(diff: RunDiff, gates: list[GateResult]) -> str:
         other += [f"- graph {graph.status}: `{graph.graph}`" for graph in diff.graphs if graph.status != "changed"]
         other += [f"- {brk.status} graph break at `{brk.file}:{brk.line}`: {brk.reason}" for brk in diff.graph_breaks]
         other += [f"- {rec['status']} recompile: {rec['reason']}" for rec in diff.recompiles]
+        other += [f"- {c['status']} guard failure at `{c['file']}:{c['line']}`: {c['what']}"
+                  for c in diff.guard_failures]
+        other += [f"- {c['status']} shape guard at `{c['file']}:{c['line']}`: {c['what']}" for c in diff.guards]
         other += [f"- ATen fallback `{fb.op}`: {fb.before} → {fb.after} call(s)" for fb in diff.fallbacks]
         other += [f"- coverage {cov.key}: {_share(cov.before)} → {_share(cov.after)}" for cov in diff.coverage]
         if other:

@@ -29,6 +29,9 @@ Seeing what Inductor does
   wrapper line came from (hooks into Inductor).
 - `distributed_probes` — DDP's graph splits, passes that move collectives, the rank.
 - `trace_capture`   — torch's structured-trace records received in-process.
+- `why_probes`      — why: the fusions Inductor's scheduler refused and the values a call had
+  when a guard failed; `why_assembly` adds them and the trace's guards and recompile
+  reasons (compile_text/guards.py) to the RunRecord (docs/why.md).
 - `links`           — probes + trace -> GraphRecords with links, each with its reason.
 - `subgraphs`       — higher-order ops' subgraphs (cond branches, while_loop, nested compile
   regions): their call sites, label, pre-grad subgraph, and their code inside the parent's wrapper.

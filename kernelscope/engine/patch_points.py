@@ -7,6 +7,7 @@ gates, engine/torch_compat.py).
 
 Features and what happens when one of their points does not hold on a torch:
 - "line provenance" (probes.py): its group is left out, the run is kernel-level and says so;
+- "why" (why_probes.py): fusion refusals or guard-failure values are not recorded, said in the run;
 - "distributed" (distributed_probes.py): its group is left out, a run with collectives says so;
 - "timing decisions" (decision_hooks/): those decisions are neither recorded nor replayed, said in the run;
 - "launch configs" (asm_launches.py, --target cuda): launch configs not recorded, said in the run;
@@ -50,6 +51,18 @@ GRAPH_RUN = PatchPoint(_LINES, "torch._inductor.graph.GraphLowering", "run",
                        "times lowering (the run's `lower` phase)", parameters=("self",))
 GRAPH_RUN_NODE = PatchPoint(_LINES, "torch._inductor.graph.GraphLowering", "run_node",
                             "the node Inductor was lowering when it failed", parameters=("self", "n"))
+
+# -- why: guards, recompiles and fusion refusals (why_probes.py) ----------------------------
+
+_WHY = "why"
+WHY_NO_FUSE_INIT = PatchPoint(_WHY, "torch._inductor.scheduler.WhyNoFuse", "__init__",
+                              "keeps the two scheduler nodes a fusion refusal is about",
+                              parameters=("self", "node1", "node2"))
+WHY_NO_FUSE_CALL = PatchPoint(_WHY, "torch._inductor.scheduler.WhyNoFuse", "__call__",
+                              "each fusion the scheduler refuses, with its reason", parameters=("self", "reason"))
+GUARD_FAIL_REASON = PatchPoint(_WHY, "torch._dynamo.guards", "get_guard_fail_reason_helper",
+                               "the values a call had when a cached compile's guard failed",
+                               parameters=("guard_manager", "f_locals"))
 
 # -- distributed programs (distributed_probes.py) ------------------------------------------
 

@@ -122,6 +122,9 @@ class ModCapture:
     name: str  # the parent's get_attr target: `sdpa_score0`, `mask_graph0`
     gm: Any
     call_site: str  # the parent's post-grad node that calls it (`flex_attention`)
+    # Fusions the scheduler refused (why_probes.py): (scheduler name 1, name 2, reason) ->
+    # (post-grad nodes of node 1, of node 2).
+    not_fused: dict[tuple[str, str, str], tuple[list[str], list[str]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -208,6 +211,10 @@ class Probes:
 
     def __exit__(self, *exc):
         self.uninstall()
+
+    def current_graph(self) -> GraphCapture | None:
+        """The graph being generated now (None outside Inductor's codegen)."""
+        return self._current_graph
 
     @property
     def line_level(self) -> bool:

@@ -26,3 +26,6 @@ class RecordOptions:
     # virtual-cuda: a GPU's recorded timing decisions to replay (kernelscope.decisions;
     # docs/decisions.md); those it does not hold are guessed, and the run says which.
     decisions: DecisionSet | None = None
+    # Record fusion refusals and guard-failure values (engine/why_probes.py; docs/why.md).
+    # Off only to measure what they cost (bench/why_cost.py).
+    why: bool = True

@@ -64,12 +64,14 @@ class Recording:
         from kernelscope.engine.distributed_probes import DistributedProbes
         from kernelscope.engine.probes import Probes
         from kernelscope.engine.trace_capture import TraceCapture
+        from kernelscope.engine.why_probes import WhyProbes
 
         self.device = device
         self.options = options
         self.probes = Probes()
         self.distributed = DistributedProbes(options.job)
         self.trace = TraceCapture()
+        self.why = WhyProbes(self.probes.current_graph) if options.why else None
         self.probes.on_phase = options.on_phase
         self.probes.trace_position = lambda: len(self.trace.records)
         self._stack = contextlib.ExitStack()
@@ -122,6 +124,8 @@ class Recording:
         stack.enter_context(self.trace)
         stack.enter_context(self.distributed)  # first: its wrappers keep torch's signatures
         stack.enter_context(self.probes)
+        if self.why is not None:
+            stack.enter_context(self.why)
         self.fixes = stack.enter_context(torch_fixes.upstream_fixes())
         return self
 

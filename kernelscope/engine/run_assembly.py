@@ -36,7 +36,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     import triton
 
     from kernelscope.compile_text.graph_breaks import parse_graph_break
-    from kernelscope.engine import fx_nodes, links, subgraphs, template_mods, user_kernels
+    from kernelscope.engine import fx_nodes, links, subgraphs, template_mods, user_kernels, why_assembly
 
     probes, trace = recording.probes, recording.trace
     skip = fx_nodes.skip_prefixes()
@@ -61,6 +61,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         children = [(child, built[id(child)]) for child in probes.graphs
                     if child.parent is capture and id(child) in built]
         graph = links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed, children)
+        graph.not_fused = why_assembly.not_fused(capture.not_fused, graph)  # empty when why is off
         built[id(capture)] = graph
         graphs.append(graph)
         for child in template_mods.mod_graphs(capture, graph, compile_pre, skip):
@@ -95,6 +96,10 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         child.subgraph.parent = parent.key
     graphs = _parents_first(graphs)
     warnings += list(dict.fromkeys(decisions.problems))
+    if recording.why is not None:
+        warnings += recording.why.warnings()
+    # why (docs/why.md); off only to measure its cost (bench/why_cost.py)
+    guards, user_files = why_assembly.guards(trace, skip) if recording.why is not None else ([], set())
     warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))
     return RunRecord(
         target=target,
@@ -109,7 +114,9 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         graphs=graphs,
         graph_breaks=[parse_graph_break(r.payload, r.compile_id)
                       for r in trace.of_kind("artifact:dynamo_graph_break_reason")],
-        recompiles=_recompiles(trace),
+        recompiles=(why_assembly.with_failures(_recompiles(trace), trace, recording.why, user_files, guards)
+                    if recording.why is not None else _recompiles(trace)),
+        guards=guards,
         warnings=warnings,
         config={"execute": options.execute},
         rank=recording.distributed.rank or rank_info.current(options.job),

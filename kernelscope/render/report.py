@@ -23,11 +23,16 @@ NO_RUNS = "no runs yet — record one with `kernelscope compile FILE.py:FACTORY`
 
 
 def run_report(details: RunDetails, asm: dict | None = None, distributed: DistributedRun | None = None,
-               profile: RunProfile | None = None, decisions: RunDecisions | None = None) -> str:
+               profile: RunProfile | None = None, decisions: RunDecisions | None = None,
+               failures: list | None = None, guards: list | None = None) -> str:
     """What `kernelscope show` prints: the run, its graphs, kernels (and their resources below
     Triton when built), graph breaks, recompiles, coverage, warnings and timings; then the
     timing decisions, the distributed section and the profile when the run has them."""
     parts = [_details_text(details, asm)]
+    if failures or guards:
+        from kernelscope.render.why import run_why_lines
+
+        parts.append("\n" + "\n".join(run_why_lines(failures or [], guards or [])))
     if decisions is not None and (decisions.decisions or decisions.replay is not None or decisions.gpu):
         from kernelscope.render.decisions import section_lines
 

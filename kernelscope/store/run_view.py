@@ -22,7 +22,7 @@ from kernelscope.asm.model import STAGES
 from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
-from kernelscope.store.parts import asm_builds, decisions, distributed, profiles, user_kernels
+from kernelscope.store.parts import asm_builds, decisions, distributed, profiles, user_kernels, why
 from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
 from kernelscope.store.parts.distributed import CollectiveRef, RankRef
 from kernelscope.store.reading import (
@@ -250,6 +250,26 @@ class RunView:
     def profile(self) -> profiles.RunProfile | None:
         """Device times per step (kernels, extern calls, outside-graph time), or None."""
         return profiles.read_profile(self._conn, self.id)
+
+    # -- why: guards, recompiles, fusion refusals (store/parts/why.py; docs/why.md) ------------
+
+    def why_at(self, path: str | Path | Location, line: int) -> why.LineWhy:
+        """The guards a model line installed, the recompiles they (or its checks) caused and
+        the fusions Inductor refused for its ops."""
+        return why.line_why(self._conn, self.id, self._source(path).path, line)
+
+    def file_why(self, path: str | Path | Location) -> dict[int, why.LineWhy]:
+        """Line -> its shape guards, specializations and the recompiles it caused, for a
+        whole model file (diagnostics); fusion refusals are asked per line (`why_at`)."""
+        return why.file_why(self._conn, self.id, self._source(path).path)
+
+    def guards(self) -> list[why.GuardRef]:
+        """Every guard of the run, in the order torch installed them."""
+        return why.run_guards(self._conn, self.id)
+
+    def guard_failures(self) -> list[why.RecompileRef]:
+        """Every failed guard of every recompile of the run."""
+        return why.run_failures(self._conn, self.id)
 
     def has_profile(self) -> bool:
         return profiles.profile_stamp(self._conn, self.id) is not None

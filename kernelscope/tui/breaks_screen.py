@@ -1,4 +1,5 @@
-"""`b`: graph breaks and recompiles with their reasons; Enter jumps to the user line."""
+"""`b`: graph breaks and recompiles with their reasons; Enter jumps to the user line (a
+recompile's: the line whose guard failed, docs/why.md)."""
 from __future__ import annotations
 
 from textual import on
@@ -9,6 +10,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from kernelscope.render.why import recompile_text
+from kernelscope.store.parts.why import RecompileRef
 from kernelscope.store.results import GraphBreakInfo, RecompileInfo
 
 
@@ -17,9 +20,11 @@ class BreaksScreen(ModalScreen):
 
     BINDINGS = [Binding("escape,q", "dismiss_none", "close")]
 
-    def __init__(self, breaks: list[GraphBreakInfo], recompiles: list[RecompileInfo]):
+    def __init__(self, breaks: list[GraphBreakInfo], recompiles: list[RecompileInfo],
+                 failures: list[RecompileRef] | None = None):
         super().__init__()
         self.breaks, self.recompiles = breaks, recompiles
+        self.failures = failures or []  # each recompile's failed guards, at their lines
 
     def compose(self) -> ComposeResult:
         options: list[Option] = []
@@ -28,7 +33,15 @@ class BreaksScreen(ModalScreen):
             code = f"  {brk.code.strip()}" if brk.code else ""
             options.append(Option(f"graph break [{brk.compile_id}] {where}{code}\n    {brk.reason}",
                                   id=f"break-{index}"))
+        explained = {failure.compile_id for failure in self.failures}
+        for index, failure in enumerate(self.failures):
+            file, line, code = failure.lines[-1] if failure.lines else (None, None, "")
+            where = f"{file}:{line}  {code.strip()}" if file else "(no user line)"
+            advice = f"\n    advice: {failure.advice}" if failure.advice else ""
+            options.append(Option(f"recompile {where}\n    {recompile_text(failure)}{advice}", id=f"failure-{index}"))
         for index, recompile in enumerate(self.recompiles):
+            if recompile.compile_id in explained:
+                continue
             options.append(Option(f"recompile [{recompile.compile_id}]\n    {recompile.reason}",
                                   id=f"recompile-{index}"))
         with Vertical(id="breaks", classes="dialog"):
@@ -46,6 +59,9 @@ class BreaksScreen(ModalScreen):
             brk = self.breaks[int(index)]
             if brk.file and brk.line:
                 self.dismiss((brk.file, brk.line))
+        elif kind == "failure" and self.failures[int(index)].lines:
+            file, line, _ = self.failures[int(index)].lines[-1]
+            self.dismiss((file, line))
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)

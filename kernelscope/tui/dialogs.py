@@ -63,7 +63,9 @@ class Dialogs(Controller):
         details = self.app.details
         if details is None:
             return
-        self.app.push_screen(BreaksScreen(details.graph_breaks, details.recompiles), self._break_chosen)
+        run_id = details.summary.id
+        failures = self.app.gateway.call(lambda store: store.run(run_id).guard_failures()) if details.recompiles else []
+        self.app.push_screen(BreaksScreen(details.graph_breaks, details.recompiles, failures), self._break_chosen)
 
     def _break_chosen(self, where) -> None:
         details = self.app.details

@@ -83,6 +83,7 @@ def expected_run(record: RunRecord) -> dict:
                                                              "call_sites": sorted(graph.subgraph.call_sites)},
             "collectives": [{**dataclasses.asdict(c), "frame": source(c.frame), "model_line": source(c.model_line)}
                             for c in graph.collectives],
+            "not_fused": [dataclasses.asdict(refusal) for refusal in graph.not_fused],
         })
     return {
         "target": record.target, "device": record.device, "mode": record.mode,
@@ -92,7 +93,11 @@ def expected_run(record: RunRecord) -> dict:
                           "explanation": b.explanation, "hints": b.hints, "url": b.url,
                           "stack": [source(frame) for frame in b.stack]}
                          for b in record.graph_breaks],
-        "recompiles": [dataclasses.asdict(r) for r in record.recompiles],
+        "recompiles": [{"compile_id": r.compile_id, "reason": r.reason,
+                        "failures": [{**dataclasses.asdict(f), "lines": [source(line) for line in f.lines]}
+                                     for f in r.failures]} for r in record.recompiles],
+        "guards": [{**dataclasses.asdict(g), "source": source(g.source), "stack": [source(f) for f in g.stack]}
+                   for g in record.guards],
         "warnings": record.warnings, "execute_max_error": record.execute_max_error, "config": record.config,
         "rank": None if record.rank is None else {"rank": record.rank.rank, "world_size": record.rank.world_size,
                                                   "backend": record.rank.backend, "local_rank": record.rank.local_rank},
@@ -266,7 +271,7 @@ def test_schema_is_draft_2020_12_with_id_and_closed_objects():
     assert load_schema("6.0")["$id"] == "urn:kernelscope:schema:dump-v6"
     # free-form dicts from torch and the user; a config's constants and the instruction classes by name
     open_by_design = {"timings", "config", "inductor_mapping", "kwargs", "mix", "detail", "recorded_on",
-                      "launch_config"}
+                      "user_launch_config", "symbols", "values"}  # why: symbol -> source, source -> value
 
     def check(node, path):
         if isinstance(node, dict):

@@ -286,14 +286,33 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
     assert (workspace / ".kernelscope" / "kernelscope.sqlite").read_bytes() == before
 
 
+WHY_TABLES = ("guard_failure_lines", "guard_failures", "guards", "fusion_refusals")  # version 6 (docs/why.md)
+# every table version 6 added: a version-5 store has none of them
+ADDED_IN_6 = ("user_kernel_lines", "user_kernels", *WHY_TABLES)
+
+
+def test_version_5_store_gains_the_why_tables(mlp_store, workspace):
+    """A version-5 store (before guards and fusion refusals were recorded) opens with its runs
+    as they were; they answer with no guard, recompile failure or refusal."""
+    conn = mlp_store.conn
+    for table in ADDED_IN_6:
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("UPDATE meta SET value = '5' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    with StoreBackend(workspace / ".kernelscope") as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
+        assert store.run(1).guards() == [] and store.run(1).guard_failures() == []
+        assert store.run(1).why_at("examples/mlp.py", 12).empty
+
+
 def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
     """Versions 3 and 4 only add tables (below the kernel, filled on first ask; distributed
     jobs; timing decisions): a version-2 store opens with its runs as they were and the new
     tables empty."""
     conn = mlp_store.conn
     for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm", "collectives", "graph_code",
-                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs",
-                  "user_kernel_lines", "user_kernels"):
+                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
@@ -315,7 +334,7 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("decisions", "run_decision_info", "graph_subgraphs", "user_kernel_lines", "user_kernels"):
+    for table in ("decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -338,7 +357,7 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("graph_subgraphs", "user_kernel_lines", "user_kernels"):
+    for table in ("graph_subgraphs", *ADDED_IN_6):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -362,7 +381,7 @@ def test_version_5_store_gains_the_user_kernel_tables(mlp_store, workspace, monk
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("user_kernel_lines", "user_kernels"):
+    for table in ADDED_IN_6:
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'store_schema_version'")
     mlp_store.close()

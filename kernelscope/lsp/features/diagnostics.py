@@ -107,7 +107,12 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
             code_description=types.CodeDescription(href=brk.url) if getattr(brk, "url", "") else None,
             data={"fix": fix[0], "why": fix[1]} if fix else None,
         ))
+    why = run.file_why(document.location)
+    found += _why_diagnostics(why, at, stale)
+    placed = {recompile.compile_id for line_why in why.values() for recompile in line_why.recompiles}
     for recompile in details.recompiles:
+        if recompile.compile_id in placed:  # said at the line that caused it (above)
+            continue
         frame = recompile.compile_id.split("/", 1)[0]
         if not frame.isdigit():
             continue
@@ -132,6 +137,49 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
                 range=where, severity=types.DiagnosticSeverity.Information, source=SOURCE, code="fallback",
                 message=f"runs eagerly: `{op}` falls back to ATen (no generated kernel) in {graph}{times}{stale}",
             ))
+    return found
+
+
+# The config a size-mismatch recompile's quick fix sets: every size dynamic from the first
+# compile, so Dynamo does not compile static first and again dynamic (docs/why.md).
+DYNAMIC_FROM_THE_START = ("torch._dynamo.config.assume_static_by_default = False",
+                          "compile sizes dynamic from the first call (no static compile first)")
+
+
+def _why_diagnostics(why: dict, at, stale: str) -> list[types.Diagnostic]:
+    """At the line that caused them: each recompile (the failed guard, the values the call
+    had, advice and, for a size mismatch, a quick fix) and the shape guards and
+    specializations the line installed (docs/why.md)."""
+    found = []
+    for line, line_why in sorted(why.items()):
+        where = at(line)
+        if where is None:
+            continue
+        by_compile: dict[str, list] = {}
+        for recompile in line_why.recompiles:
+            by_compile.setdefault(recompile.compile_id, []).append(recompile)
+        for compile_id, failures in by_compile.items():
+            parts = []
+            for failure in failures:
+                values = ", ".join(f"{source}={value}" for source, value in failure.values.items())
+                parts.append(f"guard of [{failure.failed_compile_id}] failed: {failure.guard}"
+                             + (f" (the call had {values})" if values else ""))
+            advice = next((failure.advice for failure in failures if failure.advice), "")
+            fix = DYNAMIC_FROM_THE_START if "size mismatch" in " ".join(f.guard for f in failures) else None
+            found.append(types.Diagnostic(
+                range=where, severity=types.DiagnosticSeverity.Warning, source=SOURCE, code="recompile",
+                message=f"recompiled [{compile_id}] because of this line: " + "; ".join(parts)
+                + (f"\nadvice: {advice}" if advice else "") + (f"\nquick fix: {fix[0]}" if fix else "") + stale,
+                data={"fix": fix[0], "why": fix[1]} if fix else None,
+            ))
+        shape = [guard for guard in line_why.guards if guard.added_by == "user code" or guard.kind == "specialization"]
+        if shape:
+            text = "; ".join(f"[{guard.compile_id}] {guard.expression}" for guard in shape)
+            kind = "specialized" if all(guard.kind == "specialization" for guard in shape) else "guard"
+            found.append(types.Diagnostic(
+                range=where, severity=types.DiagnosticSeverity.Information, source=SOURCE, code=f"shape-{kind}",
+                message=f"this line installed {len(shape)} shape guard(s): {text} — a call that fails one "
+                        f"recompiles{stale}"))
     return found
 
 

@@ -74,11 +74,16 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
     answer = view.source_line(document.location, line)
     collectives = view.file_collectives(document.location).get(line, [])
     copies = view.user_kernel_copies(document.location, line)  # a line of a user Triton kernel
+    why = view.why_at(document.location, line)
     if answer.empty and not collectives:
-        if not copies:
+        if not copies and why.empty:
             return None
-        return (f"**kernelscope** · {render.run_label(run, document.run_id, rank)}\n\n"
-                + render.user_kernel_text(copies, True, links))
+        parts = []
+        if copies:
+            parts.append(render.user_kernel_text(copies, True, links))
+        if not why.empty:
+            parts.append(why_markdown(why))
+        return f"**kernelscope** · {render.run_label(run, document.run_id, rank)}\n\n" + "\n\n".join(parts)
     summary = view.line_summaries(document.location).get(line)
     stale = render.StaleNote(document.location.path, document.run_id, line, current) if document.stale else None
     text = document.lines[current - 1] if current <= len(document.lines) else ""
@@ -92,8 +97,33 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         hover += "\n\n" + render.collectives_text(collectives, links)
     if copies:
         hover += "\n\n" + render.user_kernel_text(copies, True, links)
+    if not why.empty:
+        hover += "\n\n" + why_markdown(why)
     device_time = render.device_time_suffix(view.file_line_times(document.location.path), line)
     if device_time:
         hover += (f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} "
                   "(profiled; shared = the kernels also serve other lines)")
     return hover
+
+
+def why_markdown(why) -> str:
+    """The hover's "why" sections: guards this line installed, recompiles it caused, fusions
+    refused for its ops (docs/why.md)."""
+    from kernelscope.render.why import dynamo_guard_summary, guard_text, not_fused_text, recompile_text
+    from kernelscope.store.parts.why import SHAPE_KINDS
+
+    parts = []
+    shape = [guard for guard in why.guards if guard.kind in SHAPE_KINDS]
+    others = [guard for guard in why.guards if guard.kind not in SHAPE_KINDS]
+    if why.guards:
+        lines = [f"- `{guard_text(guard)}`" for guard in shape]
+        if others:
+            lines.append(f"- Dynamo's guards on this line's values: {dynamo_guard_summary(others)}")
+        parts.append("**guards**\n" + "\n".join(lines))
+    if why.recompiles:
+        parts.append("**recompiles**\n" + "\n".join(
+            f"- {recompile_text(recompile)}" + (f"\n  - advice: {recompile.advice}" if recompile.advice else "")
+            for recompile in why.recompiles))
+    if why.not_fused:
+        parts.append("**not fused**\n" + "\n".join(f"- {not_fused_text(refusal)}" for refusal in why.not_fused))
+    return "\n\n".join(parts)

@@ -9,7 +9,7 @@ apart, with the schema version that added them (ADDED_SINCE_VERSION).
 from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
-# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES
+# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES
 STORE_SCHEMA_VERSION = 6
 
 TABLES = """
@@ -428,20 +428,84 @@ CREATE INDEX user_kernel_lines_by_run     ON user_kernel_lines (run_id);
 """
 # -- end of a program's own Triton kernels --------------------------------------------
 
+# ---- why: guards, recompile failures, fusion refusals (store/parts/why.py, docs/why.md) ----
+WHY_TABLES = """
+-- Every guard a compile installed (run_record.Guard), at the user line that caused it.
+CREATE TABLE guards (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    position        INTEGER NOT NULL,
+    compile_id      TEXT NOT NULL,
+    kind            TEXT NOT NULL,   -- shape, specialization, or Dynamo's type (TENSOR_MATCH, ...)
+    expression      TEXT NOT NULL,   -- in the user's names (x.size()[0] <= 4)
+    raw             TEXT NOT NULL,   -- as torch wrote it (s77 <= 4)
+    symbols_json    TEXT NOT NULL,   -- symbol -> source
+    added_by        TEXT NOT NULL,
+    source_file     TEXT,
+    source_line     INTEGER,
+    source_function TEXT NOT NULL,
+    source_code     TEXT NOT NULL,
+    source_via      TEXT NOT NULL,   -- guard | symbol | ''
+    stack_json      TEXT NOT NULL    -- user frames, outermost first
+);
+
+-- A recompile's failed guards (run_record.GuardFailure): one row per failure.
+CREATE TABLE guard_failures (
+    id                INTEGER PRIMARY KEY,
+    run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    compile_id        TEXT NOT NULL,   -- the compile the failure caused
+    failed_compile_id TEXT NOT NULL,   -- the cached compile whose guard failed
+    guard             TEXT NOT NULL,
+    values_json       TEXT NOT NULL,
+    lines_json        TEXT NOT NULL    -- [[file, line, function, code], ...]
+);
+
+-- The user lines a failure names, to find the failures of a line by index.
+CREATE TABLE guard_failure_lines (
+    failure_id  INTEGER NOT NULL REFERENCES guard_failures(id) ON DELETE CASCADE,
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    source_file TEXT NOT NULL,
+    source_line INTEGER NOT NULL
+);
+
+-- A fusion Inductor's scheduler refused (run_record.NotFused), in the graph it was asked in.
+CREATE TABLE fusion_refusals (
+    id          INTEGER PRIMARY KEY,
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id    INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    position    INTEGER NOT NULL,
+    node1       TEXT NOT NULL,   -- scheduler names
+    node2       TEXT NOT NULL,
+    nodes1_json TEXT NOT NULL,   -- post-grad node names each computes
+    nodes2_json TEXT NOT NULL,
+    reason      TEXT NOT NULL
+);
+"""
+
+WHY_INDEXES = """
+CREATE INDEX guards_by_line          ON guards (run_id, source_file, source_line);
+CREATE INDEX guard_failures_by_run   ON guard_failures (run_id);
+CREATE INDEX failure_lines_by_line   ON guard_failure_lines (run_id, source_file, source_line);
+CREATE INDEX failure_lines_by_id     ON guard_failure_lines (failure_id);
+CREATE INDEX fusion_refusals_by_graph ON fusion_refusals (graph_id);
+CREATE INDEX fusion_refusals_by_run  ON fusion_refusals (run_id);
+"""
+
+# What version 6 added: a program's own Triton kernels and why (guards, recompile failures,
+# fusion refusals). An older store's runs read as having recorded none of them.
+ADDED_IN_6 = USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXES
+
 # A store of an older version gains the tables added since, when opened: version 2 the
 # below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and
 # subgraph tables, version 4 the subgraph tables (its runs recorded none: a subgraph of theirs
-# reads as a graph of its own, as it was recorded).
+# reads as a graph of its own, as it was recorded), and each of them version 6's.
 ADDED_SINCE_VERSION = {
     "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES
-    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
-    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
-    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
+    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
+    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
+    "5": ADDED_IN_6,
 }
-# ... and every older version the user kernel tables (version 6).
-ADDED_SINCE_VERSION = {version: added + USER_KERNEL_TABLES + USER_KERNEL_INDEXES
-                       for version, added in ADDED_SINCE_VERSION.items()}
-ADDED_SINCE_VERSION["5"] = USER_KERNEL_TABLES + USER_KERNEL_INDEXES
 
 # -- end of timing decisions ----------------------------------------------------------
 
@@ -484,4 +548,4 @@ ADDED_COLUMNS = {
 
 # Everything a new store is made of, in the order it is created.
 ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + INDEXES + ASM_INDEXES
-       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + USER_KERNEL_TABLES + USER_KERNEL_INDEXES)
+       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + ADDED_IN_6)

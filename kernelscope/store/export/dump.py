@@ -37,14 +37,14 @@ from pathlib import Path, PurePosixPath
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
-from kernelscope.store.parts import decisions
+from kernelscope.store.parts import decisions, why
 from kernelscope.store.parts.profiles import dump_profile
 from kernelscope.store.parts.subgraphs import dump_subgraph
 from kernelscope.store.parts.user_kernels import dump_user_kernel
 from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
-SCHEMA_VERSION = "7.0"
+SCHEMA_VERSION = "7.0"  # 7.0: user Triton kernels (kernel.user), why (run.guards, recompile.failures, graph.not_fused)
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
                     "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
@@ -74,6 +74,10 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     "PassStep": {"$def": "pass_step", "renamed": {}, "dropped": set(), "added": set()},
     "GraphBreak": {"$def": "graph_break", "renamed": {}, "dropped": set(), "added": set()},
     "Recompile": {"$def": "recompile", "renamed": {}, "dropped": set(), "added": set()},
+    # why: guards, recompile failures, fusion refusals (store/parts/why.py)
+    "Guard": {"$def": "guard", "renamed": {}, "dropped": set(), "added": set()},
+    "GuardFailure": {"$def": "guard_failure", "renamed": {}, "dropped": set(), "added": set()},
+    "NotFused": {"$def": "not_fused", "renamed": {}, "dropped": set(), "added": set()},
     # distributed jobs
     "RankInfo": {"$def": "rank_info", "renamed": {}, "dropped": {"job"}, "added": set()},
     "GraphSplit": {"$def": "graph_split", "renamed": {}, "dropped": set(), "added": set()},
@@ -119,8 +123,10 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
          "stack": [context.frame(*frame) for frame in json.loads(row["stack_json"])]}
         for row in conn.execute("SELECT * FROM graph_breaks WHERE run_id = ?", (run_id,))
     ]
+    failures = why.dump_failures(conn, run_id, context.portable, context.frame)
     recompiles = [
-        {"compile_id": row["compile_id"], "reason": context.portable(row["reason"])}
+        {"compile_id": row["compile_id"], "reason": context.portable(row["reason"]),
+         "failures": failures.get(row["compile_id"], [])}
         for row in conn.execute("SELECT * FROM recompiles WHERE run_id = ?", (run_id,))
     ]
     dumped = {
@@ -139,6 +145,7 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         "graph_breaks": sorted(graph_breaks, key=_break_order),
         "recompiles": sorted(recompiles, key=lambda rec: (rec["compile_id"], rec["reason"])),
         "rank": _rank(conn, run_id),
+        "guards": why.dump_guards(conn, run_id, context.portable, context.frame),
         **decisions.dump_decisions(conn, run_id, context.portable),
     }
     if options.include_volatile:
@@ -328,6 +335,7 @@ class _DumpContext:
             "split": _split(conn, graph_id),
             "subgraph": dump_subgraph(conn, graph_id),
             "collectives": self.collectives(graph_id),
+            "not_fused": why.dump_not_fused(conn, graph_id),
         }
 
     def collectives(self, graph_id: int) -> list[dict]:

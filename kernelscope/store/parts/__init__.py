@@ -15,6 +15,10 @@ Map
   the user's kernel line (both ways), the configs and the one launched (`dump_user_kernel`).
 - `profiles`    — device time attached to a run (`kernelscope profile`), per kernel and
   source line; its tables are created on first attach.
+- `why`         — guards (at the user line that caused each), recompiles' failed guards (the
+  values, the lines, advice) and the fusions Inductor refused: per line (`line_why`), per
+  file (`file_why`), whole, and the dump's `run.guards`, `recompiles[].failures`,
+  `graphs[].not_fused` (docs/why.md).
 
 A new part: a module here with its dataclasses, `write_*` (called from
 `writing/writer.py` in the run's transaction, or on its own like `profiles`), its reads
