@@ -35,6 +35,8 @@ Seeing what Inductor does
 - `links`           — probes + trace -> GraphRecords with links, each with its reason.
 - `subgraphs`       — higher-order ops' subgraphs (cond branches, while_loop, nested compile
   regions): their call sites, label, pre-grad subgraph, and their code inside the parent's wrapper.
+- `template_mods`   — FlexAttention's score_mod and mask_mod as subgraphs of their graph, the
+  template lines that inline them linked to their nodes.
 - `fx_nodes`        — an FX node as a record: its user stack, module instance, pass lineage.
 - `collectives`     — each collective of a post-grad graph and why it is there.
 - `user_kernels`    — a program's own Triton kernels: each line of Inductor's copy linked to

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kernelscope.asm.model import STAGES, AsmFacts, AsmLine, KernelAsm, LaunchConfig, Occupancy
 from kernelscope.store import paths
+from kernelscope.store.database import connection
 from kernelscope.store.database.sql import select_in
 from kernelscope.store.parts import decisions
 
@@ -82,12 +83,16 @@ class AsmFileRef:
     line_count: int
 
 
+@connection.reads_damage_as_store_errors
 class AsmStore:
-    """Reads and writes the builds of one store (one connection, one thread)."""
+    """Reads and writes the builds of one store (one connection, one thread). A database
+    damaged past what opening it checked gives the store's one-line error, as RunView's
+    reads do."""
 
     def __init__(self, conn: sqlite3.Connection, root: Path):
         self.conn = conn
         self.root = root
+        self.db_path = root / connection.DB_FILE_NAME
 
     # -- what is left to build ---------------------------------------------------------
 

@@ -251,7 +251,9 @@ class ChainReader:
             return
         kernel_lines = [row for row in line_rows if row["kernel_id"] is not None]
         for line_ref in line_refs(kernel_lines, self):
-            for ref in refs.get(line_ref.kernel_id, ()):  # always a kernel: these are kernel lines
+            if line_ref.kernel_id is None:  # never: these are kernel lines
+                continue
+            for ref in refs.get(line_ref.kernel_id, ()):
                 ref.lines.append(line_ref.ref)
         for call in sorted(calls, key=lambda row: row["wrapper_line"]):
             kernel = kernels[call["kernel_id"]]
