@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kernelscope.errors import UserError
-from kernelscope.store.results import SOURCE, LineOverview, Location, ModuleGroup, QueryResult
+from kernelscope.store.results import SOURCE, LineOverview, Location, ModuleGroup, QueryResult, RecomputeRef
 
 if TYPE_CHECKING:
     from kernelscope.render.query_tree import Branch
@@ -43,6 +43,7 @@ class Answer:
     overview: LineOverview | None = None
     result: QueryResult | None = None
     collectives: list[CollectiveRef] = field(default_factory=list)
+    recomputes: list[RecomputeRef] = field(default_factory=list)  # backward nodes that recompute this line's ops
     linked_lines: list[int] = field(default_factory=list)  # an empty answer: the file's lines that have one
     warnings: list[str] = field(default_factory=list)  # e.g. a generated file edited since its run
 
@@ -81,6 +82,7 @@ class Answer:
             build_summary,
             build_tree,
             compact,
+            recompute_branch,
             summary_hint,
         )
 
@@ -94,6 +96,8 @@ class Answer:
             tree.children.insert(1 if self.text.strip() else 0, Branch("collectives", "bold red", [
                 Branch(lines[0], "red", [Branch(line, "red") for line in lines[1:]])
                 for lines in map(collective_answer, self.collectives)]))
+        if self.recomputes:
+            tree.children.append(recompute_branch(self.recomputes))
         if self.empty:
             if self.module:
                 hint = f"none in module instance {self.module!r}: drop --module to see all"
@@ -124,6 +128,8 @@ class Answer:
         data = asdict(self.overview if self.overview is not None else self._chain)
         if self.collectives:
             data["collectives"] = [asdict(collective) for collective in self.collectives]
+        if self.recomputes:
+            data["recomputed"] = [asdict(ref) for ref in self.recomputes]
         return data
 
     def __str__(self) -> str:
@@ -186,4 +192,5 @@ def ask(store: StoreBackend, path: str, line: int, run_id: int | None = None, di
         collectives = [collective for collective in collectives if collective.role != "wait"
                        or not any((collective.graph_key, peer) in issued for peer in collective.peers)]
     answer.collectives = collectives
+    answer.recomputes = view.recomputes_at(location, line)  # what the backward computes again (checkpointing)
     return answer

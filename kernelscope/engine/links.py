@@ -9,6 +9,7 @@ Links, each with a reason:
   post-grad node <- a program's own Triton kernel (the node whose wrapper region launches it)
   collective node -> why it is there  (engine/collectives.py: ParallelStyle, DTensor call)
   higher-order op node <-> subgraph   (engine/subgraphs.py: a cond branch, a nested region)
+  recomputed backward node -> forward node (engine/recompute.py: activation checkpointing)
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 
 from kernelscope.compile_text import wrapper_code
 from kernelscope.compile_text.printed_graph import node_lines
-from kernelscope.engine import collectives, fx_nodes, subgraphs
+from kernelscope.engine import collectives, fx_nodes, recompute, subgraphs
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin
@@ -165,6 +166,7 @@ def _post_grad_nodes(capture, pre_grad, forward_by_seq_nr, skip_prefixes):
             node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack"),
         )
         record.lineage = fx_nodes.pass_lineage(node.meta.get("from_node"))
+        record.recompute = recompute.reason(node, capture.is_backward)
         if pre_grad is not None:
             fx_nodes.add_callers(record, pre_grad.callers, skip_prefixes)
         if pre_grad is not None:

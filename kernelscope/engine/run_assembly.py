@@ -36,7 +36,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     import triton
 
     from kernelscope.compile_text.graph_breaks import parse_graph_break
-    from kernelscope.engine import fx_nodes, links, subgraphs
+    from kernelscope.engine import fx_nodes, links, recompute, subgraphs
 
     probes, trace = recording.probes, recording.trace
     skip = fx_nodes.skip_prefixes()
@@ -87,6 +87,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         if capture.parent is not None and child.subgraph is not None and id(capture.parent) in built:
             child.subgraph.parent = built[id(capture.parent)].key
     graphs = _parents_first(graphs)
+    recompute.link_to_forward(graphs)
     warnings += list(dict.fromkeys(decisions.problems))
     warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))
     return RunRecord(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
 # 5: SUBGRAPH_TABLES
-STORE_SCHEMA_VERSION = 5
+STORE_SCHEMA_VERSION = 6
 
 TABLES = """
 CREATE TABLE meta (
@@ -390,15 +390,36 @@ CREATE INDEX subgraphs_by_run    ON graph_subgraphs (run_id);
 CREATE INDEX subgraphs_by_parent ON graph_subgraphs (parent_graph_id);
 """
 
+# -- recomputed backward nodes (docs/recording.md#activation-checkpointing) ----------------
+# A backward post-grad node that computes a forward op again (activation checkpointing, or
+# the partitioner's choice), and the forward node it recomputes (engine/recompute.py).
+RECOMPUTE_TABLES = """
+CREATE TABLE recomputed_nodes (
+    node_id           INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+    run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    why               TEXT NOT NULL,  -- 'activation checkpointing' | 'partitioner'
+    forward_node_id   INTEGER REFERENCES nodes(id) ON DELETE CASCADE,  -- NULL: no forward twin found
+    forward_node_name TEXT NOT NULL
+);
+"""
+
+RECOMPUTE_INDEXES = """
+CREATE INDEX recomputed_by_run     ON recomputed_nodes (run_id);
+CREATE INDEX recomputed_by_forward ON recomputed_nodes (forward_node_id);
+"""
+
 # A store of an older version gains the tables added since, when opened: version 2 the
 # below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and
 # subgraph tables, version 4 the subgraph tables (its runs recorded none: a subgraph of theirs
 # reads as a graph of its own, as it was recorded).
+# Version 5 gains the recomputed-node table (its runs read as recomputing nothing).
 ADDED_SINCE_VERSION = {
     "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES
-    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
-    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
-    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
+    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + RECOMPUTE_TABLES + RECOMPUTE_INDEXES,
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + RECOMPUTE_TABLES
+    + RECOMPUTE_INDEXES,
+    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + RECOMPUTE_TABLES + RECOMPUTE_INDEXES,
+    "5": RECOMPUTE_TABLES + RECOMPUTE_INDEXES,
 }
 
 # -- end of timing decisions ----------------------------------------------------------
@@ -441,5 +462,5 @@ ADDED_COLUMNS = {
 }
 
 # Everything a new store is made of, in the order it is created.
-ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + INDEXES + ASM_INDEXES
-       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES)
+ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + RECOMPUTE_TABLES + INDEXES
+       + ASM_INDEXES + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + RECOMPUTE_INDEXES)
