@@ -317,6 +317,15 @@ class RecomputeRef:
 
 
 @dataclass
+class RecomputeSummary:
+    """What one backward graph computes again of the forward (activation checkpointing)."""
+
+    nodes: dict[str, int]  # why ("activation checkpointing", "partitioner") -> recomputed nodes
+    forward_lines: list[str]  # the lines they recompute, "file:line"
+    kernels: list[str]  # the backward kernels and extern calls that compute them
+
+
+@dataclass
 class GraphSummary:
     key: str
     compile_id: str
@@ -326,6 +335,7 @@ class GraphSummary:
     kernels: int
     files: dict[str, str]  # pre_grad / post_grad / wrapper -> stored path
     subgraph: SubgraphRef | None = None  # set for a higher-order op's subgraph
+    recomputed: RecomputeSummary | None = None  # a backward graph that recomputes forward ops
 
     @property
     def label(self) -> str:

@@ -292,7 +292,8 @@ def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
     tables empty."""
     conn = mlp_store.conn
     for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm", "collectives", "graph_code",
-                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs"):
+                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs",
+                  "recomputed_nodes"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
@@ -314,7 +315,7 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("decisions", "run_decision_info", "graph_subgraphs"):
+    for table in ("decisions", "run_decision_info", "graph_subgraphs", "recomputed_nodes"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -338,6 +339,7 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
 
     conn = mlp_store.conn
     conn.execute("DROP TABLE graph_subgraphs")
+    conn.execute("DROP TABLE recomputed_nodes")
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'store_schema_version'")
     mlp_store.close()
     root = workspace / ".kernelscope"
@@ -351,6 +353,29 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
         assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
             (str(STORE_SCHEMA_VERSION),)]
         assert rows(store, "SELECT COUNT(*) FROM graph_subgraphs") == [(0,)]
+
+
+def test_version_5_store_gains_the_recomputed_nodes_table(mlp_store, workspace, monkeypatch):
+    """A version-5 store (before recomputed backward nodes) opens with its runs as they were:
+    read-only, nothing reads as recomputed (show, the dump, query); writable, it gains the table."""
+    from kernelscope.store.database import connection
+
+    conn = mlp_store.conn
+    conn.execute("DROP TABLE recomputed_nodes")
+    conn.execute("UPDATE meta SET value = '5' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    root = workspace / ".kernelscope"
+    with monkeypatch.context() as patched:
+        patched.setattr(connection, "writable_store", lambda root: False)
+        with StoreBackend(root, create=False) as store:
+            assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("5",)]
+            assert all(graph.recomputed is None for graph in store.run(1).details().graphs)
+            assert all(node["recompute"] == "" for graph in store.run(1).dump()["run"]["graphs"]
+                       for node in graph["post_grad_nodes"])
+    with StoreBackend(root) as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
+        assert rows(store, "SELECT COUNT(*) FROM recomputed_nodes") == [(0,)]
 
 
 def test_json_columns_round_trip(mlp_store):

@@ -15,7 +15,16 @@ from kernelscope.run_record import GraphRecord
 from kernelscope.store.database.sql import select_in
 from kernelscope.store.reading.chain_reader import ChainReader
 from kernelscope.store.reading.locate import graph_ref
-from kernelscope.store.results import KERNEL, POST_GRAD, PRE_GRAD, SOURCE, WRAPPER, Location, RecomputeRef
+from kernelscope.store.results import (
+    KERNEL,
+    POST_GRAD,
+    PRE_GRAD,
+    SOURCE,
+    WRAPPER,
+    Location,
+    RecomputeRef,
+    RecomputeSummary,
+)
 
 NOT_RECOMPUTED = {"recompute": "", "recomputed_from": ""}
 
@@ -80,7 +89,8 @@ def recomputes_at(conn: sqlite3.Connection, location: Location, line: int) -> li
     elif location.kind == POST_GRAD and location.graph is not None:
         node_ids = [row["id"] for row in reader.nodes_at_graph_line(location, "post", line)]
     elif location.kind == PRE_GRAD and location.graph is not None:
-        node_ids = [row["id"] for row, _ in reader.post_nodes_from_pre(reader.nodes_at_graph_line(location, "pre", line))]
+        pre = reader.nodes_at_graph_line(location, "pre", line)
+        node_ids = [row["id"] for row, _ in reader.post_nodes_from_pre(pre)]
     elif location.kind in (KERNEL, WRAPPER):
         node_ids = [row[0] for row in conn.execute(
             "SELECT DISTINCT node_id FROM generated_lines WHERE file = ? AND line = ? AND node_id IS NOT NULL",
@@ -89,6 +99,30 @@ def recomputes_at(conn: sqlite3.Connection, location: Location, line: int) -> li
         return []
     found = recomputes_of(conn, set(node_ids))
     return [found[node_id] for node_id in sorted(found)]
+
+
+def recompute_summaries(conn: sqlite3.Connection, run_id: int) -> dict[int, RecomputeSummary]:
+    """Backward graph id -> what it recomputes, for every graph of the run that recomputes."""
+    rows = _rows(conn, """SELECT n.graph_id, r.node_id, r.why, f.source_file, f.source_line
+                          FROM recomputed_nodes r JOIN nodes n ON n.id = r.node_id
+                          LEFT JOIN nodes f ON f.id = r.forward_node_id
+                          WHERE r.run_id = ? ORDER BY r.node_id""", [run_id])
+    found: dict[int, RecomputeSummary] = {}
+    graph_of: dict[int, int] = {}
+    for row in rows:
+        summary = found.setdefault(row["graph_id"], RecomputeSummary(nodes={}, forward_lines=[], kernels=[]))
+        summary.nodes[row["why"]] = summary.nodes.get(row["why"], 0) + 1
+        if row["source_file"] and f"{row['source_file']}:{row['source_line']}" not in summary.forward_lines:
+            summary.forward_lines.append(f"{row['source_file']}:{row['source_line']}")
+        graph_of[row["node_id"]] = row["graph_id"]
+    for row in select_in(conn, """SELECT DISTINCT kn.node_id, k.name, k.position FROM kernel_nodes kn
+                                  JOIN kernels k ON k.id = kn.kernel_id WHERE kn.node_id IN ({})""", graph_of):
+        kernels = found[graph_of[row["node_id"]]].kernels
+        if row["name"] not in kernels:
+            kernels.append(row["name"])
+    for summary in found.values():
+        summary.forward_lines.sort(key=lambda text: (text.rpartition(":")[0], int(text.rpartition(":")[2])))
+    return found
 
 
 def dump_recomputes(conn: sqlite3.Connection, graph_id: int) -> dict[int, dict]:
