@@ -89,14 +89,31 @@ def _subgraphs(record: GraphRecord, capture: GraphCapture,
     if not children:
         return []
     sites = subgraphs.call_sites(capture.post_grad_gm, capture.name)
+    by_name = {node.name: node for node in record.post_grad_nodes}
     found = []
     for child_capture, child in children:
         name = child_capture.name or ""
         child.subgraph = subgraphs.describe(name, record, sites.get(name, []), child)
+        call_site = by_name.get(sites[name][0].node) if sites.get(name) else None
+        if subgraphs.lowered_from(call_site):  # a scan's or map's ops, retraced without their lines
+            _lowered_sources(capture.post_grad_gm, child, call_site)
         spliced = subgraphs.splice(capture.wrapper_text, child)
         if spliced is not None:
             found.append((spliced, sites.get(name, [])))
     return found
+
+
+def _lowered_sources(parent_gm, child: GraphRecord, call_site: FxNode) -> None:
+    """The lines of a while_loop subgraph Inductor made from a `scan` or `map`: its ops'
+    own (from the subgraph the op was given); the loop's scaffolding (the step index, its
+    bounds checks, the slices in and out) takes the `scan(...)`/`map(...)` line."""
+    subgraphs.restore_lowered_sources(parent_gm, child, call_site, fx_nodes.skip_prefixes())
+    if call_site.source is None:
+        return
+    loop = f"the {subgraphs.lowered_from(call_site)}'s loop (Inductor rewrote it as a while_loop)"
+    for node in child.post_grad_nodes:
+        if node.op == "call_function" and (node.source is None or node.source_via.startswith("gradient of")):
+            _borrow_source(node, call_site, loop)
 
 
 # -- FX nodes -------------------------------------------------------------------
