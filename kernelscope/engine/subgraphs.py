@@ -15,7 +15,11 @@ Here, torch-free apart from reading the parent's post-grad graph:
   leaves the child's kernels to the child (listed once, with their nodes) and its copy of
   the child's lines links to the call sites;
 - `describe`: a child's `Subgraph` record, with its label ("cond: true branch of
-  Gate.forward (cond_branch.py:25)", "nested region Block.forward, 4 call sites").
+  Gate.forward (cond_branch.py:25)", "nested region Block.forward, 4 call sites");
+- `lowered_from`, `restore_lowered_sources`: Inductor rewrites `scan` and `map` as a
+  while_loop before lowering (so no subgraph is ever called by a scan or map node): its
+  cond and body are labelled as the scan's or map's ("scan: combine_fn of ..., as while_loop
+  body"), and the body's retraced ops get back the lines of the subgraph the op was given.
 
 `torch.utils.checkpoint` regions leave no subgraph to record: AOTAutograd inlines them
 into the joint graph before Inductor sees it, so their nodes are the parent's own.
