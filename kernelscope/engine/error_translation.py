@@ -87,6 +87,22 @@ def lowered_loop_error(error: BaseException) -> CompileError | None:
     return None
 
 
+def fallback_reason(graph_breaks: list) -> str:
+    """Why a compile left nothing to record, from the graph breaks Dynamo reported (it falls
+    back to eager when its backend fails): '' when it reported none. A `while_loop`, `scan`
+    or `map` Inductor failed on for want of `capture_scalar_outputs` says so."""
+    if not graph_breaks:
+        return ""
+    scalar = [brk for brk in graph_breaks if "_local_scalar_dense" in f"{brk.reason} {brk.explanation}"]
+    first = (scalar or graph_breaks)[0]
+    where = f" at {first.source.file}:{first.source.line}" if first.source is not None else ""
+    text = f": Dynamo fell back to eager{where} ({' '.join((first.explanation or first.reason).split())[:300]})"
+    if scalar:
+        text += (". A while_loop, scan or map (or a while_loop's backward, with --train) compiles only with "
+                 "torch._dynamo.config.capture_scalar_outputs = True: Inductor reads the loop's step with .item()")
+    return text
+
+
 def raise_translated(error: BaseException, target_file: Path | None, probes=None) -> None:
     """Turn an exception from the user's run into a one-line error naming file:line."""
     import traceback

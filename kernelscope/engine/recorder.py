@@ -102,7 +102,8 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
 
         run.warnings.append(meta_models.summary(on_meta))
     if not run.graphs:
-        raise CompileError(f"{source_file or shown}: torch.compile produced no graph to record")
+        raise CompileError(f"{source_file or shown}: torch.compile produced no graph to record"
+                           + error_translation.fallback_reason(run.graph_breaks))
     return run_assembly.finish(run, recording.probes, import_seconds, time.perf_counter() - started)
 
 

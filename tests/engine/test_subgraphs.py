@@ -244,3 +244,16 @@ def test_scan_without_capture_scalar_outputs_is_refused_naming_the_line(tmp_path
                                            r"torch\._dynamo\.config\.capture_scalar_outputs = True"):
         record_factory(f"{model}:make", RecordOptions(device="virtual-cuda", workspace=tmp_path))
     assert torch._dynamo.config.capture_scalar_outputs == before
+
+
+def test_while_loop_training_without_capture_scalar_outputs_says_why():
+    """Its backward loop fails in Inductor, Dynamo falls back to eager and nothing is left to
+    record: the error names the fallback, its line and the setting."""
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+    from kernelscope.errors import CompileError
+
+    with pytest.raises(CompileError, match=r"no graph to record: Dynamo fell back to eager at \S*examples/while_loop\.py:"
+                                           r"\d+ \(Backend compiler `inductor` failed with aten\._local_scalar_dense.*"
+                                           r"capture_scalar_outputs = True"):
+        record_factory(f"{EXAMPLES}/while_loop.py:make", RecordOptions(device="virtual-cuda", train=True,
+                                                                      workspace=EXAMPLES.parent))
