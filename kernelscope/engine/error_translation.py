@@ -139,6 +139,10 @@ def raise_translated(error: BaseException, target_file: Path | None, probes=None
         first += (" — torch's own limitation when training through `scan`: its autograd refuses a combine_fn "
                   "whose carry is made by an op that saves its output (tanh, sigmoid), pytorch/pytorch#195977; "
                   "inference (no gradient) compiles")
+    if "combine_mode='pointwise'" in text and "CUDA" in text:
+        first += (" — associative_scan's pointwise mode checks for real GPU tensors, and virtual-cuda and "
+                  "cpu-triton capture on CPU tensors: record it on a GPU (--target cuda), or use "
+                  "combine_mode='generic'")
     failed_node = getattr(probes, "failed_node", None)
     inductor_failed = failed_node is not None or type(error).__name__ in (
         "InductorError", "BackendCompilerFailed", "LoweringException")

@@ -257,3 +257,18 @@ def test_while_loop_training_without_capture_scalar_outputs_says_why():
     with pytest.raises(CompileError, match=expected):
         record_factory(f"{EXAMPLES}/while_loop.py:make", RecordOptions(device="virtual-cuda", train=True,
                                                                       workspace=EXAMPLES.parent))
+
+
+def test_pointwise_associative_scan_on_the_virtual_gpu_is_refused_with_what_to_do(tmp_path):
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+    from kernelscope.errors import TargetError
+
+    model = tmp_path / "cumulative.py"
+    model.write_text(
+        "import torch\nfrom torch._higher_order_ops.associative_scan import associative_scan\n\n\n"
+        "class Cumulative(torch.nn.Module):\n    def forward(self, xs):\n"
+        "        return associative_scan(lambda a, b: a + b, xs, dim=0, combine_mode='pointwise')\n\n\n"
+        "def make():\n    return Cumulative(), (torch.randn(8, 16),)\n")
+    with pytest.raises(TargetError, match=r"cumulative\.py:7: .*combine_mode='pointwise'.*virtual-cuda and "
+                                          r"cpu-triton capture on CPU tensors.*--target cuda.*combine_mode='generic'"):
+        record_factory(f"{model}:make", RecordOptions(device="virtual-cuda", workspace=tmp_path))
