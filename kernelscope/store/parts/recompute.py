@@ -81,6 +81,8 @@ def recomputes_at(conn: sqlite3.Connection, location: Location, line: int) -> li
     """The recomputed backward nodes a line reaches: a model source line's own nodes and
     those it calls (`x = checkpoint(block, x)` reaches the whole block), a post-grad
     graph's line, a pre-grad line's post-grad nodes, or a kernel or wrapper line's nodes."""
+    if not _rows(conn, "SELECT 1 FROM recomputed_nodes WHERE run_id = ? LIMIT 1", [location.run_id]):
+        return []  # most runs recompute nothing: one index probe, not the line's nodes
     reader = ChainReader(conn)
     if location.kind == SOURCE:
         rows = reader.nodes_at_source_line(location, line, direct_only=False)
