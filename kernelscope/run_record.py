@@ -57,6 +57,10 @@ class FxNode:
     module_path: str = ""  # module instance, e.g. "blocks.0.attn.qkv" ("" outside any submodule)
     module_class: str = ""  # e.g. "torch.nn.modules.linear.Linear"
     lineage: list[PassStep] = field(default_factory=list)  # post-grad only, latest pass first
+    # A backward node that recomputes a forward op (engine/recompute.py): why ("activation
+    # checkpointing", "partitioner"), and the forward graph's node it recomputes ("" if none found).
+    recompute: str = ""
+    recomputed_from: str = ""
 
 
 @dataclass

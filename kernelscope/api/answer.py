@@ -14,7 +14,15 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kernelscope.errors import UserError
-from kernelscope.store.results import SOURCE, LineOverview, Location, ModuleGroup, QueryResult, UserKernelCopy
+from kernelscope.store.results import (
+    SOURCE,
+    LineOverview,
+    Location,
+    ModuleGroup,
+    QueryResult,
+    RecomputeRef,
+    UserKernelCopy,
+)
 
 if TYPE_CHECKING:
     from kernelscope.render.query_tree import Branch
@@ -44,6 +52,7 @@ class Answer:
     overview: LineOverview | None = None
     result: QueryResult | None = None
     collectives: list[CollectiveRef] = field(default_factory=list)
+    recomputes: list[RecomputeRef] = field(default_factory=list)  # backward nodes that recompute this line's ops
     linked_lines: list[int] = field(default_factory=list)  # an empty answer: the file's lines that have one
     warnings: list[str] = field(default_factory=list)  # e.g. a generated file edited since its run
     # a user Triton kernel's source line: its generated copies; a line of a copy: the user's line
@@ -90,6 +99,7 @@ class Answer:
             build_summary,
             build_tree,
             compact,
+            recompute_branch,
             summary_hint,
             user_kernel_branch,
         )
@@ -110,6 +120,8 @@ class Answer:
             from kernelscope.render.why import why_branches
 
             tree.children.extend(why_branches(self.why))
+        if self.recomputes:
+            tree.children.append(recompute_branch(self.recomputes))
         if self.empty:
             if self.module:
                 hint = f"none in module instance {self.module!r}: drop --module to see all"
@@ -147,6 +159,8 @@ class Answer:
             data["guards"] = [asdict(guard) for guard in self.why.guards]
             data["recompiles"] = [asdict(recompile) for recompile in self.why.recompiles]
             data["not_fused"] = [asdict(refusal) for refusal in self.why.not_fused]
+        if self.recomputes:
+            data["recomputed"] = [asdict(ref) for ref in self.recomputes]
         return data
 
     def __str__(self) -> str:
@@ -212,4 +226,5 @@ def ask(store: StoreBackend, path: str, line: int, run_id: int | None = None, di
         collectives = [collective for collective in collectives if collective.role != "wait"
                        or not any((collective.graph_key, peer) in issued for peer in collective.peers)]
     answer.collectives = collectives
+    answer.recomputes = view.recomputes_at(location, line)  # what the backward computes again (checkpointing)
     return answer

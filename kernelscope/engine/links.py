@@ -10,6 +10,7 @@ Links, each with a reason:
   user kernel source line <- its generated copy's line (engine/user_kernels.py)
   collective node -> why it is there  (engine/collectives.py: ParallelStyle, DTensor call)
   higher-order op node <-> subgraph   (engine/subgraphs.py: a cond branch, a nested region)
+  recomputed backward node -> forward node (engine/recompute.py: activation checkpointing)
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 
 from kernelscope.compile_text import wrapper_code
 from kernelscope.compile_text.printed_graph import node_lines
-from kernelscope.engine import collectives, fx_nodes, subgraphs, user_kernels
+from kernelscope.engine import collectives, fx_nodes, recompute, subgraphs, user_kernels
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin, in_subgraph
@@ -90,14 +91,31 @@ def _subgraphs(record: GraphRecord, capture: GraphCapture,
     if not children:
         return []
     sites = subgraphs.call_sites(capture.post_grad_gm, capture.name)
+    by_name = {node.name: node for node in record.post_grad_nodes}
     found = []
     for child_capture, child in children:
         name = child_capture.name or ""
         child.subgraph = subgraphs.describe(name, record, sites.get(name, []), child)
+        call_site = by_name.get(sites[name][0].node) if sites.get(name) else None
+        if subgraphs.lowered_from(call_site):  # a scan's or map's ops, retraced without their lines
+            _lowered_sources(capture.post_grad_gm, child, call_site)
         spliced = subgraphs.splice(capture.wrapper_text, child)
         if spliced is not None:
             found.append((spliced, sites.get(name, [])))
     return found
+
+
+def _lowered_sources(parent_gm, child: GraphRecord, call_site: FxNode) -> None:
+    """The lines of a while_loop subgraph Inductor made from a `scan` or `map`: its ops'
+    own (from the subgraph the op was given); the loop's scaffolding (the step index, its
+    bounds checks, the slices in and out) takes the `scan(...)`/`map(...)` line."""
+    subgraphs.restore_lowered_sources(parent_gm, child, call_site, fx_nodes.skip_prefixes())
+    if call_site.source is None:
+        return
+    loop = f"the {subgraphs.lowered_from(call_site)}'s loop (Inductor rewrote it as a while_loop)"
+    for node in child.post_grad_nodes:
+        if node.op == "call_function" and (node.source is None or node.source_via.startswith("gradient of")):
+            _borrow_source(node, call_site, loop)
 
 
 # -- FX nodes -------------------------------------------------------------------
@@ -167,6 +185,7 @@ def _post_grad_nodes(capture, pre_grad, forward_by_seq_nr, skip_prefixes):
             node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack"),
         )
         record.lineage = fx_nodes.pass_lineage(node.meta.get("from_node"))
+        record.recompute = recompute.reason(node, capture.is_backward)
         if pre_grad is not None:
             fx_nodes.add_callers(record, pre_grad.callers, skip_prefixes)
         if pre_grad is not None:

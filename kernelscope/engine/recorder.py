@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,10 +68,21 @@ def record_model(model, inputs: tuple, options: RecordOptions, target: str,
 
 
 def _record_factory(target, options: RecordOptions, device: str, import_seconds: float) -> RunRecord:
+    """A factory may set Dynamo's config for its model (`capture_scalar_outputs`, which `scan`
+    and `map` need): it holds for this recording only, so that the warm engine worker and
+    the next recording start from the config as it was."""
+    import torch._dynamo.config as dynamo_config
+
     options.on_phase("import", str(target.path))
-    model, inputs = targets.load_factory(target, targets.factory_device(device))
-    shown = f"{targets.display_path(target.path, options.workspace)}:{target.factory}"
-    return _record_model(model, inputs, shown, target.path, options, device, import_seconds)
+    saved = dynamo_config.save_config()
+    try:
+        model, inputs = targets.load_factory(target, targets.factory_device(device))
+        shown = f"{targets.display_path(target.path, options.workspace)}:{target.factory}"
+        return _record_model(model, inputs, shown, target.path, options, device, import_seconds)
+    finally:
+        with warnings.catch_warnings():  # torch warns about the deprecated keys the snapshot holds
+            warnings.simplefilter("ignore", FutureWarning)
+            dynamo_config.load_config(saved)
 
 
 def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, options: RecordOptions, device: str,
@@ -90,7 +102,8 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
 
         run.warnings.append(meta_models.summary(on_meta))
     if not run.graphs:
-        raise CompileError(f"{source_file or shown}: torch.compile produced no graph to record")
+        raise CompileError(f"{source_file or shown}: torch.compile produced no graph to record"
+                           + error_translation.fallback_reason(run.graph_breaks))
     return run_assembly.finish(run, recording.probes, import_seconds, time.perf_counter() - started)
 
 

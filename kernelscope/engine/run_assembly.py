@@ -36,7 +36,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     import triton
 
     from kernelscope.compile_text.graph_breaks import parse_graph_break
-    from kernelscope.engine import fx_nodes, links, subgraphs, template_mods, user_kernels, why_assembly
+    from kernelscope.engine import fx_nodes, links, recompute, subgraphs, template_mods, user_kernels, why_assembly
 
     probes, trace = recording.probes, recording.trace
     skip = fx_nodes.skip_prefixes()
@@ -95,6 +95,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     for parent, child in mods:
         child.subgraph.parent = parent.key
     graphs = _parents_first(graphs)
+    recompute.link_to_forward(graphs)
     warnings += list(dict.fromkeys(decisions.problems))
     if recording.why is not None:
         warnings += recording.why.warnings()

@@ -15,7 +15,11 @@ Here, torch-free apart from reading the parent's post-grad graph:
   leaves the child's kernels to the child (listed once, with their nodes) and its copy of
   the child's lines links to the call sites;
 - `describe`: a child's `Subgraph` record, with its label ("cond: true branch of
-  Gate.forward (cond_branch.py:25)", "nested region Block.forward, 4 call sites").
+  Gate.forward (cond_branch.py:25)", "nested region Block.forward, 4 call sites");
+- `lowered_from`, `restore_lowered_sources`: Inductor rewrites `scan` and `map` as a
+  while_loop before lowering (so no subgraph is ever called by a scan or map node): its
+  cond and body are labelled as the scan's or map's ("scan: combine_fn of ..., as while_loop
+  body"), and the body's retraced ops get back the lines of the subgraph the op was given.
 
 `torch.utils.checkpoint` regions leave no subgraph to record: AOTAutograd inlines them
 into the joint graph before Inductor sees it, so their nodes are the parent's own.
@@ -41,6 +45,11 @@ ROLES: dict[str, dict[int, str]] = {
     "map_impl": {0: "body"},
 }
 SHOWN_OP = {"map_impl": "map", "while_loop_stack_output": "while_loop"}
+# Inductor's post-grad passes that rewrite a higher-order op as a while_loop (fx_passes/post_grad.py):
+# the while_loop's cond and body are then what the user wrote as `scan`'s combine_fn or `map`'s body.
+LOWERED_BY = {"decompose_scan_to_while_loop": "scan", "decompose_map_to_while_loop": "map"}
+LOWERED_ROLES = {"scan": {"body": "combine_fn", "cond": "loop condition"},
+                 "map": {"body": "body", "cond": "loop condition"}}
 
 
 @dataclass(frozen=True)
@@ -144,8 +153,60 @@ def describe(name: str, parent: GraphRecord, sites: list[CallSite], child: Graph
                         f"{count} call site{'s' if count != 1 else ''}")
     else:
         where = _where(first.source) if first is not None and first.source is not None else "?"
-        record.label = f"{SHOWN_OP.get(op, op)}: {role}{backward} of {where}"
+        lowered = lowered_from(first)
+        if lowered:
+            record.label = (f"{lowered}: {LOWERED_ROLES[lowered].get(role, role)}{backward} of {where}, "
+                            f"as while_loop {role}")
+        else:
+            record.label = f"{SHOWN_OP.get(op, op)}: {role}{backward} of {where}"
     return record
+
+
+def lowered_from(call_site: FxNode | None) -> str:
+    """'scan' or 'map' when Inductor rewrote that op as the while_loop `call_site`; else ''."""
+    if call_site is None:
+        return ""
+    return next((LOWERED_BY[step.pass_name] for step in call_site.lineage if step.pass_name in LOWERED_BY), "")
+
+
+def restore_lowered_sources(parent_gm, child: GraphRecord, call_site: FxNode, skip: tuple[str, ...]) -> None:
+    """Give the ops of a while_loop body that Inductor made from a `scan`/`map` their lines.
+
+    The pass that rewrites the op retraces its subgraph inside the new loop body and drops
+    the ops' stack traces; the subgraph it was given is still an attribute of the parent
+    graph, with them. Its ops appear in the body in the same order: each body op without a
+    line takes the one of the next original op of the same target (the original that
+    matches most of them, when the parent has several). Ops with no twin are left for the
+    caller (the op's own line)."""
+    from kernelscope.engine import fx_nodes
+
+    # a backward body's ops have no stack trace either; the line they borrowed through seq_nr
+    # ("gradient of forward node lt") is the loop's, not theirs
+    missing = [node for node in child.post_grad_nodes if node.op == "call_function"
+               and (node.source is None or node.source_via.startswith("gradient of forward node"))]
+    best: list[tuple[FxNode, object]] = []
+    for _, original in parent_gm.named_children():
+        graph = getattr(original, "graph", None)
+        if graph is None:
+            continue
+        ops = [node for node in graph.nodes if node.op == "call_function" and node.meta.get("stack_trace")]
+        pairs, position = [], 0
+        for node in missing:
+            match = next((index for index in range(position, len(ops))
+                          if fx_nodes.target_name(ops[index].target) == node.target), None)
+            if match is not None:
+                pairs.append((node, ops[match]))
+                position = match + 1
+        if len(pairs) > len(best):
+            best = pairs
+    role = LOWERED_ROLES.get(lowered_from(call_site), {}).get("body", "subgraph")
+    for node, original in best:
+        twin = fx_nodes.to_fx_node(node.name, node.op, node.target, original.meta.get("stack_trace"), {}, skip,
+                                   original.meta.get("nn_module_stack"))
+        node.source, node.stack = twin.source, twin.stack
+        node.source_via = f"the {role}'s op (before Inductor rewrote {lowered_from(call_site)} as a while_loop)"
+        if not node.module_path:
+            node.module_path, node.module_class = twin.module_path, twin.module_class
 
 
 def _where(source: SourceLocation) -> str:

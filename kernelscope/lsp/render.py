@@ -58,6 +58,26 @@ def collectives_text(collectives: list, link: Link) -> str:
     return "\n".join(out)
 
 
+def recompute_text(recomputes: list, link: Link) -> str:
+    """The backward nodes of a line that recompute a forward op (activation checkpointing):
+    how many, the backward kernels that do it, and a few nodes with the forward line they
+    recompute (a link)."""
+    whys = ", ".join(sorted({ref.why for ref in recomputes}))
+    kernels = list(dict.fromkeys(kernel for ref in recomputes for kernel in ref.kernels))
+    graphs = ", ".join(dict.fromkeys(ref.graph for ref in recomputes))
+    out = [f"**recomputed in the backward** ({whys}): {_count(len(recomputes), 'node')} in graph {graphs}"
+           + (f" · kernels {', '.join(f'`{name}`' for name in kernels[:MAX_ITEMS])}" if kernels else "")
+           + (f" … {len(kernels) - MAX_ITEMS} more" if len(kernels) > MAX_ITEMS else "")]
+    for ref in recomputes[:MAX_ITEMS]:
+        file, _, line = ref.forward_source.rpartition(":")
+        where = f"[{_short(file)}:{line}]({link(file, int(line))})" if file else "the forward"
+        twin = f"forward node `{ref.forward_node}`, " if ref.forward_node else ""
+        out.append(f"- `{ref.node}` recomputed from {where} ({twin}{ref.why})")
+    if len(recomputes) > MAX_ITEMS:
+        out.append(f"- … {len(recomputes) - MAX_ITEMS} more (`kernelscope query --json` lists them)")
+    return "\n".join(out)
+
+
 def source_hover(answer: LineAnswer, text: str, summary: SourceLineSummary | None, run: RunSummary | None,
                  link: Link, stale: StaleNote | None, overviews: list[GraphOverview] | None = None,
                  open_one: str = "", rank: str = "") -> str:

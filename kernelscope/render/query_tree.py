@@ -20,6 +20,7 @@ from kernelscope.store.results import (
     ModuleGroup,
     NodeRef,
     QueryResult,
+    RecomputeRef,
     UserKernelCopy,
 )
 
@@ -172,7 +173,28 @@ def _node_branch(node: NodeRef) -> Branch:
     branch = Branch(f"{stage} {node.name} = {node.target}{module}  [{node.reason}]{where}", "magenta")
     if node.lineage:
         branch.children.append(Branch(f"made by pass {'; '.join(node.lineage)}", "dim"))
+    if node.recomputed_from:
+        branch.children.append(Branch(node.recomputed_from, "cyan"))
     return branch
+
+
+def recompute_branch(recomputes: list[RecomputeRef]) -> Branch:
+    """What the backward computes again of this line (activation checkpointing): per backward
+    graph the recomputed nodes, what they recompute and the kernels that do it."""
+    whys = sorted({ref.why for ref in recomputes})
+    root = Branch(f"recomputed in the backward ({', '.join(whys)}): {len(recomputes)} node"
+                  f"{'s' if len(recomputes) != 1 else ''}", "bold cyan")
+    by_graph: dict[str, list[RecomputeRef]] = {}
+    for ref in recomputes:
+        by_graph.setdefault(ref.graph, []).append(ref)
+    for graph, refs in by_graph.items():
+        kernels = list(dict.fromkeys(kernel for ref in refs for kernel in ref.kernels))
+        branch = Branch(f"graph {graph}: kernels {_capped(kernels, 6) or 'none'}", "cyan")
+        branch.children = [Branch(ref.text, "cyan") for ref in refs[:12]]
+        if len(refs) > 12:
+            branch.children.append(Branch(f"... and {len(refs) - 12} more (--json lists them all)", "dim"))
+        root.children.append(branch)
+    return root
 
 
 def _distinct_stacks(nodes: list[NodeRef]) -> dict[tuple, list[str]]:

@@ -4,6 +4,7 @@ compiled below Triton."""
 from __future__ import annotations
 
 from kernelscope.render import distributed as distributed_text
+from kernelscope.render.query_tree import compact
 from kernelscope.render.text import format_share, format_table, format_time, graph_break_details
 from kernelscope.store.parts.decisions import RunDecisions
 from kernelscope.store.parts.distributed import DistributedRun, RankRef
@@ -62,6 +63,7 @@ def _details_text(details: RunDetails, asm: dict | None) -> str:
     out.append(_indent(format_table(["compile id", "kind", "pre-grad nodes", "post-grad nodes", "kernels", "wrapper"],
                                     graph_rows)))
     out += _subgraph_lines(details.graphs)
+    out += _recompute_lines(details.graphs)
     out += ["", "kernels"]
     kernel_rows = [[kernel.graph, kernel.name, kernel.kind, str(len(kernel.nodes)), kernel.file or "-"]
                    for kernel in details.kernels]
@@ -94,6 +96,30 @@ def _details_text(details: RunDetails, asm: dict | None) -> str:
     if details.execute_max_error is not None:
         out.append(f"  max error vs eager: {details.execute_max_error:.3g}")
     return "\n".join(out)
+
+
+def _recompute_lines(graphs: list) -> list[str]:
+    """What each backward graph computes again of the forward (activation checkpointing)."""
+    recomputing = [graph for graph in graphs if graph.recomputed is not None]
+    if not recomputing:
+        return []
+    out = ["", "recomputed in the backward (activation checkpointing; `kernelscope query` on a forward line names "
+                "them)"]
+    for graph in recomputing:
+        counts = ", ".join(f"{count} by {why}" for why, count in sorted(graph.recomputed.nodes.items()))
+        out.append(f"  [{graph.key}] {graph.compile_id} {graph.kind}: {sum(graph.recomputed.nodes.values())} "
+                   f"nodes ({counts}) in {len(graph.recomputed.kernels)} kernels")
+        out.append(f"    from forward lines {_compact_lines(graph.recomputed.forward_lines)}")
+    return out
+
+
+def _compact_lines(lines: list[str]) -> str:
+    """['a.py:28', 'a.py:29', 'b.py:3'] -> 'a.py:28-29, b.py:3'."""
+    by_file: dict[str, list[int]] = {}
+    for text in lines:
+        file, _, line = text.rpartition(":")
+        by_file.setdefault(file, []).append(int(line))
+    return ", ".join(f"{file}:{compact(sorted(set(numbers)))}" for file, numbers in by_file.items()) or "none"
 
 
 def _subgraph_lines(graphs: list) -> list[str]:

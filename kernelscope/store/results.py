@@ -90,6 +90,8 @@ class NodeRef:
     # "call" (an outer frame of its stack, e.g. `x = block(x)`); "" for other queries.
     via: str = ""
     lineage: list[str] = field(default_factory=list)  # post-grad: "pass_name (action) from node", latest first
+    # a backward node that recomputes a forward op: "recomputed from FILE:LINE (forward node N, why)"
+    recomputed_from: str = ""
 
 
 @dataclass
@@ -334,6 +336,38 @@ class SubgraphRef:
 
 
 @dataclass
+class RecomputeRef:
+    """A backward post-grad node that computes a forward op again: inside a
+    `torch.utils.checkpoint` region ("activation checkpointing"), or because the
+    partitioner found it cheaper to recompute than to save ("partitioner")."""
+
+    graph: str  # the backward graph's title
+    node: str  # the backward node
+    target: str
+    why: str  # "activation checkpointing" | "partitioner"
+    forward_graph: str  # the forward graph's title ("" when no forward twin was found)
+    forward_node: str  # the forward node it recomputes ("" when none was found)
+    forward_source: str  # that node's line, "file:line" ("" when unknown)
+    kernels: list[str]  # the backward kernels (and extern calls) that compute it
+
+    @property
+    def text(self) -> str:
+        """`addmm_3 recomputed from examples/m.py:29 (forward node addmm, activation checkpointing)`."""
+        where = self.forward_source or "the forward"
+        twin = f"forward node {self.forward_node}, " if self.forward_node else ""
+        return f"{self.node} recomputed from {where} ({twin}{self.why})"
+
+
+@dataclass
+class RecomputeSummary:
+    """What one backward graph computes again of the forward (activation checkpointing)."""
+
+    nodes: dict[str, int]  # why ("activation checkpointing", "partitioner") -> recomputed nodes
+    forward_lines: list[str]  # the lines they recompute, "file:line"
+    kernels: list[str]  # the backward kernels and extern calls that compute them
+
+
+@dataclass
 class GraphSummary:
     key: str
     compile_id: str
@@ -343,6 +377,7 @@ class GraphSummary:
     kernels: int
     files: dict[str, str]  # pre_grad / post_grad / wrapper -> stored path
     subgraph: SubgraphRef | None = None  # set for a higher-order op's subgraph
+    recomputed: RecomputeSummary | None = None  # a backward graph that recomputes forward ops
 
     @property
     def label(self) -> str:

@@ -22,7 +22,7 @@ from kernelscope.asm.model import STAGES
 from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
-from kernelscope.store.parts import asm_builds, decisions, distributed, profiles, user_kernels, why
+from kernelscope.store.parts import asm_builds, decisions, distributed, profiles, recompute, user_kernels, why
 from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
 from kernelscope.store.parts.distributed import CollectiveRef, RankRef
 from kernelscope.store.reading import (
@@ -48,6 +48,7 @@ from kernelscope.store.results import (
     LineOverview,
     Location,
     QueryResult,
+    RecomputeRef,
     RunDetails,
     RunSummary,
     UserKernelCopy,
@@ -345,6 +346,10 @@ class RunView:
         """The run's rank and job, which ranks compiled identical code, and per graph its
         DDP split part, collectives and compute/communication order."""
         return distributed.distributed_run(self._conn, self.id, self._store.root)
+
+    def recomputes_at(self, location: Location, line: int) -> list[RecomputeRef]:
+        """The backward nodes a line reaches that recompute a forward op (activation checkpointing)."""
+        return recompute.recomputes_at(self._conn, location, line)
 
     def collectives_at(self, location: Location, line: int) -> list[CollectiveRef]:
         """The collectives a wrapper, post-grad or model source line issues or waits on."""

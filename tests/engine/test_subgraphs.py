@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import example_line
+from conftest import EXAMPLES, example_line
 
 import kernelscope.cli
 from kernelscope.store import SCHEMA_VERSION, StoreBackend, validate_dump
@@ -185,3 +185,90 @@ def test_compiled_adamw_step_foreach_kernels_reach_the_step_line(recordings, tmp
     assert not answer.empty, "the script's step() line answers nothing"
     assert {kernel.name for chain in answer.graphs for kernel in chain.kernels} == {k.name for k in foreach}
     assert all(node.via == "call" for chain in answer.graphs for node in chain.post_nodes)
+
+
+def test_scan_and_map_are_labelled_as_written_and_traced_to_their_functions(recordings):
+    """Inductor rewrites `scan` and `map` as a while_loop: its subgraphs are labelled as the
+    combine_fn and body they are, their ops reach those functions' lines (the pass drops the
+    ops' stack traces; they come from the subgraph it was given), the loop's own ops the
+    scan/map line."""
+    run = recordings.get("scan_map")
+    scan_line, map_line = example_line("scan_map", "= scan(step"), example_line("scan_map", "loop_map(per_step, ys)")
+    found = subgraphs(run)
+    combine = f"scan: combine_fn of Recurrence.forward (scan_map.py:{scan_line}), as while_loop body"
+    body = f"map: body of Recurrence.forward (scan_map.py:{map_line}), as while_loop body"
+    assert set(found) == {combine, body,
+                          f"scan: loop condition of Recurrence.forward (scan_map.py:{scan_line}), as while_loop cond",
+                          f"map: loop condition of Recurrence.forward (scan_map.py:{map_line}), as while_loop cond"}
+    assert all(graph.subgraph.op == "while_loop" for graph in found.values())
+    lines = {label: {(node.target, node.source.line) for node in found[label].post_grad_nodes
+                     if node.op == "call_function"} for label in (combine, body)}
+    assert ("aten.tanh.default", example_line("scan_map", "h = torch.tanh(")) in lines[combine]
+    assert ("aten.mul.Tensor", example_line("scan_map", "return h, h * 2.0")) in lines[combine]
+    assert ("aten.sigmoid.default", example_line("scan_map", "torch.sigmoid(self.out(y)) * y")) in lines[body]
+    assert ("aten._local_scalar_dense.default", scan_line) in lines[combine]  # the loop reads its step
+    assert ("aten._local_scalar_dense.default", map_line) in lines[body]
+    assert all(node.source is not None for graph in run.graphs for node in graph.post_grad_nodes
+               if node.op == "call_function")
+    assert_flat_attribution(run)
+
+
+def test_map_training_has_backward_loop_subgraphs(recordings):
+    run = recordings.get_spec(f"{EXAMPLES}/scan_map.py:make_map", train=True)
+    line = example_line("scan_map", "loop_map(per_step, xs)")
+    assert set(subgraphs(run)) == {
+        f"map: {role}{backward} of StepMap.forward (scan_map.py:{line}), as while_loop {loop}"
+        for role, loop in (("loop condition", "cond"), ("body", "body")) for backward in ("", " (backward)")}
+    assert all(node.source is not None for graph in run.graphs for node in graph.post_grad_nodes
+               if node.op == "call_function")
+    assert_flat_attribution(run)
+
+
+def test_scan_without_capture_scalar_outputs_is_refused_naming_the_line(tmp_path):
+    """torch cannot compile `scan` or `map` unless Dynamo captures scalar outputs: the error
+    names the construct, its line and the setting, and the factory's setting does not leak."""
+    import torch
+
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+    from kernelscope.errors import CompileError
+
+    model = tmp_path / "loop.py"
+    model.write_text(
+        "import torch\nfrom torch._higher_order_ops.map import map as loop_map\n\n\n"
+        "class Double(torch.nn.Module):\n    def forward(self, xs):\n"
+        "        return loop_map(lambda x: torch.sin(x) * 2, xs)\n\n\n"
+        "def make():\n    torch._dynamo.config.capture_scalar_outputs = False\n"
+        "    return Double(), (torch.randn(4, 8),)\n")
+    before = torch._dynamo.config.capture_scalar_outputs
+    with pytest.raises(CompileError, match=r"loop\.py:7: torch\.compile cannot compile this `map` unless "
+                                           r"torch\._dynamo\.config\.capture_scalar_outputs = True"):
+        record_factory(f"{model}:make", RecordOptions(device="virtual-cuda", workspace=tmp_path))
+    assert torch._dynamo.config.capture_scalar_outputs == before
+
+
+def test_while_loop_training_without_capture_scalar_outputs_says_why():
+    """Its backward loop fails in Inductor, Dynamo falls back to eager and nothing is left to
+    record: the error names the fallback, its line and the setting."""
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+    from kernelscope.errors import CompileError
+
+    expected = (r"no graph to record: Dynamo fell back to eager at \S*examples/while_loop\.py:\d+ "
+                r"\(Backend compiler `inductor` failed with aten\._local_scalar_dense.*capture_scalar_outputs = True")
+    with pytest.raises(CompileError, match=expected):
+        record_factory(f"{EXAMPLES}/while_loop.py:make", RecordOptions(device="virtual-cuda", train=True,
+                                                                      workspace=EXAMPLES.parent))
+
+
+def test_pointwise_associative_scan_on_the_virtual_gpu_is_refused_with_what_to_do(tmp_path):
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+    from kernelscope.errors import TargetError
+
+    model = tmp_path / "cumulative.py"
+    model.write_text(
+        "import torch\nfrom torch._higher_order_ops.associative_scan import associative_scan\n\n\n"
+        "class Cumulative(torch.nn.Module):\n    def forward(self, xs):\n"
+        "        return associative_scan(lambda a, b: a + b, xs, dim=0, combine_mode='pointwise')\n\n\n"
+        "def make():\n    return Cumulative(), (torch.randn(8, 16),)\n")
+    with pytest.raises(TargetError, match=r"cumulative\.py:7: .*combine_mode='pointwise'.*virtual-cuda and "
+                                          r"cpu-triton capture on CPU tensors.*--target cuda.*combine_mode='generic'"):
+        record_factory(f"{model}:make", RecordOptions(device="virtual-cuda", workspace=tmp_path))

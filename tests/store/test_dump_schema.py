@@ -54,7 +54,8 @@ def expected_run(record: RunRecord) -> dict:
         return {"name": fx.name, "op": fx.op, "target": fx.target, "source": source(fx.source),
                 "source_via": fx.source_via, "graph_line": fx.graph_line, "from_pre_grad": fx.from_pre_grad,
                 "stack": [source(frame) for frame in stack], "module_path": fx.module_path,
-                "module_class": fx.module_class, "lineage": [dataclasses.asdict(step) for step in fx.lineage]}
+                "module_class": fx.module_class, "lineage": [dataclasses.asdict(step) for step in fx.lineage],
+                "recompute": fx.recompute, "recomputed_from": fx.recomputed_from}
 
     def origin(line):
         return dataclasses.asdict(line)

@@ -288,7 +288,7 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
 
 WHY_TABLES = ("guard_failure_lines", "guard_failures", "guards", "fusion_refusals")  # version 6 (docs/why.md)
 # every table version 6 added: a version-5 store has none of them
-ADDED_IN_6 = ("user_kernel_lines", "user_kernels", *WHY_TABLES)
+ADDED_IN_6 = ("user_kernel_lines", "user_kernels", "recomputed_nodes", *WHY_TABLES)
 
 
 def test_version_5_store_gains_the_why_tables(mlp_store, workspace):
@@ -374,10 +374,10 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
         assert rows(store, "SELECT COUNT(*) FROM graph_subgraphs") == [(0,)]
 
 
-def test_version_5_store_gains_the_user_kernel_tables(mlp_store, workspace, monkeypatch):
-    """A version-5 store (before user Triton kernels line for line) opens with its runs as they
-    were: read-only, its kernels read as no user kernel (the dump, query answers); writable,
-    it gains the user kernel tables."""
+def test_version_5_store_gains_the_user_kernel_and_recompute_tables(mlp_store, workspace, monkeypatch):
+    """A version-5 store (before user Triton kernels line for line and recomputed backward
+    nodes) opens with its runs as they were: read-only, its kernels read as no user kernel and
+    nothing as recomputed (show, the dump, query answers); writable, it gains the tables."""
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
@@ -394,10 +394,14 @@ def test_version_5_store_gains_the_user_kernel_tables(mlp_store, workspace, monk
             assert all(kernel["user"] is None for graph in store.run(1).dump()["run"]["graphs"]
                        for kernel in graph["kernels"])
             assert store.query("examples/mlp.py", 13, run_id=1).user_kernels == []
+            assert all(graph.recomputed is None for graph in store.run(1).details().graphs)
+            assert all(node["recompute"] == "" for graph in store.run(1).dump()["run"]["graphs"]
+                       for node in graph["post_grad_nodes"])
     with StoreBackend(root) as store:
         assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
             (str(STORE_SCHEMA_VERSION),)]
         assert rows(store, "SELECT COUNT(*) FROM user_kernels") == [(0,)]
+        assert rows(store, "SELECT COUNT(*) FROM recomputed_nodes") == [(0,)]
 
 
 def test_json_columns_round_trip(mlp_store):

@@ -5,7 +5,8 @@ below the kernel (`below.source_line_text`), collectives (`render.collectives_te
 GPU time (`render.device_time_suffix`). A kernel, wrapper or graph line:
 `render.generated_hover`, below the kernel on kernel lines (`below.kernel_line_text`),
 collectives. A user Triton kernel's line, in the user's file or in its generated copy:
-`render.user_kernel_text` (the other side's lines, the autotune config). A PTX or SASS
+`render.user_kernel_text` (the other side's lines, the autotune config). Both: what the
+backward recomputes (`render.recompute_text`). A PTX or SASS
 line: `below.stage_file_hover`. A new section: its text in
 `render.py` (or `below.py`), appended in `hover_text`.
 """
@@ -62,6 +63,9 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
             hover += f"\n\n{below_text}" if below_text else ""
         if collectives:
             hover += "\n\n" + render.collectives_text(collectives, links)
+        recomputes = view.recomputes_at(document.location, line)
+        if recomputes:
+            hover += "\n\n" + render.recompute_text(recomputes, links)
         return hover
     current = checked_line(document, position)
     line = recorded_line(document, position)
@@ -99,6 +103,9 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         hover += "\n\n" + render.user_kernel_text(copies, True, links)
     if not why.empty:
         hover += "\n\n" + why_markdown(why)
+    recomputes = view.recomputes_at(document.location, line)
+    if recomputes:
+        hover += "\n\n" + render.recompute_text(recomputes, links)
     device_time = render.device_time_suffix(view.file_line_times(document.location.path), line)
     if device_time:
         hover += (f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} "

@@ -9,7 +9,7 @@ apart, with the schema version that added them (ADDED_SINCE_VERSION).
 from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
-# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES
+# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES
 STORE_SCHEMA_VERSION = 6
 
 TABLES = """
@@ -491,9 +491,29 @@ CREATE INDEX fusion_refusals_by_graph ON fusion_refusals (graph_id);
 CREATE INDEX fusion_refusals_by_run  ON fusion_refusals (run_id);
 """
 
-# What version 6 added: a program's own Triton kernels and why (guards, recompile failures,
-# fusion refusals). An older store's runs read as having recorded none of them.
-ADDED_IN_6 = USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXES
+# -- recomputed backward nodes (docs/recording.md#activation-checkpointing) ----------------
+# A backward post-grad node that computes a forward op again (activation checkpointing, or
+# the partitioner's choice), and the forward node it recomputes (engine/recompute.py).
+RECOMPUTE_TABLES = """
+CREATE TABLE recomputed_nodes (
+    node_id           INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+    run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    why               TEXT NOT NULL,  -- 'activation checkpointing' | 'partitioner'
+    forward_node_id   INTEGER REFERENCES nodes(id) ON DELETE CASCADE,  -- NULL: no forward twin found
+    forward_node_name TEXT NOT NULL
+);
+"""
+
+RECOMPUTE_INDEXES = """
+CREATE INDEX recomputed_by_run     ON recomputed_nodes (run_id);
+CREATE INDEX recomputed_by_forward ON recomputed_nodes (forward_node_id);
+"""
+
+# What version 6 added: a program's own Triton kernels, why (guards, recompile failures,
+# fusion refusals) and recomputed backward nodes. An older store's runs read as having
+# recorded none of them.
+ADDED_IN_6 = (USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXES + RECOMPUTE_TABLES
+              + RECOMPUTE_INDEXES)
 
 # A store of an older version gains the tables added since, when opened: version 2 the
 # below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and

@@ -39,12 +39,13 @@ from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
 from kernelscope.store.parts import decisions, why
 from kernelscope.store.parts.profiles import dump_profile
+from kernelscope.store.parts.recompute import NOT_RECOMPUTED, dump_recomputes
 from kernelscope.store.parts.subgraphs import dump_subgraph
 from kernelscope.store.parts.user_kernels import dump_user_kernel
 from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
-SCHEMA_VERSION = "7.0"  # 7.0: user Triton kernels (kernel.user), why (run.guards, recompile.failures, graph.not_fused)
+SCHEMA_VERSION = "7.0"  # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
                     "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
@@ -267,6 +268,7 @@ class _DumpContext:
             (graph_id,),
         ):
             from_pre_grad.setdefault(row["post_node_id"], []).append(row["pre_node_name"])
+        recomputed = dump_recomputes(conn, graph_id)
         nodes: dict[str, list[dict]] = {"pre": [], "post": []}
         for row in conn.execute("SELECT * FROM nodes WHERE graph_id = ?", (graph_id,)):
             nodes[row["stage"]].append({
@@ -282,6 +284,7 @@ class _DumpContext:
                 "module_class": row["module_class"],
                 "lineage": [{"pass_name": pass_name, "action": action, "node": node}
                             for pass_name, action, node in json.loads(row["lineage_json"] or "[]")],
+                **recomputed.get(row["id"], NOT_RECOMPUTED),
             })
 
         lines = _line_origins(conn, graph_id, self.portable)

@@ -21,6 +21,7 @@ from kernelscope.store.results import (
     LineRef,
     Location,
     NodeRef,
+    RecomputeRef,
     SourceRef,
 )
 
@@ -34,6 +35,7 @@ class ChainReader:
         self._graph_files: dict[tuple[int, str], str | None] = {}
         self._stacks: dict[int, list[FrameRef]] = {}
         self.via: dict[int, str] = {}  # node id -> "direct" | "call" (source-line queries)
+        self.recomputed: dict[int, RecomputeRef] = {}  # backward node id -> the forward op it recomputes
         # graph id -> post-grad node -> its generated lines, when lines are counted, not listed
         self.line_keys: dict[int, dict[str, set[tuple[str, int]]]] = {}
 
@@ -154,6 +156,7 @@ class ChainReader:
             module_class=row["module_class"],
             via=self.via.get(row["id"], ""),
             lineage=[_lineage_text(*step) for step in lineage],
+            recomputed_from=self.recomputed[row["id"]].text if row["id"] in self.recomputed else "",
         )
 
     def chains(self, pre: list, post: list) -> dict[int, GraphChain]:
@@ -161,6 +164,9 @@ class ChainReader:
         chains: dict[int, GraphChain] = {}
         refs: dict[int, NodeRef] = {}
         self.stacks(row["stack_id"] for rows in (pre, post) for row, _ in rows)
+        from kernelscope.store.parts.recompute import recomputes_of  # parts/recompute reads through this module
+
+        self.recomputed = recomputes_of(self.conn, [row["id"] for row, _ in post])
         for rows, stage in ((pre, "pre"), (post, "post")):
             for row, reason in rows:
                 if row["id"] in refs:

@@ -8,6 +8,7 @@ import json
 import sqlite3
 
 from kernelscope.errors import StoreError
+from kernelscope.store.parts.recompute import recompute_summaries
 from kernelscope.store.parts.subgraphs import subgraphs_of_run
 from kernelscope.store.results import (
     FrameRef,
@@ -83,6 +84,7 @@ def run_details(conn: sqlite3.Connection, run_id: int) -> RunDetails:
     row = conn.execute("SELECT * FROM runs WHERE id = ?", (resolve_run_id(conn, run_id),)).fetchone()
     graphs = []
     subgraphs = subgraphs_of_run(conn, run_id)
+    recomputed = recompute_summaries(conn, run_id)
     for graph in conn.execute("SELECT * FROM graphs WHERE run_id = ? ORDER BY id", (run_id,)).fetchall():
         counts = conn.execute(
             "SELECT SUM(stage = 'pre'), SUM(stage = 'post') FROM nodes WHERE graph_id = ?", (graph["id"],)
@@ -97,7 +99,7 @@ def run_details(conn: sqlite3.Connection, run_id: int) -> RunDetails:
         graphs.append(GraphSummary(
             key=graph["key"], compile_id=graph["compile_id"], kind=graph["kind"],
             pre_nodes=counts[0] or 0, post_nodes=counts[1] or 0, kernels=kernel_count, files=files,
-            subgraph=subgraphs.get(graph["id"]),
+            subgraph=subgraphs.get(graph["id"]), recomputed=recomputed.get(graph["id"]),
         ))
     nodes_of: dict[int, list[str]] = {}  # one pass over the run's kernel nodes, not a query per kernel
     for kernel_id, node_name in conn.execute(

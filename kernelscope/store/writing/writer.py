@@ -28,7 +28,7 @@ from kernelscope.run_record import FxNode, GraphRecord, LineOrigin, RunRecord, S
 from kernelscope.store import paths, places
 from kernelscope.store.database import connection
 from kernelscope.store.database.sql import inserted_id
-from kernelscope.store.parts import decisions, subgraphs, user_kernels, why
+from kernelscope.store.parts import decisions, recompute, subgraphs, user_kernels, why
 from kernelscope.store.parts.distributed import code_digest
 from kernelscope.store.reading import line_overviews
 from kernelscope.store.writing.coverage import compute_coverage
@@ -153,6 +153,7 @@ class _RunWriter:
         self._insert_graph_breaks_and_recompiles()
         self._insert_distributed(graph_ids)
         subgraphs.write_subgraphs(self.conn, self.run_id, self.record.graphs, [ids.graph_id for ids in graph_ids])
+        recompute.write_recomputes(self.conn, self.run_id, self.record.graphs, [ids.post_nodes for ids in graph_ids])
         decisions.write_run_decisions(self.conn, self.run_id, self.record, self.kernel_ids)
         why.write_run_why(self.conn, self.run_id, self.record, [ids.graph_id for ids in graph_ids],
                           self._source_columns)
