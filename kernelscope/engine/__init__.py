@@ -35,6 +35,10 @@ Seeing what Inductor does
 - `links`           — probes + trace -> GraphRecords with links, each with its reason.
 - `subgraphs`       — higher-order ops' subgraphs (cond branches, while_loop, nested compile
   regions): their call sites, label, pre-grad subgraph, and their code inside the parent's wrapper.
+- `recompute`       — backward nodes that recompute forward ops (checkpointing), tied to the
+  forward node and line they recompute.
+- `inductor_reads`  — small reads of Inductor's objects the probes make (a frozen pre-grad graph,
+  a template's node, torch's table of the program's own Triton kernels).
 - `template_mods`   — FlexAttention's score_mod and mask_mod as subgraphs of their graph, the
   template lines that inline them linked to their nodes.
 - `fx_nodes`        — an FX node as a record: its user stack, module instance, pass lineage.

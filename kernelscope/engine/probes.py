@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.compile_text import wrapper_code
+from kernelscope.engine import inductor_reads
 from kernelscope.engine import patch_points as points
 from kernelscope.engine.fx_nodes import calling_frames, target_name
 from kernelscope.engine.patching import Patches, install_groups
@@ -130,7 +131,7 @@ class ModCapture:
 @dataclass
 class PreGradCapture:
     compile_id: tuple[int, int, int] | None
-    gm: Any  # the frozen node list (_NodeView), not the GraphModule
+    gm: Any  # the frozen node list (inductor_reads.NodeView), not the GraphModule
     graph_id: int
     text: str
     # Dynamo's subgraphs of higher-order ops (`cond_true_0`, `subgraph_0`), captured the same way.
@@ -261,10 +262,10 @@ class Probes:
     def _record_pre_grad(self, gm) -> None:
         # The passes that follow rewrite the graph in place: copy what we need now.
         text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
-        nodes = _NodeView.from_graph(gm.graph)
+        nodes = inductor_reads.NodeView.from_graph(gm.graph)
         compile_id = current_compile_id()
         submodules = [
-            PreGradCapture(compile_id, _NodeView.from_graph(module.graph), id(module.graph),
+            PreGradCapture(compile_id, inductor_reads.NodeView.from_graph(module.graph), id(module.graph),
                            module.print_readable(print_output=False, include_stride=True, include_device=True))
             for name, module in gm.named_modules() if name and hasattr(module, "graph")
         ]
@@ -366,7 +367,7 @@ class Probes:
             reason = MOD_INPUT_REASON if _MOD_INPUT.fullmatch(text.strip()) else "computes"
             origin = (self._mod_names[stack[-1]], reason)
         else:
-            origin = (_scheduler_node_origin(kernel.current_node), "stores or reduces for")
+            origin = (inductor_reads.scheduler_node_origin(kernel.current_node), "stores or reduces for")
         if origin[0] is None:
             return  # kernel header and index set-up: not tied to one node
         capture = self._kernel_capture.setdefault(id(kernel), KernelLineCapture())
@@ -405,7 +406,7 @@ class Probes:
                     if origin.name not in nodes:
                         nodes.append(origin.name)
         capture.nodes = nodes
-        capture.template_node = _template_node(node_schedule)
+        capture.template_node = inductor_reads.template_node(node_schedule)
         if self._current_graph is None:
             return
         first = self._current_graph.kernels.get(name)
@@ -441,7 +442,7 @@ class Probes:
         op = getattr(getattr(call_site, "target", None), "name", None)
         if not callable(op) or op() not in TEMPLATE_MOD_OPS:
             return False
-        name = _subgraph_argument(root.module, call_site, lowering.module)
+        name = inductor_reads.subgraph_argument(root.module, call_site, lowering.module)
         if name is None:
             return False
         mods = self._mods.setdefault(id(root), {})
@@ -499,14 +500,14 @@ class Probes:
                 is_backward=bool(getattr(graph_lowering, "is_backward", False)),
                 is_inference=bool(getattr(graph_lowering, "is_inference", False)),
                 post_grad_gm=graph_lowering.module,
-                triton_kernels=probes._guarded("graph_codegen", _user_triton_kernels) or {},
+                triton_kernels=probes._guarded("graph_codegen", inductor_reads.user_triton_kernels) or {},
             )
             capture.mods = probes._mods.pop(id(graph_lowering), {})
             outer = probes._current_graph
             if getattr(graph_lowering, "parent", None) is not None:  # SubgraphLowering
                 capture.name, capture.parent = getattr(graph_lowering, "name", None), outer
             probes._current_graph = capture
-            before = probes._guarded("graph_codegen", _inductor_kernel_records) or {}
+            before = probes._guarded("graph_codegen", inductor_reads.inductor_kernel_records) or {}
             probes.on_phase("codegen", "")
             started = time.perf_counter()
             try:
@@ -514,7 +515,7 @@ class Probes:
             finally:
                 probes._current_graph = outer
                 probes.seconds["codegen"] += time.perf_counter() - started
-            after = probes._guarded("graph_codegen", _inductor_kernel_records) or {}
+            after = probes._guarded("graph_codegen", inductor_reads.inductor_kernel_records) or {}
             capture.inductor_kernel_nodes = {
                 key: list(nodes) for key, nodes in after.items() if key not in before
             }
@@ -535,56 +536,6 @@ class Probes:
         self.graphs.append(capture)
 
 
-class _NodeView:
-    """A frozen copy of what we need from FX nodes (graphs are rewritten in place)."""
-
-    @staticmethod
-    def from_graph(graph) -> list[dict]:
-        return [
-            {
-                "name": node.name,
-                "op": node.op,
-                "target": target_name(node.target),
-                "stack_trace": node.meta.get("stack_trace"),
-                "nn_module_stack": dict(node.meta.get("nn_module_stack") or {}),
-                # DTensor programs: the placements of a node's value ("S(0)", "R", "P(sum)")
-                # and its inputs, so a collective can say what redistribution it makes.
-                "placements": _placements(node.meta.get("example_value")),
-                "inputs": [input_node.name for input_node in node.all_input_nodes],
-            }
-            for node in graph.nodes
-        ]
-
-
-def _placements(value) -> str:
-    placements = getattr(value, "placements", None)
-    if placements is None or not hasattr(value, "device_mesh"):
-        return ""
-    return ", ".join(str(placement) for placement in placements)
-
-
-def _template_node(node_schedule) -> str | None:
-    """The post-grad node a template kernel's template buffer was made for: its origin node
-    (for a multi-output template such as FlexAttention's, the `getitem` of one output: the
-    op it reads, `flex_attention`), else the earliest of its origins that is no `getitem`."""
-    import operator
-
-    import torch._inductor.ir as ir
-
-    for snode in node_schedule:
-        buffer = getattr(snode, "node", None)
-        if not isinstance(buffer, ir.TemplateBuffer):
-            continue
-        node = getattr(buffer, "origin_node", None)
-        if node is None:
-            origins = [origin for origin in buffer.get_origins() if origin.target is not operator.getitem]
-            node = min(origins) if origins else None
-        while node is not None and node.target is operator.getitem and node.args:
-            node = node.args[0]
-        return node.name if node is not None else None
-    return None
-
-
 def _lowering_node():
     """The FX node whose lowering makes IR now: a score_mod/mask_mod subgraph's node while
     one is lowered (template_mods probe), else the graph's current node."""
@@ -594,49 +545,3 @@ def _lowering_node():
     if mod_node is not None:
         return mod_node
     return getattr(V.graph, "current_node", None) if V.graph is not None else None
-
-
-def _subgraph_argument(module, call_site, gm) -> str | None:
-    """The get_attr target by which `call_site` passes the graph module `gm` (nested in a
-    tuple, as a block mask passes its mask_mod), None if it passes it none."""
-    import torch.fx
-
-    found: list[str] = []
-
-    def visit(arg) -> None:
-        if isinstance(arg, torch.fx.Node) and arg.op == "get_attr" and getattr(module, str(arg.target), None) is gm:
-            found.append(str(arg.target))
-        elif isinstance(arg, (list, tuple)):
-            for item in arg:
-                visit(item)
-
-    visit(list(call_site.args))
-    return found[0] if found else None
-
-
-def _inductor_kernel_records() -> dict[str, list[str]]:
-    import torch._inductor.debug as inductor_debug
-
-    records = getattr(inductor_debug, "_inductor_triton_kernel_to_post_grad_node_info", None)
-    return {key: list(nodes) for key, nodes in (records or {}).items()}
-
-
-def _scheduler_node_origin(snode) -> str | None:
-    ir_node = getattr(snode, "node", None)
-    if ir_node is None:
-        return None
-    data = getattr(ir_node, "data", None)
-    fx_node = getattr(data, "_kernelscope_fx", None) or getattr(ir_node, "origin_node", None)
-    if fx_node is None:
-        # The buffer is the value of the last op folded into it (origins are a set: take
-        # the latest in graph order, e.g. a scatter, not one of the ops feeding it).
-        origins = list(ir_node.get_origins()) if hasattr(ir_node, "get_origins") else []
-        fx_node = max(origins) if origins else None
-    return fx_node.name if fx_node is not None else None
-
-
-def _user_triton_kernels() -> dict[int, Any]:
-    """kernel_idx -> the program's Triton kernel, as torch's kernel_side_table has them now."""
-    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
-
-    return dict(kernel_side_table.id_to_kernel)

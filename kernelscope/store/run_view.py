@@ -22,7 +22,7 @@ from kernelscope.asm.model import STAGES
 from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
-from kernelscope.store.parts import asm_builds, decisions, distributed, profiles, recompute, user_kernels, why
+from kernelscope.store.parts import asm_builds, decisions, distributed, profiles, user_kernels, why
 from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
 from kernelscope.store.parts.distributed import CollectiveRef, RankRef
 from kernelscope.store.reading import (
@@ -31,6 +31,7 @@ from kernelscope.store.reading import (
     locate,
     module_tree,
     query,
+    recomputes,
     recorded_code,
     runs,
     source_index,
@@ -349,7 +350,7 @@ class RunView:
 
     def recomputes_at(self, location: Location, line: int) -> list[RecomputeRef]:
         """The backward nodes a line reaches that recompute a forward op (activation checkpointing)."""
-        return recompute.recomputes_at(self._conn, location, line)
+        return recomputes.recomputes_at(self._conn, location, line)
 
     def collectives_at(self, location: Location, line: int) -> list[CollectiveRef]:
         """The collectives a wrapper, post-grad or model source line issues or waits on."""

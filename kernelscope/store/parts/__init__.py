@@ -19,6 +19,8 @@ Map
   values, the lines, advice) and the fusions Inductor refused: per line (`line_why`), per
   file (`file_why`), whole, and the dump's `run.guards`, `recompiles[].failures`,
   `graphs[].not_fused` (docs/why.md).
+- `recompute`   — backward nodes that recompute a forward op (activation checkpointing, the
+  partitioner's choice), their forward twin and kernels (`recomputes_of`, `dump_recomputes`).
 
 A new part: a module here with its dataclasses, `write_*` (called from
 `writing/writer.py` in the run's transaction, or on its own like `profiles`), its reads

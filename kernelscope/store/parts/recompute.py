@@ -13,18 +13,8 @@ from collections.abc import Iterable
 
 from kernelscope.run_record import GraphRecord
 from kernelscope.store.database.sql import select_in
-from kernelscope.store.reading.chain_reader import ChainReader
 from kernelscope.store.reading.locate import graph_ref
-from kernelscope.store.results import (
-    KERNEL,
-    POST_GRAD,
-    PRE_GRAD,
-    SOURCE,
-    WRAPPER,
-    Location,
-    RecomputeRef,
-    RecomputeSummary,
-)
+from kernelscope.store.results import RecomputeRef, RecomputeSummary
 
 NOT_RECOMPUTED = {"recompute": "", "recomputed_from": ""}
 
@@ -77,30 +67,9 @@ def recomputes_of(conn: sqlite3.Connection, node_ids: Iterable[int]) -> dict[int
         for row in rows}
 
 
-def recomputes_at(conn: sqlite3.Connection, location: Location, line: int) -> list[RecomputeRef]:
-    """The recomputed backward nodes a line reaches: a model source line's own nodes and
-    those it calls (`x = checkpoint(block, x)` reaches the whole block), a post-grad
-    graph's line, a pre-grad line's post-grad nodes, or a kernel or wrapper line's nodes."""
-    if not _rows(conn, "SELECT 1 FROM recomputed_nodes WHERE run_id = ? LIMIT 1", [location.run_id]):
-        return []  # most runs recompute nothing: one index probe, not the line's nodes
-    reader = ChainReader(conn)
-    if location.kind == SOURCE:
-        rows = reader.nodes_at_source_line(location, line, direct_only=False)
-        node_ids = [row["id"] for row in rows if row["stage"] == "post"]
-        node_ids += [row["id"] for row, _ in reader.post_nodes_from_pre([row for row in rows if row["stage"] == "pre"])]
-    elif location.kind == POST_GRAD and location.graph is not None:
-        node_ids = [row["id"] for row in reader.nodes_at_graph_line(location, "post", line)]
-    elif location.kind == PRE_GRAD and location.graph is not None:
-        pre = reader.nodes_at_graph_line(location, "pre", line)
-        node_ids = [row["id"] for row, _ in reader.post_nodes_from_pre(pre)]
-    elif location.kind in (KERNEL, WRAPPER):
-        node_ids = [row[0] for row in conn.execute(
-            "SELECT DISTINCT node_id FROM generated_lines WHERE file = ? AND line = ? AND node_id IS NOT NULL",
-            (location.path, line))]
-    else:
-        return []
-    found = recomputes_of(conn, set(node_ids))
-    return [found[node_id] for node_id in sorted(found)]
+def run_recomputes_anything(conn: sqlite3.Connection, run_id: int) -> bool:
+    """Does the run recompute any node? (Most do not: one index probe.)"""
+    return bool(_rows(conn, "SELECT 1 FROM recomputed_nodes WHERE run_id = ? LIMIT 1", [run_id]))
 
 
 def recompute_summaries(conn: sqlite3.Connection, run_id: int) -> dict[int, RecomputeSummary]:

@@ -18,6 +18,7 @@ Map
 - `graphs_and_kernels` — a run's graphs and kernels as small records (GraphInfo,
   KernelInfo), kernel facts, kernels' model lines, fallbacks, a frame's model lines.
 - `recorded_code`      — the code a run recorded at a source file's lines.
+- `recomputes`         — what a line's backward recomputes (activation checkpointing).
 - `rollup`             — module summaries of an answer (what each instance contributes).
 - `folding`            — module instances of the same shape folded into one group, labels.
 - `module_tree`        — a run's module instances as a folded tree (module lists).
