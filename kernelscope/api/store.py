@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kernelscope.store.parts.asm_builds import KernelAsmInfo
     from kernelscope.store.parts.decisions import RunDecisions
     from kernelscope.store.parts.distributed import DistributedRun, RankRef
+    from kernelscope.store.parts.memory import RunMemory
     from kernelscope.store.parts.profiles import RunProfile
     from kernelscope.store.results import (
         GraphBreakInfo,
@@ -230,6 +231,13 @@ class Run:
         fusion benchmarks, launch configs): timed on a GPU, or, under virtual-cuda, replayed
         from a GPU's recording or guessed (each with its rule; docs/decisions.md)."""
         return self.view.decisions()
+
+    @property
+    def memory(self) -> RunMemory | None:
+        """The run's memory as its compile planned it: each graph's peak and allocation
+        timeline, what the forward saves for the backward, per model line (docs/memory.md);
+        None for a run that recorded none."""
+        return self.view.memory()
 
     @property
     def distributed(self) -> DistributedRun:

@@ -62,6 +62,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         graph = links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed, children)
         built[id(capture)] = graph
         graphs.append(graph)
+    _add_memory(probes.graphs, built)
 
     from kernelscope.engine.decision_hooks import session
 
@@ -110,6 +111,27 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         decisions=list(decisions.decisions),
         replay=decisions.replay_record(),
     )
+
+
+def _add_memory(captures, built: dict[int, GraphRecord]) -> None:
+    """Each graph's allocation timeline, then what each forward saves for its backward (the
+    backward of the same compile id)."""
+    from kernelscope.engine import memory
+
+    forwards = {}
+    for capture in captures:
+        graph = built.get(id(capture))
+        if graph is None or capture.memory is None:
+            continue
+        graph.memory = memory.graph_memory(capture.memory, capture.wrapper_text)
+        if graph.kind == "forward" and capture.parent is None:
+            forwards[capture.compile_id] = (graph, capture.memory)
+    for capture in captures:
+        graph = built.get(id(capture))
+        if graph is not None and capture.memory is not None and graph.kind == "backward" \
+                and capture.compile_id in forwards:
+            forward, forward_found = forwards[capture.compile_id]
+            memory.mark_saved(forward, forward_found, graph, capture.memory)
 
 
 def _parents_first(graphs: list[GraphRecord]) -> list[GraphRecord]:

@@ -9,8 +9,8 @@ apart, with the schema version that added them (ADDED_SINCE_VERSION).
 from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
-# 5: SUBGRAPH_TABLES
-STORE_SCHEMA_VERSION = 5
+# 5: SUBGRAPH_TABLES; 6: MEMORY_TABLES
+STORE_SCHEMA_VERSION = 6
 
 TABLES = """
 CREATE TABLE meta (
@@ -390,15 +390,62 @@ CREATE INDEX subgraphs_by_run    ON graph_subgraphs (run_id);
 CREATE INDEX subgraphs_by_parent ON graph_subgraphs (parent_graph_id);
 """
 
+# -- memory (docs/memory.md) ------------------------------------------------------------
+# Each graph's allocation timeline read from its wrapper, sized from Inductor's IR at codegen:
+# its peak, every buffer and input with the post-grad node that made it, and, for a forward,
+# what the partitioner saves for the backward (kernelscope.store.parts.memory).
+MEMORY_TABLES = """
+CREATE TABLE graph_memory (
+    graph_id        INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    peak_bytes      INTEGER NOT NULL,  -- inputs + the most the wrapper's buffers hold at once
+    peak_line       INTEGER NOT NULL,  -- wrapper line of the peak (0: the inputs alone)
+    inputs_bytes    INTEGER NOT NULL,
+    timeline_json   TEXT NOT NULL,     -- [[wrapper line, action, buffer, bytes, live bytes], ...]
+    recomputed_json TEXT NOT NULL      -- backward: post-grad node names recomputed instead of saved
+);
+
+-- One buffer the wrapper allocates, or one graph input.
+CREATE TABLE memory_buffers (
+    id                 INTEGER PRIMARY KEY,
+    graph_id           INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id             INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    node_id            INTEGER REFERENCES nodes(id) ON DELETE CASCADE,  -- its post-grad node (a saved
+                                                                       -- backward input: the forward's)
+    name               TEXT NOT NULL,
+    kind               TEXT NOT NULL CHECK (kind IN ('buffer', 'input')),
+    bytes              INTEGER NOT NULL,
+    dtype              TEXT NOT NULL,
+    shape              TEXT NOT NULL,
+    allocated_line     INTEGER NOT NULL,
+    freed_line         INTEGER NOT NULL,
+    reused_by          TEXT NOT NULL,
+    live_at_peak       INTEGER NOT NULL,
+    is_output          INTEGER NOT NULL,
+    saved_for_backward INTEGER NOT NULL,
+    read_by_json       TEXT NOT NULL   -- forward, saved: the backward kernels that read it
+);
+"""
+
+MEMORY_INDEXES = """
+CREATE INDEX graph_memory_by_run     ON graph_memory (run_id);
+CREATE INDEX memory_buffers_by_graph ON memory_buffers (graph_id);
+CREATE INDEX memory_buffers_by_node  ON memory_buffers (node_id);
+CREATE INDEX memory_buffers_by_run   ON memory_buffers (run_id);
+"""
+# -- end of memory -------------------------------------------------------------------
+
 # A store of an older version gains the tables added since, when opened: version 2 the
-# below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and
-# subgraph tables, version 4 the subgraph tables (its runs recorded none: a subgraph of theirs
-# reads as a graph of its own, as it was recorded).
+# below-the-kernel, distributed, decisions, subgraph and memory tables, version 3 the decisions,
+# subgraph and memory tables, version 4 the subgraph and memory tables, version 5 the memory
+# tables (its runs recorded none: a subgraph of theirs reads as a graph of its own, as it was
+# recorded; their memory reads as not recorded).
 ADDED_SINCE_VERSION = {
     "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES
-    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
-    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
-    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
+    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + MEMORY_TABLES + MEMORY_INDEXES,
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + MEMORY_TABLES + MEMORY_INDEXES,
+    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + MEMORY_TABLES + MEMORY_INDEXES,
+    "5": MEMORY_TABLES + MEMORY_INDEXES,
 }
 
 # -- end of timing decisions ----------------------------------------------------------
@@ -442,4 +489,4 @@ ADDED_COLUMNS = {
 
 # Everything a new store is made of, in the order it is created.
 ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + INDEXES + ASM_INDEXES
-       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES)
+       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + MEMORY_TABLES + MEMORY_INDEXES)

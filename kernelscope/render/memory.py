@@ -1,0 +1,78 @@
+"""A run's memory as text: what `kernelscope memory` and `show`'s memory section print
+(docs/memory.md). Plain data in (kernelscope.store.parts.memory's RunMemory), lines out."""
+from __future__ import annotations
+
+from kernelscope.store.parts.memory import GraphMemoryInfo, LineMemory, RunMemory
+
+
+def size(count: int) -> str:
+    """1536 -> '1.5 KiB' (binary units, as the caching allocator's snapshots print)."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def section_lines(memory: RunMemory | None, top: int = 10) -> list[str]:
+    """The summary, one line per graph and the `top` model lines holding the most."""
+    if memory is None:
+        return ["  no memory recorded (a run recorded before kernelscope kept it, or an imported trace)"]
+    out = [f"  peak {size(memory.peak_bytes)} in graph {memory.peak_graph} "
+           f"(inputs included; planned by the wrapper, sizes at the example inputs)"]
+    if any(graph.kind == "forward" for graph in memory.graphs):
+        inputs = sum(graph.saved_inputs_bytes for graph in memory.graphs)
+        out.append(f"  saved for backward: {size(memory.saved_for_backward_bytes)} of activations"
+                   + (f" (and {size(inputs)} of inputs the backward keeps)" if inputs else ""))
+    for graph in memory.graphs:
+        out.append("  " + graph_line(graph))
+    lines = [entry for entry in memory.lines if entry.saved_for_backward_bytes or entry.live_at_peak_bytes]
+    if lines:
+        out.append(f"  model lines (saved for backward · live at the peak of {memory.peak_graph}):")
+        out += ["    " + model_line(entry) for entry in lines[:top]]
+        if len(lines) > top:
+            out.append(f"    … {len(lines) - top} more (kernelscope memory RUN --all)")
+    return out
+
+
+def graph_line(graph: GraphMemoryInfo) -> str:
+    counts = {action: sum(1 for event in graph.timeline if event["action"] == action)
+              for action in ("allocate", "reuse", "free")}
+    text = (f"[{graph.compile_id}] {graph.kind:<9} peak {size(graph.peak_bytes)}"
+            f"{f' at wrapper line {graph.peak_line}' if graph.peak_line else ''} · inputs {size(graph.inputs_bytes)}"
+            f" · {counts['allocate']} allocations, {counts['reuse']} reuses, {counts['free']} frees")
+    if graph.saved_bytes:
+        text += f" · saves {size(graph.saved_bytes)} for backward"
+    if graph.recomputed:
+        text += f" · recomputes {len(graph.recomputed)} forward node(s)"
+    return text
+
+
+def model_line(entry: LineMemory) -> str:
+    where = f"{entry.file}:{entry.line}" + (f" ({entry.module})" if entry.module else "")
+    parts = []
+    if entry.saved_for_backward_bytes:
+        tensors = ", ".join(f"{b.node or b.name} {b.shape} {b.dtype.replace('torch.', '')}" for b in entry.saved[:3])
+        more = f" +{len(entry.saved) - 3}" if len(entry.saved) > 3 else ""
+        parts.append(f"saves {size(entry.saved_for_backward_bytes)} for backward [{tensors}{more}]")
+    if entry.live_at_peak_bytes:
+        parts.append(f"{size(entry.live_at_peak_bytes)} live at peak")
+    if entry.recomputed:
+        parts.append(f"{entry.recomputed} node(s) recomputed in backward")
+    return f"{where}  " + " · ".join(parts)
+
+
+def timeline_lines(graph: GraphMemoryInfo) -> list[str]:
+    """Every allocation, reuse and free of one graph, with the bytes live after it."""
+    by_name = {buffer.name: buffer for buffer in graph.buffers}
+    out = [f"  {graph.key}: {graph.wrapper}  (inputs {size(graph.inputs_bytes)} live throughout)"]
+    for event in graph.timeline:
+        buffer = by_name.get(event["buffer"])
+        where = f"{buffer.file}:{buffer.line}" if buffer is not None and buffer.file else ""
+        mark = "  <- peak" if event["line"] == graph.peak_line else ""
+        change = f"+{size(event['bytes'])}" if event["bytes"] > 0 else (
+            f"-{size(-event['bytes'])}" if event["bytes"] < 0 else "reuse")
+        out.append(f"    line {event['line']:>5}  {event['action']:<8} {event['buffer']:<8} {change:>12}  "
+                   f"live {size(event['live_bytes']):>10}  {where}{mark}")
+    return out
