@@ -308,7 +308,7 @@ class Run:
         """The text `kernelscope show RUN` prints."""
         from kernelscope.render.report import run_report
 
-        return run_report(self.details, self.asm, self.distributed, self.profile, self.decisions)
+        return run_report(self.details, self.asm, self.distributed, self.profile, self.decisions, self.memory)
 
     # -- the fusion picture ----------------------------------------------------------
 

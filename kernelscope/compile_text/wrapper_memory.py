@@ -61,16 +61,15 @@ def read_timeline(wrapper_text: str, sizes: dict[str, int], inputs: list[str]) -
     live = timeline.inputs_bytes
     timeline.peak_bytes, peak_names = live, set()
 
-    def release(name: str) -> int:
+    def release(name: str) -> tuple[int, str]:
+        """Drop a name; (bytes freed, the name they counted for) when it was the storage's last."""
         storage = storage_of.pop(name, None)
         if storage is None:
-            return 0
+            return 0, name
         holders[storage].discard(name)
-        if holders[storage]:
-            if owner[storage] == name:
-                owner[storage] = min(holders[storage])
-            return 0
-        return storage_bytes.pop(storage)
+        if holders[storage]:  # a view still holds it; its bytes keep counting for the name that allocated it
+            return 0, name
+        return storage_bytes.pop(storage), owner.pop(storage)
 
     for number in range(start + 1, end):
         text = lines[number - 1]
@@ -91,18 +90,18 @@ def read_timeline(wrapper_text: str, sizes: dict[str, int], inputs: list[str]) -
             for name in (part.strip() for part in deleted.group(1).split(",")):
                 if name in input_names or name not in storage_of:
                     continue
-                freed = release(name)
+                freed, counted_for = release(name)
                 timeline.spans.setdefault(name, BufferSpan()).freed_line = number
                 if freed:
                     live -= freed
-                    timeline.events.append((number, "free", name, -freed, live))
+                    timeline.events.append((number, "free", counted_for, -freed, live))
             continue
         assigned = _ASSIGN.match(text)
         if not assigned or assigned.group(1) in input_names or assigned.group(1) not in sizes:
             continue
         name, value = assigned.group(1), assigned.group(2).strip()
         if name in storage_of:
-            live -= release(name)
+            live -= release(name)[0]
         view = _VIEW_OF.match(value)
         if view and view.group(1) in storage_of:  # another name for a live storage
             storage = storage_of[view.group(1)]

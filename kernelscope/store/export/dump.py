@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v6.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v7.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -37,16 +37,17 @@ from pathlib import Path, PurePosixPath
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
-from kernelscope.store.parts import decisions
+from kernelscope.store.parts import decisions, memory
 from kernelscope.store.parts.profiles import dump_profile
 from kernelscope.store.parts.subgraphs import dump_subgraph
 from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
-SCHEMA_VERSION = "6.0"
+SCHEMA_VERSION = "7.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
-                    "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json")}
+                    "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
+                    "7.0": ("schema", "dump-v7.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -81,7 +82,12 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     # timing decisions
     "Decision": {"$def": "decision", "renamed": {}, "dropped": set(), "added": set()},
     "DecisionReplay": {"$def": "decision_replay", "renamed": {}, "dropped": set(), "added": set()},
+    # memory (docs/memory.md): the graph's timeline, and per model line the run's `memory`
+    "GraphMemory": {"$def": "graph_memory", "renamed": {}, "dropped": set(), "added": set()},
+    "MemoryBuffer": {"$def": "memory_buffer", "renamed": {}, "dropped": set(), "added": set()},
+    "MemoryEvent": {"$def": "memory_event", "renamed": {}, "dropped": set(), "added": set()},
 }
+DUMP_FIELD_CHANGES["RunRecord"]["added"] = DUMP_FIELD_CHANGES["RunRecord"]["added"] | {"memory"}
 
 # `# kernel path: /tmp/tmpab12/tmpcd34/ti/cti66....py`: Inductor's cache dir is a fresh
 # temporary directory per recording; the last two components name the code itself.
@@ -135,6 +141,7 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         "recompiles": sorted(recompiles, key=lambda rec: (rec["compile_id"], rec["reason"])),
         "rank": _rank(conn, run_id),
         **decisions.dump_decisions(conn, run_id, context.portable),
+        "memory": memory.dump_run_memory(conn, run_id, context.source_path),
     }
     if options.include_volatile:
         dumped["volatile"] = {
@@ -211,6 +218,10 @@ class _DumpContext:
                 self._stacks.setdefault(row["stack_id"], []).append(
                     self.frame(row["file"], row["line"], row["function"], row["code"]))
         return self._stacks
+
+    def source_path(self, stored: str) -> str:
+        """A stored source path as this dump writes it."""
+        return self._source_path(stored)
 
     def _source_path(self, stored: str) -> str:
         if not self.options.absolute_paths:
@@ -321,6 +332,7 @@ class _DumpContext:
                                  else json.loads(graph["inductor_mapping_json"])),
             "split": _split(conn, graph_id),
             "subgraph": dump_subgraph(conn, graph_id),
+            "memory": memory.dump_graph_memory(conn, graph_id),
             "collectives": self.collectives(graph_id),
         }
 

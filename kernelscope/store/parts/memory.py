@@ -225,10 +225,36 @@ def _lines(graphs: list[GraphMemoryInfo], peak: GraphMemoryInfo) -> list[LineMem
 # -- the dump ------------------------------------------------------------------------------
 
 
-def dump_memory(conn: sqlite3.Connection, run_id: int) -> dict | None:
-    """The dump's `run.memory` (null for a run that recorded none)."""
+def dump_graph_memory(conn: sqlite3.Connection, graph_id: int) -> dict | None:
+    """The dump's `graph.memory`: the GraphMemory as recorded (null: none recorded)."""
+    if not connection.has_table(conn, "graph_memory"):
+        return None
+    row = conn.execute("SELECT * FROM graph_memory WHERE graph_id = ?", (graph_id,)).fetchone()
+    if row is None:
+        return None
+    buffers = [{"name": b.name, "node": b.node, "kind": b.kind, "bytes": b.bytes, "dtype": b.dtype, "shape": b.shape,
+                "allocated_line": b.allocated_line, "freed_line": b.freed_line, "reused_by": b.reused_by,
+                "live_at_peak": b.live_at_peak, "is_output": b.is_output, "saved_for_backward": b.saved_for_backward,
+                "read_by": sorted(b.read_by), "from_forward": b.kind == "input" and bool(b.node)}
+               for b in _buffers(conn, "b.graph_id = ?", (graph_id,)).get(graph_id, [])]
+    timeline = [dict(zip(("line", "action", "buffer", "bytes", "live_bytes"), event))
+                for event in json.loads(row["timeline_json"])]
+    return {"peak_bytes": row["peak_bytes"], "peak_line": row["peak_line"], "inputs_bytes": row["inputs_bytes"],
+            "buffers": buffers, "timeline": timeline, "recomputed": sorted(json.loads(row["recomputed_json"]))}
+
+
+def dump_run_memory(conn: sqlite3.Connection, run_id: int, source_path) -> dict | None:
+    """The dump's `run.memory`: the peak and the model lines (paths as `source_path` writes them)."""
     memory = read_run_memory(conn, run_id)
-    return None if memory is None else memory_json(memory)
+    if memory is None:
+        return None
+    lines = [{"file": source_path(entry.file), "line": entry.line, "module": entry.module,
+              "saved_for_backward_bytes": entry.saved_for_backward_bytes,
+              "live_at_peak_bytes": entry.live_at_peak_bytes, "recomputed_nodes": entry.recomputed}
+             for entry in memory.lines]
+    return {"peak_bytes": memory.peak_bytes, "peak_graph": memory.peak_graph,
+            "saved_for_backward_bytes": memory.saved_for_backward_bytes,
+            "lines": sorted(lines, key=lambda line: (line["file"], line["line"], line["module"]))}
 
 
 def memory_json(memory: RunMemory) -> dict:
