@@ -292,7 +292,8 @@ def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
     tables empty."""
     conn = mlp_store.conn
     for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm", "collectives", "graph_code",
-                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs"):
+                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs",
+                  "graph_memory", "memory_buffers"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
@@ -314,7 +315,7 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("decisions", "run_decision_info", "graph_subgraphs"):
+    for table in ("decisions", "run_decision_info", "graph_subgraphs", "graph_memory", "memory_buffers"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -337,7 +338,8 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    conn.execute("DROP TABLE graph_subgraphs")
+    for table in ("graph_subgraphs", "graph_memory", "memory_buffers"):
+        conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'store_schema_version'")
     mlp_store.close()
     root = workspace / ".kernelscope"
@@ -351,6 +353,30 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
         assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
             (str(STORE_SCHEMA_VERSION),)]
         assert rows(store, "SELECT COUNT(*) FROM graph_subgraphs") == [(0,)]
+
+
+def test_version_5_store_gains_the_memory_tables(mlp_store, workspace, monkeypatch):
+    """A version-5 store (before memory) opens with its runs as they were: read-only, its
+    runs read as recording no memory (show, the dump); writable, it gains the memory tables."""
+    from kernelscope.store.database import connection
+
+    conn = mlp_store.conn
+    for table in ("graph_memory", "memory_buffers"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("UPDATE meta SET value = '5' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    root = workspace / ".kernelscope"
+    with monkeypatch.context() as patched:
+        patched.setattr(connection, "writable_store", lambda root: False)
+        with StoreBackend(root, create=False) as store:
+            assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [("5",)]
+            assert store.run(1).memory() is None
+            dumped = store.run(1).dump()["run"]
+            assert dumped["memory"] is None and all(graph["memory"] is None for graph in dumped["graphs"])
+    with StoreBackend(root) as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
+        assert rows(store, "SELECT COUNT(*) FROM memory_buffers") == [(0,)]
 
 
 def test_json_columns_round_trip(mlp_store):
