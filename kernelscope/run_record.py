@@ -189,6 +189,26 @@ class GraphMemory:
 
 
 @dataclass
+class EagerLine:
+    """What eager PyTorch saves for the backward at one model line (in one module instance)."""
+
+    source: SourceLocation
+    module: str = ""
+    bytes: int = 0
+    tensors: int = 0  # distinct storages saved
+
+
+@dataclass
+class EagerMemory:
+    """The model run eagerly under saved-tensor hooks (`--against-eager`; engine/eager_memory.py)."""
+
+    device: str  # where it ran: cpu, meta
+    saved_bytes: int  # activations saved for the backward
+    saved_inputs_bytes: int  # parameters, buffers and inputs saved too (held by the caller anyway)
+    lines: list[EagerLine] = field(default_factory=list)
+
+
+@dataclass
 class GraphRecord:
     frame_id: int
     frame_compile_id: int
@@ -311,6 +331,7 @@ class RunRecord:
     gpu: dict | None = None
     decisions: list[Decision] = field(default_factory=list)
     replay: DecisionReplay | None = None
+    eager_memory: EagerMemory | None = None  # --against-eager: what eager saves for the backward
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

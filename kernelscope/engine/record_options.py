@@ -26,3 +26,6 @@ class RecordOptions:
     # virtual-cuda: a GPU's recorded timing decisions to replay (kernelscope.decisions;
     # docs/decisions.md); those it does not hold are guessed, and the run says which.
     decisions: DecisionSet | None = None
+    # --train --against-eager: also run the forward eagerly under saved-tensor hooks
+    # (engine/eager_memory.py), to compare what eager saves for the backward per model line.
+    against_eager: bool = False

@@ -25,9 +25,14 @@ def section_lines(memory: RunMemory | None, top: int = 10) -> list[str]:
         inputs = sum(graph.saved_inputs_bytes for graph in memory.graphs)
         out.append(f"  saved for backward: {size(memory.saved_for_backward_bytes)} of activations"
                    + (f" (and {size(inputs)} of inputs the backward keeps)" if inputs else ""))
+        if memory.eager is not None:
+            difference = memory.saved_for_backward_bytes - memory.eager.saved_bytes
+            out.append(f"  eager ({memory.eager.device}, saved-tensor hooks) saves {size(memory.eager.saved_bytes)}: "
+                       f"compiled saves {_more_or_less(difference)}")
     for graph in memory.graphs:
         out.append("  " + graph_line(graph))
-    lines = [entry for entry in memory.lines if entry.saved_for_backward_bytes or entry.live_at_peak_bytes]
+    lines = [entry for entry in memory.lines
+             if entry.saved_for_backward_bytes or entry.live_at_peak_bytes or entry.more_than_eager]
     if lines:
         out.append(f"  model lines (saved for backward · live at the peak of {memory.peak_graph}):")
         out += ["    " + model_line(entry) for entry in lines[:top]]
@@ -56,11 +61,18 @@ def model_line(entry: LineMemory) -> str:
         tensors = ", ".join(f"{b.node or b.name} {b.shape} {b.dtype.replace('torch.', '')}" for b in entry.saved[:3])
         more = f" +{len(entry.saved) - 3}" if len(entry.saved) > 3 else ""
         parts.append(f"saves {size(entry.saved_for_backward_bytes)} for backward [{tensors}{more}]")
+    difference = entry.more_than_eager
+    if difference:
+        parts.append(f"compiled saves {_more_or_less(difference)} than eager ({size(entry.eager_saved_bytes or 0)})")
     if entry.live_at_peak_bytes:
         parts.append(f"{size(entry.live_at_peak_bytes)} live at peak")
     if entry.recomputed:
         parts.append(f"{entry.recomputed} node(s) recomputed in backward")
     return f"{where}  " + " · ".join(parts)
+
+
+def _more_or_less(difference: int) -> str:
+    return f"{size(difference)} more" if difference > 0 else (f"{size(-difference)} less" if difference else "the same")
 
 
 def timeline_lines(graph: GraphMemoryInfo) -> list[str]:

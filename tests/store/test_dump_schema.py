@@ -106,6 +106,10 @@ def expected_run(record: RunRecord) -> dict:
             "unused": [decision_to_dict(d) for d in record.replay.unused]},
         # per model line, derived from the graphs' memory (tests/store/test_memory.py checks it)
         "memory": None,
+        "eager_memory": None if record.eager_memory is None else {
+            **dataclasses.asdict(record.eager_memory),
+            "lines": [{**dataclasses.asdict(line), "source": source(line.source)}
+                      for line in record.eager_memory.lines]},
     }
 
 

@@ -139,3 +139,34 @@ def test_symbolic_sizes_are_evaluated_at_the_example_inputs(recordings):
     forward = next(graph for graph in record.graphs if graph.kind == "forward")
     first = next(b for b in forward.memory.buffers if b.node == "addmm")
     assert (first.bytes, first.shape) == (16 * 128 * 4, "16x128")
+
+
+# -- against eager ----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_against_eager_sets_what_eager_saves_beside_each_line(tmp_path):
+    """mlp: eager saves GELU's input (fc1's output, made at fc1's line) and GELU's output
+    (LayerNorm's input); the compiled backward recomputes GELU, so it saves 16x128 float32
+    less at GELU's line and the same elsewhere."""
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+    from tests.conftest import REPO
+
+    record = record_factory(f"{EXAMPLES / 'mlp.py'}:make",
+                            RecordOptions(device="virtual-cuda", train=True, workspace=REPO, against_eager=True))
+    eager = record.eager_memory
+    assert eager is not None and eager.device == "cpu"
+    assert eager.saved_inputs_bytes > 0  # x and the weights: counted apart
+    with StoreBackend(tmp_path / ".kernelscope", create=True) as store:
+        run = store.run(store.write_run(record))
+        memory = run.memory()
+        assert memory.eager.saved_bytes == eager.saved_bytes
+        per_file = run.file_memory(str(EXAMPLES / "mlp.py"))
+        gelu = example_line("mlp", "F.gelu(h)")
+        assert per_file[gelu].eager_saved_bytes == 16 * 128 * 4 and per_file[gelu].more_than_eager == -16 * 128 * 4
+        fc1, norm = example_line("mlp", "self.fc1(x)"), example_line("mlp", "self.norm(h)")
+        assert per_file[fc1].more_than_eager == 0 and per_file[norm].more_than_eager == 0
+        assert memory.saved_for_backward_bytes == eager.saved_bytes - 16 * 128 * 4
+        data = run.dump()
+        validate_dump(data)
+        assert data["run"]["eager_memory"]["saved_bytes"] == eager.saved_bytes

@@ -425,6 +425,26 @@ CREATE TABLE memory_buffers (
     saved_for_backward INTEGER NOT NULL,
     read_by_json       TEXT NOT NULL   -- forward, saved: the backward kernels that read it
 );
+
+-- --against-eager: the model's forward run eagerly under saved-tensor hooks (RunRecord.eager_memory).
+CREATE TABLE eager_memory (
+    run_id             INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    device             TEXT NOT NULL,     -- where it ran: cpu, meta
+    saved_bytes        INTEGER NOT NULL,  -- activations eager saves for the backward
+    saved_inputs_bytes INTEGER NOT NULL   -- parameters, buffers and inputs it saves too
+);
+
+CREATE TABLE eager_memory_lines (
+    id          INTEGER PRIMARY KEY,
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    source_file TEXT NOT NULL,  -- stored like nodes.source_file
+    source_line INTEGER NOT NULL,
+    source_function TEXT NOT NULL,
+    source_code TEXT NOT NULL,
+    module      TEXT NOT NULL,
+    bytes       INTEGER NOT NULL,
+    tensors     INTEGER NOT NULL
+);
 """
 
 MEMORY_INDEXES = """
@@ -432,6 +452,7 @@ CREATE INDEX graph_memory_by_run     ON graph_memory (run_id);
 CREATE INDEX memory_buffers_by_graph ON memory_buffers (graph_id);
 CREATE INDEX memory_buffers_by_node  ON memory_buffers (node_id);
 CREATE INDEX memory_buffers_by_run   ON memory_buffers (run_id);
+CREATE INDEX eager_lines_by_run      ON eager_memory_lines (run_id);
 """
 # -- end of memory -------------------------------------------------------------------
 

@@ -86,6 +86,8 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     "GraphMemory": {"$def": "graph_memory", "renamed": {}, "dropped": set(), "added": set()},
     "MemoryBuffer": {"$def": "memory_buffer", "renamed": {}, "dropped": set(), "added": set()},
     "MemoryEvent": {"$def": "memory_event", "renamed": {}, "dropped": set(), "added": set()},
+    "EagerMemory": {"$def": "eager_memory", "renamed": {}, "dropped": set(), "added": set()},
+    "EagerLine": {"$def": "eager_line", "renamed": {}, "dropped": set(), "added": set()},
 }
 DUMP_FIELD_CHANGES["RunRecord"]["added"] = DUMP_FIELD_CHANGES["RunRecord"]["added"] | {"memory"}
 
@@ -142,6 +144,7 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         "rank": _rank(conn, run_id),
         **decisions.dump_decisions(conn, run_id, context.portable),
         "memory": memory.dump_run_memory(conn, run_id, context.source_path),
+        "eager_memory": memory.dump_eager_memory(conn, run_id, context.frame),
     }
     if options.include_volatile:
         dumped["volatile"] = {

@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kernelscope.run_record import GraphRecord
+from kernelscope.run_record import EagerMemory, GraphRecord
 from kernelscope.store.database import connection
 
 
@@ -82,6 +82,19 @@ class LineMemory:
     live_at_peak_bytes: int = 0
     saved: list[BufferMemory] = field(default_factory=list)  # what it saves for the backward
     recomputed: int = 0  # its nodes the backward recomputes instead of saving
+    eager_saved_bytes: int | None = None  # --against-eager: what eager saves here (None: not measured)
+
+    @property
+    def more_than_eager(self) -> int | None:
+        """Bytes the compiled graphs save here beyond eager (negative: fewer); None without eager."""
+        return None if self.eager_saved_bytes is None else self.saved_for_backward_bytes - self.eager_saved_bytes
+
+
+@dataclass
+class EagerSummary:
+    device: str
+    saved_bytes: int
+    saved_inputs_bytes: int
 
 
 @dataclass
@@ -90,6 +103,7 @@ class RunMemory:
     peak_graph: str  # key of the graph with the highest peak
     graphs: list[GraphMemoryInfo] = field(default_factory=list)
     lines: list[LineMemory] = field(default_factory=list)  # most bytes first
+    eager: EagerSummary | None = None  # --against-eager
 
     @property
     def saved_for_backward_bytes(self) -> int:
@@ -125,6 +139,19 @@ def write_memory(conn: sqlite3.Connection, run_id: int,
              for b in memory.buffers])
 
 
+def write_eager(conn: sqlite3.Connection, run_id: int, eager: EagerMemory | None, source_columns) -> None:
+    """`source_columns`: the writer's SourceLocation -> (stored file, line, function, code)."""
+    if eager is None:
+        return
+    conn.execute("INSERT INTO eager_memory (run_id, device, saved_bytes, saved_inputs_bytes) VALUES (?, ?, ?, ?)",
+                 (run_id, eager.device, eager.saved_bytes, eager.saved_inputs_bytes))
+    conn.executemany(
+        """INSERT INTO eager_memory_lines (run_id, source_file, source_line, source_function, source_code, module,
+               bytes, tensors) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+        [(run_id, *source_columns(entry.source), entry.module, entry.bytes, entry.tensors)
+         for entry in eager.lines])
+
+
 # -- reading -------------------------------------------------------------------------------
 
 
@@ -149,7 +176,28 @@ def read_run_memory(conn: sqlite3.Connection, run_id: int) -> RunMemory | None:
                                       buffers.get(row["graph_id"], []),
                                       _recomputed(conn, row["graph_id"], json.loads(row["recomputed_json"]))))
     peak = max(graphs, key=lambda graph: graph.peak_bytes)
-    return RunMemory(peak.peak_bytes, peak.key, graphs, _lines(graphs, peak))
+    memory = RunMemory(peak.peak_bytes, peak.key, graphs, _lines(graphs, peak))
+    _add_eager(conn, run_id, memory)
+    return memory
+
+
+def _add_eager(conn: sqlite3.Connection, run_id: int, memory: RunMemory) -> None:
+    """Set eager's saved bytes beside each line's (0 where eager saves nothing there)."""
+    if not connection.has_table(conn, "eager_memory"):
+        return
+    row = conn.execute("SELECT * FROM eager_memory WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        return
+    memory.eager = EagerSummary(row["device"], row["saved_bytes"], row["saved_inputs_bytes"])
+    by_key = {(entry.file, entry.line, entry.module): entry for entry in memory.lines}
+    for entry in memory.lines:
+        entry.eager_saved_bytes = 0
+    for eager in conn.execute("SELECT * FROM eager_memory_lines WHERE run_id = ?", (run_id,)):
+        key = (eager["source_file"], eager["source_line"], eager["module"])
+        if key not in by_key:
+            by_key[key] = LineMemory(*key, eager_saved_bytes=0)
+            memory.lines.append(by_key[key])
+        by_key[key].eager_saved_bytes += eager["bytes"]
 
 
 def file_memory(memory: RunMemory | None, path: str) -> dict[int, LineMemory]:
@@ -163,6 +211,8 @@ def file_memory(memory: RunMemory | None, path: str) -> dict[int, LineMemory]:
         line.live_at_peak_bytes += entry.live_at_peak_bytes
         line.saved += entry.saved
         line.recomputed += entry.recomputed
+        if entry.eager_saved_bytes is not None:
+            line.eager_saved_bytes = (line.eager_saved_bytes or 0) + entry.eager_saved_bytes
     return found
 
 
@@ -243,6 +293,21 @@ def dump_graph_memory(conn: sqlite3.Connection, graph_id: int) -> dict | None:
             "buffers": buffers, "timeline": timeline, "recomputed": sorted(json.loads(row["recomputed_json"]))}
 
 
+def dump_eager_memory(conn: sqlite3.Connection, run_id: int, source) -> dict | None:
+    """The dump's `run.eager_memory` (RunRecord.eager_memory; `source` writes a stored location)."""
+    if not connection.has_table(conn, "eager_memory"):
+        return None
+    row = conn.execute("SELECT * FROM eager_memory WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        return None
+    lines = [{"source": source(line["source_file"], line["source_line"], line["source_function"], line["source_code"]),
+              "module": line["module"],
+              "bytes": line["bytes"], "tensors": line["tensors"]}
+             for line in conn.execute("SELECT * FROM eager_memory_lines WHERE run_id = ?", (run_id,))]
+    return {"device": row["device"], "saved_bytes": row["saved_bytes"], "saved_inputs_bytes": row["saved_inputs_bytes"],
+            "lines": sorted(lines, key=lambda line: (line["source"]["file"], line["source"]["line"], line["module"]))}
+
+
 def dump_run_memory(conn: sqlite3.Connection, run_id: int, source_path) -> dict | None:
     """The dump's `run.memory`: the peak and the model lines (paths as `source_path` writes them)."""
     memory = read_run_memory(conn, run_id)
@@ -250,7 +315,8 @@ def dump_run_memory(conn: sqlite3.Connection, run_id: int, source_path) -> dict 
         return None
     lines = [{"file": source_path(entry.file), "line": entry.line, "module": entry.module,
               "saved_for_backward_bytes": entry.saved_for_backward_bytes,
-              "live_at_peak_bytes": entry.live_at_peak_bytes, "recomputed_nodes": entry.recomputed}
+              "live_at_peak_bytes": entry.live_at_peak_bytes, "recomputed_nodes": entry.recomputed,
+              "eager_saved_for_backward_bytes": entry.eager_saved_bytes}
              for entry in memory.lines]
     return {"peak_bytes": memory.peak_bytes, "peak_graph": memory.peak_graph,
             "saved_for_backward_bytes": memory.saved_for_backward_bytes,
@@ -284,8 +350,12 @@ def memory_json(memory: RunMemory) -> dict:
             "saved_for_backward_bytes": entry.saved_for_backward_bytes,
             "live_at_peak_bytes": entry.live_at_peak_bytes,
             "recomputed_nodes": entry.recomputed,
+            "eager_saved_for_backward_bytes": entry.eager_saved_bytes,
             "saved": [_buffer_json(buffer) for buffer in entry.saved],
         } for entry in memory.lines],
+        "eager": None if memory.eager is None else {"device": memory.eager.device,
+                                                    "saved_for_backward_bytes": memory.eager.saved_bytes,
+                                                    "saved_inputs_bytes": memory.eager.saved_inputs_bytes},
     }
 
 

@@ -141,6 +141,7 @@ class _RunWriter:
         decisions.write_run_decisions(self.conn, self.run_id, self.record, self.kernel_ids)
         memory.write_memory(self.conn, self.run_id, [(graph, ids.graph_id, ids.post_nodes)
                                                      for graph, ids in zip(self.record.graphs, graph_ids)])
+        memory.write_eager(self.conn, self.run_id, self.record.eager_memory, self._source_columns)
         self.conn.executemany(
             "INSERT INTO files (run_id, path, kind) VALUES (?, ?, 'source')",
             [(self.run_id, path) for path in sorted(self.source_files)],
