@@ -88,3 +88,36 @@ def timeline_lines(graph: GraphMemoryInfo) -> list[str]:
         out.append(f"    line {event['line']:>5}  {event['action']:<8} {event['buffer']:<8} {change:>12}  "
                    f"live {size(event['live_bytes']):>10}  {where}{mark}")
     return out
+
+
+def line_brief(entry: LineMemory) -> str:
+    """A code lens: `saves 256.0 KiB for backward · 1.0 MiB live at peak` ('' when nothing to say)."""
+    parts = []
+    if entry.saved_for_backward_bytes:
+        parts.append(f"saves {size(entry.saved_for_backward_bytes)} for backward")
+    difference = entry.more_than_eager
+    if difference:
+        parts.append(f"{_more_or_less(difference)} than eager")
+    if entry.live_at_peak_bytes:
+        parts.append(f"{size(entry.live_at_peak_bytes)} live at peak")
+    return " · ".join(parts)
+
+
+def line_hover(entry: LineMemory, peak_graph: str) -> str:
+    """A hover section (Markdown): what the line saves for the backward (each tensor, its
+    shape and dtype, the backward kernels reading it), how that compares with eager, what
+    is live at the peak, what the backward recomputes."""
+    out = ["**memory**"]
+    for buffer in entry.saved:
+        readers = ", ".join(f"`{name}`" for name in buffer.read_by[:3]) or "—"
+        more = f" +{len(buffer.read_by) - 3}" if len(buffer.read_by) > 3 else ""
+        out.append(f"- saves `{buffer.node or buffer.name}` {buffer.shape} {buffer.dtype.replace('torch.', '')} "
+                   f"({size(buffer.bytes)}) for backward, read by {readers}{more}")
+    if entry.eager_saved_bytes is not None:
+        out.append(f"- eager saves {size(entry.eager_saved_bytes)} here: compiled saves "
+                   f"{_more_or_less(entry.more_than_eager or 0)}")
+    if entry.live_at_peak_bytes:
+        out.append(f"- {size(entry.live_at_peak_bytes)} live at the peak of graph {peak_graph}")
+    if entry.recomputed:
+        out.append(f"- the backward recomputes {entry.recomputed} of its node(s) instead of saving them")
+    return "\n".join(out) if len(out) > 1 else ""

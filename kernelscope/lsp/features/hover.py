@@ -1,8 +1,8 @@
 """Hover: what a model line became (down the chain), or where a generated line came from (up).
 
 A model line: `render.source_hover` (per graph and module instance), then its sections
-below the kernel (`below.source_line_text`), collectives (`render.collectives_text`) and
-GPU time (`render.device_time_suffix`). A kernel, wrapper or graph line:
+below the kernel (`below.source_line_text`), collectives (`render.collectives_text`), memory
+(kernelscope.render.memory's `line_hover`) and GPU time (`render.device_time_suffix`). A kernel, wrapper or graph line:
 `render.generated_hover`, below the kernel on kernel lines (`below.kernel_line_text`),
 collectives. A PTX or SASS line: `below.stage_file_hover`. A new section: its text in
 `render.py` (or `below.py`), appended in `hover_text`.
@@ -69,7 +69,8 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
                 "Compile again (kernelscope.compile) to see what it becomes.")
     answer = view.source_line(document.location, line)
     collectives = view.file_collectives(document.location).get(line, [])
-    if answer.empty and not collectives:
+    memory_text = _memory_section(view, document, line)
+    if answer.empty and not collectives and not memory_text:
         return None
     summary = view.line_summaries(document.location).get(line)
     stale = render.StaleNote(document.location.path, document.run_id, line, current) if document.stale else None
@@ -82,8 +83,19 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         hover += f"\n\n{below_text}"
     if collectives:
         hover += "\n\n" + render.collectives_text(collectives, links)
+    if memory_text:
+        hover += "\n\n" + memory_text
     device_time = render.device_time_suffix(view.file_line_times(document.location.path), line)
     if device_time:
         hover += (f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} "
                   "(profiled; shared = the kernels also serve other lines)")
     return hover
+
+
+def _memory_section(view, document, line: int) -> str:
+    """What the line saves for the backward and holds at the peak ('' when nothing)."""
+    from kernelscope.render.memory import line_hover
+
+    memory = view.memory()
+    entry = view.file_memory(document.location).get(line) if memory is not None else None
+    return line_hover(entry, memory.peak_graph) if entry is not None else ""
