@@ -106,6 +106,7 @@ class DiffSide:
     ops_by_source: dict[tuple[str, SourceKey], Counter] = field(default_factory=dict)  # (phase, line) -> targets
     profile: dict | None = None  # the dump's device times per step (`kernelscope profile`), if any
     decisions: list[DecisionView] = field(default_factory=list)  # timing decisions (schema 5.0)
+    memory: dict | None = None  # the dump's run.memory (schema 7.0), if recorded
 
 
 def load_side(spec: str, store_dir: str | Path) -> DiffSide:
@@ -228,6 +229,7 @@ def diff_side(data: dict, label: str) -> DiffSide:
         ops_by_source=ops_by_source,
         profile=data.get("profile"),
         decisions=decision_views(run),
+        memory=run.get("memory"),
     )
 
 

@@ -2,17 +2,8 @@
 (docs/memory.md). Plain data in (kernelscope.store.parts.memory's RunMemory), lines out."""
 from __future__ import annotations
 
+from kernelscope.render.text import format_bytes as size
 from kernelscope.store.parts.memory import GraphMemoryInfo, LineMemory, RunMemory
-
-
-def size(count: int) -> str:
-    """1536 -> '1.5 KiB' (binary units, as the caching allocator's snapshots print)."""
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
 
 
 def section_lines(memory: RunMemory | None, top: int = 10) -> list[str]:

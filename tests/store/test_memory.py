@@ -170,3 +170,28 @@ def test_against_eager_sets_what_eager_saves_beside_each_line(tmp_path):
         data = run.dump()
         validate_dump(data)
         assert data["run"]["eager_memory"]["saved_bytes"] == eager.saved_bytes
+
+
+# -- the diff gate ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_diff_gate_trips_on_a_peak_above_the_margin(mlp_train, tmp_path, run_cli):
+    _, _, run = mlp_train
+    before = run.dump()
+    after = json.loads(json.dumps(before))
+    memory = after["run"]["memory"]
+    memory["peak_bytes"] = int(memory["peak_bytes"] * 1.2)
+    line = next(entry for entry in memory["lines"] if entry["live_at_peak_bytes"])
+    line["live_at_peak_bytes"] += memory["peak_bytes"] - before["run"]["memory"]["peak_bytes"]
+    (tmp_path / "a.json").write_text(json.dumps(before))
+    (tmp_path / "b.json").write_text(json.dumps(after))
+    tripped = run_cli(["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--fail-on", "memory+10%"])
+    assert tripped.returncode == 1, tripped.stderr
+    assert "peak memory" in tripped.stdout and f"{line['file']}:{line['line']}" in tripped.stdout
+    passed = run_cli(["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--fail-on", "memory+25%"])
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    same = run_cli(["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json"), "--fail-on", "memory"])
+    assert same.returncode == 0, same.stdout + same.stderr
+    bad = run_cli(["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json"), "--fail-on", "memory+ten"])
+    assert bad.returncode == 2 and "memory+10%" in bad.stderr
