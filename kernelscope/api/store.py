@@ -98,6 +98,13 @@ class Store:
         path, line = _file_line(location, line, parse_location)
         return ask(self.backend, path, line, run, direction, module, direct_only, detail)
 
+    def memory_svg(self) -> str:
+        """The memory picture: each graph's bytes live over its allocation timeline, peak marked
+        (what the VS Code run overview draws; Jupyter shows it in the run's HTML)."""
+        from kernelscope.render.memory_svg import svg
+
+        return svg(self.memory)
+
     # -- display ---------------------------------------------------------------------
 
     def __repr__(self) -> str:
@@ -324,6 +331,13 @@ class Run:
 
         return svg(self.fusion())
 
+    def memory_svg(self) -> str:
+        """The memory picture: each graph's bytes live over its allocation timeline, peak marked
+        (what the VS Code run overview draws; Jupyter shows it in the run's HTML)."""
+        from kernelscope.render.memory_svg import svg
+
+        return svg(self.memory)
+
     # -- display ---------------------------------------------------------------------
 
     def __str__(self) -> str:
@@ -337,7 +351,7 @@ class Run:
     def _repr_html_(self) -> str:
         from kernelscope.render.html import run_html
 
-        return run_html(self.details, self.fusion_svg())
+        return run_html(self.details, self.fusion_svg(), self.memory_svg() if self.memory is not None else "")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Run) and other.id == self.id and other.store.path == self.store.path

@@ -223,6 +223,21 @@ async def test_code_lenses_over_model_lines_and_kernel_definitions(examples):
 
 
 @pytest.mark.slow
+async def test_run_overview_draws_the_memory_picture(examples, example_store):
+    overview = _plain(await examples.request("kernelscope/runOverview", {"runId": example_store[1]["mlp"]}))
+    drawn = overview["memorySvg"]
+    assert drawn.startswith('<svg class="memory"') and drawn.count('<g class="mrow">') == 2  # forward, backward
+    peak = re.search(r'<g class="mpeak clickable" data-uri="(file://\S+/0_0_0-backward/wrapper\.py)" '
+                     r'data-line="(\d+)"', drawn)
+    assert peak is not None, drawn
+    with StoreBackend(example_store[0]) as store:
+        backward = next(g for g in store.run(example_store[1]["mlp"]).memory().graphs if g.kind == "backward")
+    assert int(peak.group(2)) == backward.peak_line - 1
+    overview = _plain(await examples.request("kernelscope/runOverview", {"runId": example_store[1]["graph_break"]}))
+    assert overview["memorySvg"].startswith('<svg class="memory"')  # inference graphs have a timeline too
+
+
+@pytest.mark.slow
 async def test_graph_breaks_are_diagnostics_with_a_quick_fix(examples):
     examples.open(GRAPH_BREAK)
     found = await examples.wait_for_diagnostics(GRAPH_BREAK, lambda d: len(d) >= 2)

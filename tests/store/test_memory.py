@@ -8,6 +8,7 @@ import json
 import pytest
 
 from kernelscope.compile_text.wrapper_memory import read_timeline
+from kernelscope.render.text import format_bytes
 from kernelscope.store import StoreBackend, validate_dump
 from tests.conftest import EXAMPLES, example_line
 
@@ -195,3 +196,19 @@ def test_diff_gate_trips_on_a_peak_above_the_margin(mlp_train, tmp_path, run_cli
     assert same.returncode == 0, same.stdout + same.stderr
     bad = run_cli(["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json"), "--fail-on", "memory+ten"])
     assert bad.returncode == 2 and "memory+10%" in bad.stderr
+
+
+@pytest.mark.slow
+def test_python_api_gives_the_memory_and_its_picture(mlp_train):
+    import kernelscope
+
+    _, store, run = mlp_train
+    with kernelscope.open(store.root) as api_store:
+        api_run = api_store.run(run.id)
+        assert api_run.memory.peak_bytes == run.memory().peak_bytes
+        picture = api_run.memory_svg()
+        assert picture.startswith('<svg class="memory"') and picture.count('<polyline class="mline"') == 2
+        backward = next(g for g in api_run.memory.graphs if g.kind == "backward")
+        assert f"peak {format_bytes(backward.peak_bytes)} · wrapper L{backward.peak_line}" in picture
+        assert '<div class="ks-memory"><svg class="memory"' in api_run._repr_html_()
+        assert "memory (docs/memory.md" in api_run.report()
