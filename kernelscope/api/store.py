@@ -98,13 +98,6 @@ class Store:
         path, line = _file_line(location, line, parse_location)
         return ask(self.backend, path, line, run, direction, module, direct_only, detail)
 
-    def memory_svg(self) -> str:
-        """The memory picture: each graph's bytes live over its allocation timeline, peak marked
-        (what the VS Code run overview draws; Jupyter shows it in the run's HTML)."""
-        from kernelscope.render.memory_svg import svg
-
-        return svg(self.memory)
-
     # -- display ---------------------------------------------------------------------
 
     def __repr__(self) -> str:
