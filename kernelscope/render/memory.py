@@ -35,7 +35,8 @@ def section_lines(memory: RunMemory | None, top: int = 10) -> list[str]:
 def graph_line(graph: GraphMemoryInfo) -> str:
     counts = {action: sum(1 for event in graph.timeline if event["action"] == action)
               for action in ("allocate", "reuse", "free")}
-    text = (f"[{graph.compile_id}] {graph.kind:<9} peak {size(graph.peak_bytes)}"
+    part = graph.key.partition(f"-{graph.kind}")[2].lstrip("-")  # a subgraph's name, a split's part
+    text = (f"[{graph.compile_id}] {graph.kind:<9}{f' {part}' if part else ''} peak {size(graph.peak_bytes)}"
             f"{f' at wrapper line {graph.peak_line}' if graph.peak_line else ''} · inputs {size(graph.inputs_bytes)}"
             f" · {counts['allocate']} allocations, {counts['reuse']} reuses, {counts['free']} frees")
     if graph.saved_bytes:
