@@ -191,7 +191,7 @@ def test_dump_to_stdout_and_file_then_validate(mlp_store, workspace, cli):
     assert code == 0 and json.loads(out) == mlp_store.dump(1)
     assert cli("dump", "--run", "1", "-o", "run.json") == (0, "", "")
     assert (workspace / "run.json").read_text() == out
-    assert cli("validate", "run.json") == (0, "run.json: valid kernelscope dump (schema 6.0)\n", "")
+    assert cli("validate", "run.json") == (0, "run.json: valid kernelscope dump (schema 7.0)\n", "")
 
 
 def test_validate_reports_problem_paths(mlp_store, workspace, cli):
