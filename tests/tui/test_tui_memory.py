@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 from conftest import example_line
-from tui_support import SIZE, settle, started
+from tui_support import SIZE, links_for, settle, started
 
 from kernelscope.store import StoreBackend
 from kernelscope.tui.app import KernelscopeApp
@@ -27,12 +27,15 @@ def test_memory_view_lists_the_timeline_and_opens_its_lines(recordings, tmp_path
         app = KernelscopeApp(root, run_id=run_id)
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, app)
+            fc1 = example_line("mlp", "self.fc1(x)")
+            await links_for(pilot, app, "source", fc1)  # the chain line ends with what the line holds
+            chain = str(app.query_one("#chain").render())
+            assert chain.endswith("saves 8.0 KiB for backward · 40.5 KiB live at peak"), chain
             await pilot.press("M")
             await settle(pilot, lambda: isinstance(app.screen, MemoryScreen))
             options = app.screen.query_one("#memory-list")
             texts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
             assert texts[0].startswith("peak ") and "0_0_0-backward" in texts[0]
-            fc1 = example_line("mlp", "self.fc1(x)")
             assert any(f"mlp.py:{fc1} (fc1)" in text and "saves 8.0 KiB for backward" in text for text in texts)
             peak_step = next(i for i, text in enumerate(texts) if "← peak" in text and f"L{backward.peak_line}" in text)
             options.highlighted = peak_step
