@@ -13,6 +13,8 @@ Map:
 - `stack_traces`  — Dynamo's printed stack traces: their frames, the user's frames;
 - `trace_records` — a structured-trace record's kind, from its metadata (TORCH_TRACE's records);
 - `graph_breaks`  — the text of a `dynamo_graph_break_reason` artifact, as a GraphBreak.
+- `wrapper_memory` — a wrapper's allocation timeline (allocations, reuses, views, frees) and
+  its peak, given each buffer's size.
 
 A new parser belongs here when both the engine and trace_import need it and it reads
 text or JSON only; what needs live torch objects stays in the engine (`engine/fx_nodes.py`).

@@ -34,6 +34,10 @@ Seeing what Inductor does
   regions): their call sites, label, pre-grad subgraph, and their code inside the parent's wrapper.
 - `fx_nodes`        — an FX node as a record: its user stack, module instance, pass lineage.
 - `collectives`     — each collective of a post-grad graph and why it is there.
+- `memory`          — a graph's memory from its compile: sizes from Inductor's IR at codegen,
+  the allocation timeline, what each forward saves for its backward (docs/memory.md).
+- `eager_memory`    — `--against-eager`: what eager saves for the backward, per model line
+  (the forward under saved-tensor hooks).
 - `rank_info`       — which rank of which distributed job this process is.
 - `asm_launches`    — `--target cuda`: the launch config each kernel's autotuner chose.
 - `asm_build`       — a stored Triton kernel compiled below Triton (PTX, SASS) without a GPU.

@@ -25,6 +25,7 @@ from kernelscope.store.export import dump
 from kernelscope.store.parts import asm_builds, decisions, distributed, memory, profiles
 from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
 from kernelscope.store.parts.distributed import CollectiveRef, RankRef
+from kernelscope.store.parts.memory import LineMemory, RunMemory
 from kernelscope.store.reading import (
     graphs_and_kernels,
     line_overviews,
@@ -333,13 +334,13 @@ class RunView:
 
     # -- memory (kernelscope.store.parts.memory) ------------------------------------------
 
-    def memory(self) -> memory.RunMemory | None:
+    def memory(self) -> RunMemory | None:
         """Each graph's allocation timeline, peak and what is live there, and what each forward
         saves for its backward, per model line and module instance; None when the run recorded
         no memory (cached)."""
         return cached(("memory", db_key(self._conn), self.id), lambda: memory.read_run_memory(self._conn, self.id))
 
-    def file_memory(self, path: str | Path | Location) -> dict[int, memory.LineMemory]:
+    def file_memory(self, path: str | Path | Location) -> dict[int, LineMemory]:
         """Line -> the memory its nodes hold (saved for backward, live at the peak), for one
         model source file (hovers, code lenses)."""
         return memory.file_memory(self.memory(), self._source(path).path)

@@ -13,6 +13,8 @@ Map
   region of which parent, its call sites and label (`subgraphs_of_run`, `dump_subgraph`).
 - `profiles`    — device time attached to a run (`kernelscope profile`), per kernel and
   source line; its tables are created on first attach.
+- `memory`      — each graph's allocation timeline, peak and saved-for-backward tensors, per
+  model line (`RunMemory`, `file_memory`), eager's saved bytes beside them, and its dump.
 
 A new part: a module here with its dataclasses, `write_*` (called from
 `writing/writer.py` in the run's transaction, or on its own like `profiles`), its reads
