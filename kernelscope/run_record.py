@@ -182,6 +182,73 @@ class Subgraph:
 
 
 @dataclass
+class MemoryBuffer:
+    """One tensor of a graph's allocation timeline (docs/memory.md): a buffer the wrapper
+    allocates, or a graph input (held by the caller for the whole call)."""
+
+    name: str  # the wrapper's name: buf3, primals_1, addmm (a backward input)
+    node: str  # the post-grad node that produced it ("" for an input)
+    kind: str  # "buffer" | "input"
+    bytes: int  # storage bytes at the example inputs' sizes (symbolic sizes at their hints)
+    dtype: str  # torch.float32
+    shape: str  # "16x128"
+    allocated_line: int = 0  # wrapper line that allocates it (0: an input)
+    freed_line: int = 0  # wrapper line of its `del` (0: still live when the graph returns)
+    reused_by: str = ""  # the buffer that took its storage over (`# reuse`)
+    live_at_peak: bool = False
+    is_output: bool = False
+    # forward graphs: what the partitioner saves for the backward (the forward's extra
+    # outputs), the backward kernels that read it
+    saved_for_backward: bool = False
+    read_by: list[str] = field(default_factory=list)
+    from_forward: bool = False  # a backward's input that is a saved activation: `node` is the forward's
+
+
+@dataclass
+class MemoryEvent:
+    """One step of a graph's allocation timeline."""
+
+    line: int  # wrapper line
+    action: str  # "allocate" | "reuse" | "free"
+    buffer: str
+    bytes: int  # bytes this step allocates (+) or frees (-); 0 for a reuse
+    live_bytes: int  # bytes live after it, graph inputs included
+
+
+@dataclass
+class GraphMemory:
+    """A graph's memory as its wrapper allocates it, sized from Inductor's IR at codegen."""
+
+    peak_bytes: int  # inputs + the most the wrapper's own buffers hold at once
+    peak_line: int  # wrapper line where the peak is reached
+    inputs_bytes: int
+    buffers: list[MemoryBuffer] = field(default_factory=list)
+    timeline: list[MemoryEvent] = field(default_factory=list)
+    # backward graphs: post-grad nodes the partitioner recomputes here instead of saving them
+    recomputed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EagerLine:
+    """What eager PyTorch saves for the backward at one model line (in one module instance)."""
+
+    source: SourceLocation
+    module: str = ""
+    bytes: int = 0
+    tensors: int = 0  # distinct storages saved
+
+
+@dataclass
+class EagerMemory:
+    """The model run eagerly under saved-tensor hooks (`--against-eager`; engine/eager_memory.py)."""
+
+    device: str  # where it ran: cpu, meta
+    saved_bytes: int  # activations saved for the backward
+    saved_inputs_bytes: int  # parameters, buffers and inputs saved too (held by the caller anyway)
+    lines: list[EagerLine] = field(default_factory=list)
+
+
+@dataclass
 class GraphRecord:
     frame_id: int
     frame_compile_id: int
@@ -200,6 +267,7 @@ class GraphRecord:
     split: GraphSplit | None = None  # a DDP split part
     subgraph: Subgraph | None = None  # a higher-order op's subgraph, nested in its parent graph
     not_fused: list[NotFused] = field(default_factory=list)  # fusions Inductor's scheduler refused (why)
+    memory: GraphMemory | None = None  # the allocation timeline (engine/memory.py)
 
     @property
     def compile_id(self) -> str:
@@ -351,6 +419,7 @@ class RunRecord:
     decisions: list[Decision] = field(default_factory=list)
     replay: DecisionReplay | None = None
     guards: list[Guard] = field(default_factory=list)  # every guard each compile installed (why)
+    eager_memory: EagerMemory | None = None  # --against-eager: what eager saves for the backward
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

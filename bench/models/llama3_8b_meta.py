@@ -39,6 +39,14 @@ def make_train():
     return _model().train(), _inputs()
 
 
+def make_train_bf16_long():
+    """Training in bf16 at a long sequence (KERNELSCOPE_SEQ, default 4096): what the README's
+    activation-memory breakdown per layer records (`kernelscope memory`, docs/memory.md)."""
+    seq = int(os.environ.get("KERNELSCOPE_SEQ", "4096"))
+    torch.manual_seed(0)
+    return _model().to(torch.bfloat16).train(), (torch.randint(0, 128256, (BATCH, seq)),)
+
+
 def _real_model(device: str):
     """The same model with real (random) weights on `device`: what a GPU compiles where a meta
     model cannot run (bench/gpu_check.py --engine compares its code with the meta model's)."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kernelscope.store.parts.asm_builds import KernelAsmInfo
     from kernelscope.store.parts.decisions import RunDecisions
     from kernelscope.store.parts.distributed import DistributedRun, RankRef
+    from kernelscope.store.parts.memory import RunMemory
     from kernelscope.store.parts.profiles import RunProfile
     from kernelscope.store.results import (
         GraphBreakInfo,
@@ -255,6 +256,12 @@ class Run:
         autotune configs and the one the run launched."""
         return self.view.user_kernels()
 
+    def memory(self) -> RunMemory | None:
+        """The run's memory as its compile planned it: each graph's peak and allocation
+        timeline, what the forward saves for the backward, per model line (docs/memory.md);
+        None for a run that recorded none."""
+        return self.view.memory()
+
     @property
     def distributed(self) -> DistributedRun:
         """The rank and job of a distributed run, DDP's splits and each graph's collectives."""
@@ -332,7 +339,7 @@ class Run:
         from kernelscope.render.report import run_report
 
         report = run_report(self.details, self.asm, self.distributed, self.profile, self.decisions,
-                            self.guard_failures, self.guards)
+                            self.guard_failures, self.guards, self.memory)
         user_kernels = self.user_kernels
         if user_kernels:
             from kernelscope.render.user_kernels import run_section
@@ -354,6 +361,13 @@ class Run:
 
         return svg(self.fusion())
 
+    def memory_svg(self) -> str:
+        """The memory picture: each graph's bytes live over its allocation timeline, peak marked
+        (what the VS Code run overview draws; Jupyter shows it in the run's HTML)."""
+        from kernelscope.render.memory_svg import svg
+
+        return svg(self.memory)
+
     # -- display ---------------------------------------------------------------------
 
     def __str__(self) -> str:
@@ -367,7 +381,7 @@ class Run:
     def _repr_html_(self) -> str:
         from kernelscope.render.html import run_html
 
-        return run_html(self.details, self.fusion_svg())
+        return run_html(self.details, self.fusion_svg(), self.memory_svg() if self.memory is not None else "")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Run) and other.id == self.id and other.store.path == self.store.path

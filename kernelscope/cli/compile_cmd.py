@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from kernelscope.cli import distributed_args, recording_output
+from kernelscope.errors import UserError
 
 
 def add_parser(subparsers) -> None:
@@ -30,6 +31,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--train", action="store_true",
                         help="compile forward and backward of a scalar loss (sum of the outputs)")
     parser.add_argument("--dynamic", action="store_true", help="mark the batch dimension dynamic")
+    parser.add_argument("--against-eager", action="store_true",
+                        help="with --train: also run the model's forward eagerly under saved-tensor hooks (on the "
+                             "CPU, or free on the meta device), so `kernelscope memory` sets what eager saves for "
+                             "the backward beside what the compiled graphs save, per model line")
     parser.add_argument("--profile", action="store_true",
                         help="on a GPU: then run the compiled model (warm-up, then --steps steps) under "
                              "torch.profiler and attach each kernel's device time to the run")
@@ -39,6 +44,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    if args.against_eager and not args.train:
+        raise UserError("--against-eager compares what the backward keeps: add --train")
     if args.profile:
         from kernelscope.cli.profile_cmd import compile_and_profile
 
@@ -52,7 +59,7 @@ def run(args) -> int:
         options = RecordOptions(
             device=args.target_device, train=args.train, dynamic=args.dynamic,
             execute=args.execute, workspace=Path.cwd(), on_phase=on_phase, decisions=decisions,
-            **distributed_args.record_options(args),
+            against_eager=args.against_eager, **distributed_args.record_options(args),
         )
         return record_factory(args.target, options)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kernelscope.cli.common import new_parser
 from kernelscope.diff import GATES, compare_runs, evaluate_gates, load_side, parse_gates
-from kernelscope.diff.gates import exit_code
+from kernelscope.diff.gates import exit_code, gate_tolerances
 from kernelscope.diff.report import FORMATS, render
 from kernelscope.errors import StoreError, UserError
 
@@ -39,7 +39,8 @@ def add_parser(subparsers) -> None:
                   "kernelscope diff baseline.json latest --format md -o diff.md",
                   "kernelscope diff 3 4 --format json | jq .source_lines",
                   "kernelscope diff rank0 rank1                  # two ranks of the latest distributed job",
-                  "kernelscope diff base.json new.json --fail-on device-time --time-tolerance 5   # profiled dumps"],
+                  "kernelscope diff base.json new.json --fail-on device-time --time-tolerance 5   # profiled dumps",
+                  "kernelscope diff latest~1 latest --fail-on memory+10%   # peak memory up by more than 10%"],
     )
     parser.add_argument("before", metavar="A",
                         help="baseline: dump file, '-', or run (3, latest, latest~1, rank0: a rank's latest run)")
@@ -75,6 +76,7 @@ def _rank_run(spec: str, store_dir: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     gate_names = parse_gates(args.fail_on)
+    tolerances = gate_tolerances(args.fail_on)
     if args.before == "-" and args.after == "-":
         raise UserError("only one side of the diff can be read from stdin ('-')")
     before = load_side(_rank_run(args.before, args.store), args.store)
@@ -82,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     diff = compare_runs(before, after)
     if diff.device_time is not None:
         diff.device_time.tolerance = args.time_tolerance / 100
+    if diff.memory is not None:
+        diff.memory.tolerance = tolerances.get("memory", diff.memory.tolerance)
     results = evaluate_gates(diff, gate_names)
     code = exit_code(results)
     text = render(diff, results, code, args.format)

@@ -12,10 +12,12 @@ Map:
 - `printed_graph` — a printed FX graph (`GraphModule.print_readable()`): the line of each node;
 - `stack_traces`  — Dynamo's printed stack traces: their frames, the user's frames;
 - `trace_records` — a structured-trace record's kind, from its metadata (TORCH_TRACE's records);
-- `graph_breaks`  — the text of a `dynamo_graph_break_reason` artifact, as a GraphBreak;
+- `graph_breaks`  — the text of a `dynamo_graph_break_reason` artifact, as a GraphBreak.
 - `guards`        — guards, specializations and recompile reasons from the trace's records
   (`guard_added_fast`, `dynamo_cpp_guards_str`, `recompile_reasons`, ...), as Guard and
   GuardFailure records (docs/why.md).
+- `wrapper_memory` — a wrapper's allocation timeline (allocations, reuses, views, frees) and
+  its peak, given each buffer's size.
 
 A new parser belongs here when both the engine and trace_import need it and it reads
 text or JSON only; what needs live torch objects stays in the engine (`engine/fx_nodes.py`).

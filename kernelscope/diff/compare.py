@@ -16,6 +16,7 @@ from kernelscope.diff.align import LineAlignment
 from kernelscope.diff.decisions import DecisionDiff, compare_decisions
 from kernelscope.diff.device_time import DeviceTimeDiff, compare_device_time
 from kernelscope.diff.match import KernelPair, match_kernels
+from kernelscope.diff.memory import MemoryDiff, compare_memory
 from kernelscope.diff.model import BreakView, DiffSide, KernelView, SourceKey
 from kernelscope.diff.resources import ResourceDiff, compare_resources
 
@@ -135,6 +136,7 @@ class RunDiff:
     device_time: DeviceTimeDiff | None = None  # when either side has a profile
     resources: ResourceDiff | None = None  # registers and spills of paired kernels (below the kernel)
     decisions: DecisionDiff | None = None  # timing decisions made differently (schema 5.0)
+    memory: MemoryDiff | None = None  # peak and saved-for-backward bytes (schema 7.0), when either side has them
 
     @property
     def is_empty(self) -> bool:
@@ -175,6 +177,7 @@ def compare_runs(before: DiffSide, after: DiffSide) -> RunDiff:
         device_time=compare_device_time(before.profile, after.profile, pairs),
         resources=compare_resources(pairs),
         decisions=compare_decisions(before.decisions, after.decisions),
+        memory=compare_memory(before.memory, after.memory),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernelscope.diff import device_time, resources
+from kernelscope.diff import device_time, memory, resources
 from kernelscope.diff.compare import KernelChange, RunDiff
 from kernelscope.errors import UserError
 
@@ -108,9 +108,12 @@ GATES: dict[str, Gate] = {gate.name: gate for gate in [
          lambda diff: resources.gate_reasons(diff.resources, "registers")),
     Gate("spills-increase", "a kernel spills more registers to local memory (both sides built with --asm)",
          lambda diff: resources.gate_reasons(diff.resources, "spills")),
+    Gate("memory", "a higher peak memory than A plus 10% (memory+N% for another margin; dumps of schema 7.0)",
+         lambda diff: memory.gate_reasons(diff.memory)),
 ]}
-# Gates that need more than the plain dumps (a profile, kernels built below Triton): not in `all`.
-NEEDS_MORE = ("device-time", "registers-increase", "spills-increase")
+# Gates that need more than the plain dumps (a profile, kernels built below Triton, memory
+# recorded on both sides): not in `all`.
+NEEDS_MORE = ("device-time", "registers-increase", "spills-increase", "memory")
 ALL = "all"
 
 
@@ -123,11 +126,26 @@ def parse_gates(values: list[str] | None) -> list[str]:
                 continue
             if name == ALL:  # every gate that needs nothing but the dumps
                 names += [gate for gate in GATES if gate not in NEEDS_MORE]
+            elif name.startswith("memory+"):  # the margin: gate_tolerances reads it
+                names.append("memory")
             elif name in GATES:
                 names.append(name)
             else:
                 raise UserError(f"unknown gate {name!r} in --fail-on; gates: {', '.join(GATES)}, or {ALL}")
     return [name for name in GATES if name in names]
+
+
+def gate_tolerances(values: list[str] | None) -> dict[str, float]:
+    """The margins given with a gate's name: `memory+5%` -> {"memory": 0.05}."""
+    found: dict[str, float] = {}
+    for value in values or []:
+        for name in (part.strip() for part in value.split(",")):
+            if name.startswith("memory+"):
+                try:
+                    found["memory"] = memory.parse_tolerance(name.removeprefix("memory+"))
+                except ValueError as error:
+                    raise UserError(f"--fail-on {name}: {error}") from error
+    return found
 
 
 def evaluate_gates(diff: RunDiff, names: list[str]) -> list[GateResult]:

@@ -110,6 +110,7 @@ class DiffSide:
     # and each recompile's failed guard at the first user line Dynamo names for it
     guards: list[WhyView] = field(default_factory=list)
     guard_failures: list[WhyView] = field(default_factory=list)
+    memory: dict | None = None  # the dump's run.memory (schema 7.0), if recorded
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,7 @@ def diff_side(data: dict, label: str) -> DiffSide:
                                 (f["lines"][-1] if f["lines"] else {}).get("line"), f["guard"],
                                 f"[{recompile['compile_id']}] after [{f['failed_compile_id']}]")
                         for recompile in run["recompiles"] for f in recompile.get("failures", [])],
+        memory=run.get("memory"),
     )
 
 

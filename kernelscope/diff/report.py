@@ -8,6 +8,7 @@ from kernelscope.diff.compare import TOTALS, RunDiff
 from kernelscope.diff.decisions import render_lines as render_decisions
 from kernelscope.diff.device_time import render_lines as render_device_time
 from kernelscope.diff.gates import GateResult
+from kernelscope.diff.memory import render_lines as render_memory
 from kernelscope.diff.resources import render_lines as render_resources
 
 FORMATS = ("text", "json", "md")
@@ -142,6 +143,7 @@ def _text(diff: RunDiff, gates: list[GateResult]) -> str:
             out.append("coverage:")
             out += [f"  {cov.key}: {_share(cov.before)} -> {_share(cov.after)}" for cov in diff.coverage]
     out += render_device_time(diff.device_time)
+    out += render_memory(diff.memory)
     out += render_resources(diff.resources)
     out += render_decisions(diff.decisions)
     if gates:
@@ -204,6 +206,9 @@ def _markdown(diff: RunDiff, gates: list[GateResult]) -> str:
     device_lines = render_device_time(diff.device_time)
     if device_lines:
         out += ["#### Device time", "", "```", *device_lines, "```", ""]
+    memory_lines = render_memory(diff.memory)
+    if memory_lines:
+        out += ["#### Memory", "", "```", *memory_lines, "```", ""]
     resource_lines = render_resources(diff.resources)
     if resource_lines:
         out += ["#### Registers and spills", "", "```", *resource_lines, "```", ""]

@@ -45,6 +45,10 @@ Seeing what Inductor does
 - `collectives`     — each collective of a post-grad graph and why it is there.
 - `user_kernels`    — a program's own Triton kernels: each line of Inductor's copy linked to
   the user's kernel line, and the autotune config the run launched.
+- `memory`          — a graph's memory from its compile: sizes from Inductor's IR at codegen,
+  the allocation timeline, what each forward saves for its backward (docs/memory.md).
+- `eager_memory`    — `--against-eager`: what eager saves for the backward, per model line
+  (the forward under saved-tensor hooks).
 - `rank_info`       — which rank of which distributed job this process is.
 - `asm_launches`    — `--target cuda`: the launch config each kernel's autotuner chose.
 - `asm_build`       — a stored Triton kernel compiled below Triton (PTX, SASS) without a GPU.

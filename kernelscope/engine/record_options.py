@@ -29,3 +29,6 @@ class RecordOptions:
     # Record fusion refusals and guard-failure values (engine/why_probes.py; docs/why.md).
     # Off only to measure what they cost (bench/why_cost.py).
     why: bool = True
+    # --train --against-eager: also run the forward eagerly under saved-tensor hooks
+    # (engine/eager_memory.py), to compare what eager saves for the backward per model line.
+    against_eager: bool = False

@@ -97,6 +97,11 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
             error_translation.raise_translated(error, source_file, recording.probes)
     run = run_assembly.build_run(recording, shown, options, device)
     run.execute_max_error = max_error
+    if options.train and options.against_eager:
+        from kernelscope.engine import eager_memory
+
+        options.on_phase("capture", "eager forward under saved-tensor hooks")
+        run.eager_memory = eager_memory.measure(model, inputs, "meta" if on_meta else _eager_device(inputs))
     if on_meta:
         from kernelscope.engine.devices import meta_models
 
@@ -105,6 +110,12 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
         raise CompileError(f"{source_file or shown}: torch.compile produced no graph to record"
                            + error_translation.fallback_reason(run.graph_breaks))
     return run_assembly.finish(run, recording.probes, import_seconds, time.perf_counter() - started)
+
+
+def _eager_device(inputs: tuple) -> str:
+    import torch
+
+    return next((str(t.device.type) for t in inputs if isinstance(t, torch.Tensor)), "cpu")
 
 
 @dataclass

@@ -67,6 +67,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         for child in template_mods.mod_graphs(capture, graph, compile_pre, skip):
             mods.append((graph, child))
             graphs.append(child)
+    memory_problems = _add_memory(probes.graphs, built)
 
     from kernelscope.engine.decision_hooks import session
 
@@ -88,6 +89,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     warnings += recording.fixes.warnings(torch.__version__)
     warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
     warnings += _distributed_warnings(recording.distributed, graphs)
+    warnings += memory_problems
     for capture in probes.graphs:  # a subgraph names its parent by the parent's final key
         child = built[id(capture)]
         if capture.parent is not None and child.subgraph is not None and id(capture.parent) in built:
@@ -125,6 +127,37 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         decisions=list(decisions.decisions),
         replay=decisions.replay_record(),
     )
+
+
+def _add_memory(captures, built: dict[int, GraphRecord]) -> list[str]:
+    """Each graph's allocation timeline, then what each forward saves for its backward (the
+    backward of the same compile id). A graph whose memory cannot be read keeps none, and the
+    run says why: it never stops a recording."""
+    from kernelscope.engine import memory
+
+    problems = []
+    forwards = {}
+    for capture in captures:
+        graph = built.get(id(capture))
+        if graph is None or capture.memory is None:
+            continue
+        try:
+            graph.memory = memory.graph_memory(capture.memory, capture.wrapper_text)
+        except Exception as error:  # noqa: BLE001 - reported as a warning of the run
+            problems.append(f"memory of graph {graph.key} unavailable: {type(error).__name__}: {error}")
+            continue
+        if graph.kind == "forward" and capture.parent is None:
+            forwards[capture.compile_id] = (graph, capture.memory)
+    for capture in captures:
+        graph = built.get(id(capture))
+        if graph is None or graph.memory is None or graph.kind != "backward" or capture.compile_id not in forwards:
+            continue
+        forward, forward_found = forwards[capture.compile_id]
+        try:
+            memory.mark_saved(forward, forward_found, graph, capture.memory)
+        except Exception as error:  # noqa: BLE001
+            problems.append(f"saved-for-backward of graph {forward.key} unavailable: {type(error).__name__}: {error}")
+    return problems
 
 
 def _parents_first(graphs: list[GraphRecord]) -> list[GraphRecord]:

@@ -34,6 +34,13 @@ STYLE = """<style>
 .kernelscope svg.fusion .fnode text { fill: var(--jp-content-font-color1, #222); }
 .kernelscope svg.fusion .fnode text.tag { fill: var(--jp-ui-font-color2, #666); font-size: 10px; }
 .kernelscope svg.fusion .fnode:hover rect { stroke-width: 2.5; }
+.kernelscope svg.memory { font-family: var(--jp-code-font-family, monospace); font-size: 11px; }
+.kernelscope svg.memory .mgraph { fill: var(--jp-content-font-color1, #222); font-weight: 600; }
+.kernelscope svg.memory .mtag { fill: var(--jp-ui-font-color2, #666); font-size: 10px; }
+.kernelscope svg.memory .maxis { stroke: #888; }
+.kernelscope svg.memory .minputs { stroke: #888; stroke-dasharray: 3 3; }
+.kernelscope svg.memory .mline { fill: none; stroke: #4e9ad6; stroke-width: 1.6; }
+.kernelscope svg.memory .mpeak { fill: #d78a2a; }
 .kernelscope svg.fusion .fedge { fill: none; stroke: #888; stroke-opacity: 0.55; stroke-width: 1.3; }
 .kernelscope ul.ks-tree { list-style: none; padding-left: 16px; margin: 0; font-size: 12px;
   font-family: var(--jp-code-font-family, monospace); }
@@ -50,8 +57,9 @@ STYLE = """<style>
 </style>"""
 
 
-def run_html(details: RunDetails, fusion_svg: str) -> str:
-    """A run: the summary table (target, device, versions, counts, coverage) and the fusion picture."""
+def run_html(details: RunDetails, fusion_svg: str, memory_svg: str = "") -> str:
+    """A run: the summary table (target, device, versions, counts, coverage), the fusion picture
+    and, when the run recorded memory, the memory picture."""
     summary = details.summary
     triton = sum(1 for kernel in details.kernels if kernel.kind != "extern")
     externs = len(details.kernels) - triton
@@ -73,7 +81,9 @@ def run_html(details: RunDetails, fusion_svg: str) -> str:
         f'{STYLE}<div class="kernelscope ks-run">'
         f'<h3>Run {summary.id} <span class="target">{_e(summary.target)}</span></h3>'
         f'<table class="ks-summary">{table}</table>'
-        f'<div class="ks-fusion">{fusion_svg}</div></div>'
+        f'<div class="ks-fusion">{fusion_svg}</div>'
+        + (f'<div class="ks-memory">{memory_svg}</div>' if memory_svg else "")
+        + "</div>"
     )
 
 

@@ -8,6 +8,7 @@ from kernelscope.render.query_tree import compact
 from kernelscope.render.text import format_share, format_table, format_time, graph_break_details
 from kernelscope.store.parts.decisions import RunDecisions
 from kernelscope.store.parts.distributed import DistributedRun, RankRef
+from kernelscope.store.parts.memory import RunMemory
 from kernelscope.store.parts.profiles import RunProfile
 from kernelscope.store.results import RunDetails, RunSummary
 
@@ -25,15 +26,21 @@ NO_RUNS = "no runs yet — record one with `kernelscope compile FILE.py:FACTORY`
 
 def run_report(details: RunDetails, asm: dict | None = None, distributed: DistributedRun | None = None,
                profile: RunProfile | None = None, decisions: RunDecisions | None = None,
-               failures: list | None = None, guards: list | None = None) -> str:
+               failures: list | None = None, guards: list | None = None,
+               memory: RunMemory | None = None) -> str:
     """What `kernelscope show` prints: the run, its graphs, kernels (and their resources below
     Triton when built), graph breaks, recompiles, coverage, warnings and timings; then the
-    timing decisions, the distributed section and the profile when the run has them."""
+    memory, the timing decisions, the distributed section and the profile when the run has them."""
     parts = [_details_text(details, asm)]
     if failures or guards:
         from kernelscope.render.why import run_why_lines
 
         parts.append("\n" + "\n".join(run_why_lines(failures or [], guards or [])))
+    if memory is not None:
+        from kernelscope.render import memory as memory_text
+
+        parts.append("\n" + "\n".join(["memory (docs/memory.md; kernelscope memory RUN for the timeline)",
+                                         *memory_text.section_lines(memory, top=5)]))
     if decisions is not None and (decisions.decisions or decisions.replay is not None or decisions.gpu):
         from kernelscope.render.decisions import section_lines
 

@@ -28,3 +28,13 @@ def graph_break_details(explanation: str, hints: list[str], url: str, indent: st
     lines = [f"{indent}why: {explanation}"] if explanation else []
     lines += [f"{indent}hint: {hint}" for hint in hints]
     return lines + ([f"{indent}more: {url}"] if url else [])
+
+
+def format_bytes(count: int) -> str:
+    """1536 -> '1.5 KiB' (binary units, as the caching allocator's snapshots print)."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"

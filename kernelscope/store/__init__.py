@@ -25,8 +25,8 @@ Map — what front ends use sits at the top; each folder is one job with its own
   chain, a source file's index, the line overviews kept per line, graphs and kernels,
   recorded code, module folding and trees, the per-process answer cache.
 - `parts/`    — parts of a run beyond the provenance chain, each with its own tables:
-  below the kernel (`asm_builds`), distributed jobs, timing decisions, profiles, and `why`
-  (guards, recompile failures, fusion refusals: docs/why.md).
+  below the kernel (`asm_builds`), distributed jobs, timing decisions, profiles, `why`
+  (guards, recompile failures, fusion refusals: docs/why.md), recomputes, user kernels, memory.
 - `export/`   — a run as stable JSON (`kernelscope dump`) and its JSON Schema.
 - `health/`   — `kernelscope doctor`: checking a store and repairing what is safe.
 

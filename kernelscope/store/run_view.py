@@ -22,9 +22,10 @@ from kernelscope.asm.model import STAGES
 from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
-from kernelscope.store.parts import asm_builds, decisions, distributed, profiles, user_kernels, why
+from kernelscope.store.parts import asm_builds, decisions, distributed, memory, profiles, user_kernels, why
 from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
 from kernelscope.store.parts.distributed import CollectiveRef, RankRef
+from kernelscope.store.parts.memory import LineMemory, RunMemory
 from kernelscope.store.reading import (
     graphs_and_kernels,
     line_overviews,
@@ -379,6 +380,19 @@ class RunView:
         run's, or guessed): pad_mm, max-autotune, fusion benchmarks, launch configs (cached)."""
         return cached(("decisions", db_key(self._conn), self.id),
                       lambda: decisions.read_run_decisions(self._conn, self.id))
+
+    # -- memory (kernelscope.store.parts.memory) ------------------------------------------
+
+    def memory(self) -> RunMemory | None:
+        """Each graph's allocation timeline, peak and what is live there, and what each forward
+        saves for its backward, per model line and module instance; None when the run recorded
+        no memory (cached)."""
+        return cached(("memory", db_key(self._conn), self.id), lambda: memory.read_run_memory(self._conn, self.id))
+
+    def file_memory(self, path: str | Path | Location) -> dict[int, LineMemory]:
+        """Line -> the memory its nodes hold (saved for backward, live at the peak), for one
+        model source file (hovers, code lenses)."""
+        return memory.file_memory(self.memory(), self._source(path).path)
 
     # -- export ------------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 `r` runs (RunPicker: switch to a run, or compare two with `kernelscope diff`'s
 report in a DiffScreen), `b` graph breaks (BreaksScreen: jump to the source line),
 `m`/`x` the module filter (ModuleFilterScreen: narrows the kernel list and the
-highlights), `o` distributed (CommScreen: open a collective's wrapper line), `?`
+highlights), `o` distributed (CommScreen: open a collective's wrapper line), `M` memory (MemoryScreen:
+open a timeline step's wrapper line or a model line), `?`
 the keys (HelpScreen). The screens themselves are widgets of their own modules;
 this controller reads what they list, pushes them, and acts on what they return.
 """
@@ -14,7 +15,8 @@ from kernelscope.tui.breaks_screen import BreaksScreen
 from kernelscope.tui.comm_screen import CommScreen
 from kernelscope.tui.controller import Controller, thread_worker
 from kernelscope.tui.help_screen import HelpScreen
-from kernelscope.tui.messages import CommLoaded, DiffReady, RunsListed
+from kernelscope.tui.memory_screen import MemoryScreen
+from kernelscope.tui.messages import CommLoaded, DiffReady, MemoryLoaded, RunsListed
 from kernelscope.tui.module_filter import EVERY_MODULE, ModuleChoice, ModuleFilterScreen
 from kernelscope.tui.run_picker import DiffScreen, RunPicker
 
@@ -109,6 +111,29 @@ class Dialogs(Controller):
         details = self.app.details
         if where is not None and details is not None:
             self.app.files.open_generated(WRAPPER, where[0], where[1], details.summary.id)
+
+    # -- M: memory ----------------------------------------------------------------------------------
+
+    def memory(self) -> None:
+        if self.app.run_id is not None:
+            self.load_memory(self.app.run_id)
+
+    @thread_worker("memory", "load memory")
+    def load_memory(self, run_id: int) -> None:
+        self.app.post_message(MemoryLoaded(self.app.gateway.call(lambda store: store.run(run_id).memory())))
+
+    def show_memory(self, message: MemoryLoaded) -> None:
+        self.app.push_screen(MemoryScreen(message.memory), self._memory_chosen)
+
+    def _memory_chosen(self, where) -> None:
+        details = self.app.details
+        if where is None or details is None:
+            return
+        role, path, line = where
+        if role == "wrapper":
+            self.app.files.open_generated(WRAPPER, path, line, details.summary.id)
+        else:
+            self.app.files.open_source(path, line, details.summary.id, details.workspace)
 
     # -- ?: the keys -----------------------------------------------------------------------------------
 

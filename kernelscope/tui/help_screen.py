@@ -32,6 +32,8 @@ KEYS = """\
   o  distributed: the rank, which ranks compiled identical code, each graph's compute/communication
      order and its collectives with their model line and layer: enter opens the wrapper line
   b  graph breaks and recompiles, with their reasons: enter jumps to the source line
+  M  memory: the peak, the model lines saving the most for the backward, each graph's allocation
+     timeline with the bytes live after each step: enter opens the model or wrapper line
   m  module-instance filter: one layer, or a folded row of alike ones (right opens it); x clears it
   ?  this help        q  quit
 """

@@ -32,7 +32,7 @@ from kernelscope.tui.linking import (
 from kernelscope.tui.messages import LinksReady, MarkersLoaded
 from kernelscope.tui.panes.code_view import CodeView
 from kernelscope.tui.run_data import KernelRow
-from kernelscope.tui.store_reads import collectives_at, read_file
+from kernelscope.tui.store_reads import collectives_at, memory_at, read_file
 
 # Only what the other panes show: a model line needs what is below it, a kernel line what is
 # above it (its launch comes from the run's facts); graph and wrapper lines need both.
@@ -126,6 +126,10 @@ class LinkFollower(Controller):
                 if collectives:
                     more = f" (+{len(collectives) - 1})" if len(collectives) > 1 else ""
                     links.summary = f"⇄ {collective_line(collectives[0])}{more} · {links.summary}"
+            if origin == SOURCE:  # what the model line holds (docs/memory.md)
+                held = gateway.call(memory_at, run_id, path, line, still_wanted=still_wanted)
+                if held:
+                    links.summary = f"{links.summary} · {held}"
         except Stale:
             return
         files = {}

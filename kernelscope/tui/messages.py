@@ -112,6 +112,12 @@ class CommLoaded(Message):
         self.view = view
 
 
+class MemoryLoaded(Message):
+    def __init__(self, memory):
+        super().__init__()
+        self.memory = memory  # a RunMemory, or None
+
+
 # -- compiling (compile_status.CompileStatus) ------------------------------------------------
 
 

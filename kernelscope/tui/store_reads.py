@@ -90,6 +90,17 @@ def collectives_at(store: StoreBackend, run_id: int, path: str, line: int, origi
     return view.collectives_at(location, line)
 
 
+def memory_at(store: StoreBackend, run_id: int, path: str, line: int) -> str:
+    """What a model line holds ("saves 8.0 KiB for backward · 40.5 KiB live at peak"; '' for nothing)."""
+    from kernelscope.render.memory import line_brief
+
+    view = store.run(run_id)
+    if view.memory() is None:  # a run that recorded none: no lookup per cursor move
+        return ""
+    entry = view.file_memory(view.locate(path)).get(line)
+    return line_brief(entry) if entry is not None else ""
+
+
 def asm_of_kernel(store: StoreBackend, run_id: int, kernel: str, lines: list[int],
                   stage: str) -> tuple[OpenFile | None, list[int], str, str]:
     """(the kernel's `stage` file, its lines of the kernel's `lines`, the pane's title, why

@@ -149,6 +149,10 @@ async def test_hover_on_a_model_line_shows_kernels_per_graph(examples):
     fc1 = (await examples.hover(MLP, line_of(MLP, "self.fc1(x)"))).contents.value
     assert re.search(r"`extern_kernels\.(mm|addmm)` extern", fc1) and "wrapper L" in fc1
     assert "`fc1` (Linear)" in fc1  # grouped by module instance
+    # memory: what the line saves for the backward, with the backward kernels that read it
+    assert re.search(r"saves `addmm` 16x128 float32 \(8\.0 KiB\) for backward, read by `triton_\w+`", fc1)
+    assert "live at the peak of graph 0_0_0-backward" in fc1
+    assert "recomputes" in text  # GELU: recomputed in the backward instead of saved
     assert await examples.hover(MLP, line_of(MLP, "import torch")) is None
 
 
@@ -211,9 +215,26 @@ async def test_code_lenses_over_model_lines_and_kernel_definitions(examples):
     gelu = line_of(MLP, "F.gelu(h)")
     assert "fw" in lenses[gelu] and "bw" in lenses[gelu] and "fused with L" in lenses[gelu]
     assert "extern call" in lenses[line_of(MLP, "self.fc1(x)")]
+    # the memory the line holds (docs/memory.md): fc1's addmm output, saved for the backward
+    assert lenses[line_of(MLP, "self.fc1(x)")].endswith("saves 8.0 KiB for backward · 40.5 KiB live at peak")
     target = next(t for t in await examples.definition(MLP, gelu) if "/kernels/" in t.uri)
     kernel_lenses = await examples.lenses(target.uri)
     assert len(kernel_lenses) == 1 and f"mlp.py:{gelu + 1}" in kernel_lenses[0].command.title.replace(" ", "")
+
+
+@pytest.mark.slow
+async def test_run_overview_draws_the_memory_picture(examples, example_store):
+    overview = _plain(await examples.request("kernelscope/runOverview", {"runId": example_store[1]["mlp"]}))
+    drawn = overview["memorySvg"]
+    assert drawn.startswith('<svg class="memory"') and drawn.count('<g class="mrow">') == 2  # forward, backward
+    peak = re.search(r'<g class="mpeak clickable" data-uri="(file://\S+/0_0_0-backward/wrapper\.py)" '
+                     r'data-line="(\d+)"', drawn)
+    assert peak is not None, drawn
+    with StoreBackend(example_store[0]) as store:
+        backward = next(g for g in store.run(example_store[1]["mlp"]).memory().graphs if g.kind == "backward")
+    assert int(peak.group(2)) == backward.peak_line - 1
+    overview = _plain(await examples.request("kernelscope/runOverview", {"runId": example_store[1]["graph_break"]}))
+    assert overview["memorySvg"].startswith('<svg class="memory"')  # inference graphs have a timeline too
 
 
 @pytest.mark.slow

@@ -85,6 +85,9 @@ def expected_run(record: RunRecord) -> dict:
             "collectives": [{**dataclasses.asdict(c), "frame": source(c.frame), "model_line": source(c.model_line)}
                             for c in graph.collectives],
             "not_fused": [dataclasses.asdict(refusal) for refusal in graph.not_fused],
+            "memory": None if graph.memory is None else {
+                **dataclasses.asdict(graph.memory), "recomputed": sorted(graph.memory.recomputed),
+                "buffers": [{**dataclasses.asdict(b), "read_by": sorted(b.read_by)} for b in graph.memory.buffers]},
         })
     return {
         "target": record.target, "device": record.device, "mode": record.mode,
@@ -107,6 +110,12 @@ def expected_run(record: RunRecord) -> dict:
         "replay": None if record.replay is None else {
             "source": record.replay.source, "recorded_on": record.replay.recorded_on,
             "unused": [decision_to_dict(d) for d in record.replay.unused]},
+        # per model line, derived from the graphs' memory (tests/store/test_memory.py checks it)
+        "memory": None,
+        "eager_memory": None if record.eager_memory is None else {
+            **dataclasses.asdict(record.eager_memory),
+            "lines": [{**dataclasses.asdict(line), "source": source(line.source)}
+                      for line in record.eager_memory.lines]},
     }
 
 

@@ -288,7 +288,8 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
 
 WHY_TABLES = ("guard_failure_lines", "guard_failures", "guards", "fusion_refusals")  # version 6 (docs/why.md)
 # every table version 6 added: a version-5 store has none of them
-ADDED_IN_6 = ("user_kernel_lines", "user_kernels", "recomputed_nodes", *WHY_TABLES)
+ADDED_IN_6 = ("user_kernel_lines", "user_kernels", "recomputed_nodes", *WHY_TABLES, "graph_memory", "memory_buffers",
+              "eager_memory", "eager_memory_lines")
 
 
 def test_version_5_store_gains_the_why_tables(mlp_store, workspace):
@@ -374,10 +375,10 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
         assert rows(store, "SELECT COUNT(*) FROM graph_subgraphs") == [(0,)]
 
 
-def test_version_5_store_gains_the_user_kernel_and_recompute_tables(mlp_store, workspace, monkeypatch):
-    """A version-5 store (before user Triton kernels line for line and recomputed backward
-    nodes) opens with its runs as they were: read-only, its kernels read as no user kernel and
-    nothing as recomputed (show, the dump, query answers); writable, it gains the tables."""
+def test_version_5_store_gains_the_version_6_tables(mlp_store, workspace, monkeypatch):
+    """A version-5 store (before user Triton kernels line for line, recomputed backward nodes
+    and memory) opens with its runs as they were: read-only, its kernels read as no user kernel and
+    nothing as recomputed, no memory recorded (show, the dump, query answers); writable, it gains the tables."""
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
@@ -397,11 +398,15 @@ def test_version_5_store_gains_the_user_kernel_and_recompute_tables(mlp_store, w
             assert all(graph.recomputed is None for graph in store.run(1).details().graphs)
             assert all(node["recompute"] == "" for graph in store.run(1).dump()["run"]["graphs"]
                        for node in graph["post_grad_nodes"])
+            assert store.run(1).memory() is None
+            dumped = store.run(1).dump()["run"]
+            assert dumped["memory"] is None and all(graph["memory"] is None for graph in dumped["graphs"])
     with StoreBackend(root) as store:
         assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
             (str(STORE_SCHEMA_VERSION),)]
         assert rows(store, "SELECT COUNT(*) FROM user_kernels") == [(0,)]
         assert rows(store, "SELECT COUNT(*) FROM recomputed_nodes") == [(0,)]
+        assert rows(store, "SELECT COUNT(*) FROM memory_buffers") == [(0,)]
 
 
 def test_json_columns_round_trip(mlp_store):

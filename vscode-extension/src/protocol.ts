@@ -185,6 +185,10 @@ export interface RunOverview {
   // The fusion picture, laid out and drawn by the server (kernelscope/render/fusion.py): an
   // `<svg class="fusion">` (nodes with data-uri/data-line, classes only) or `<p class="empty">`.
   fusionSvg?: string; // absent from servers that predate it
+  // The memory picture (kernelscope/render/memory_svg.py): each graph's bytes live over its
+  // allocation timeline, the peak marked (data-uri/data-line of its wrapper line), classes only;
+  // or `<p class="empty">` for a run that recorded no memory.
+  memorySvg?: string; // absent from servers that predate it
   modules?: ModuleGroup[]; // absent from servers that predate module groups
   asm?: { buildable: number; built: number; failed: number }; // Triton kernels below Triton
   distributed?: OverviewDistributed | null; // null: a run of one process

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { escapeHtml } from '../src/overview/html';
-import { coverageText, formatCreated, fusionHtml, overviewBodyHtml, overviewShellHtml, passOf } from '../src/overview/page';
+import { coverageText, formatCreated, fusionHtml, memoryHtml, overviewBodyHtml, overviewShellHtml, passOf } from '../src/overview/page';
 import type { RunOverview } from '../src/protocol';
 
 const M = 'file:///ws/examples/mlp.py';
@@ -29,6 +29,19 @@ function sample(): RunOverview {
       '<g class="kernels"><g class="fnode kernel kind-extern" data-id="k3"><title>extern_kernels.mm</title></g></g></svg>',
   };
 }
+
+test('memory: the server-drawn SVG goes in as drawn, with the peak as a click target; anything else says why not', () => {
+  const memorySvg =
+    '<svg class="memory" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 760 96" width="760" height="96">' +
+    `<g class="mrow"><g class="mpeak clickable" data-uri="${M}" data-line="238"><circle cx="1" cy="1" r="3.5"/></g></g></svg>`;
+  const overview = { ...sample(), memorySvg };
+  assert.equal(memoryHtml(overview), memorySvg);
+  assert.match(overviewBodyHtml(overview), new RegExp(`<div class="memory-wrap"><svg class="memory"[^]*data-uri="${M}" data-line="238"`));
+  assert.doesNotMatch(overviewBodyHtml(sample()), /memory-wrap/); // a server that predates it: no section
+  for (const bad of ['', '<script>alert(1)</script>', '<svg onload="x()">']) {
+    assert.match(memoryHtml({ memorySvg: bad }), /^<p class="empty">The server sent no memory picture/, bad);
+  }
+});
 
 test('fusion: the server-drawn SVG goes in as drawn, with its click targets; anything else says why not', () => {
   const overview = sample();

@@ -3,7 +3,8 @@ reaches alike module instances, "· 48 × Block: blocks.2–46 alike") and over 
 definitions ("from model.py:27, 31", with the kernel's registers and spills once built
 below Triton), over model lines that issue or need a collective ("⇄ all_gather_into_tensor
 over 8 ranks (attention · PrepareModuleInput input S(1) -> R)") and on the first line of a
-PTX or SASS file (its kernel and facts). Labels only (no command): the hover and
+PTX or SASS file (its kernel and facts); a model line's lens ends with the memory it holds
+("· saves 256.0 KiB for backward · 1.0 MiB live at peak"; docs/memory.md). Labels only (no command): the hover and
 go-to-definition on the same line give the details."""
 from __future__ import annotations
 
@@ -28,15 +29,19 @@ def lenses(server, uri: str) -> list[types.CodeLens]:
     run = server.provenance.run(document.run_id)
     found = []
     if document.is_source:
+        from kernelscope.render.memory import line_brief
+
         times = run.file_line_times(document.location.path)
         overviews = run.file_overviews(document.location)
+        memory = run.file_memory(document.location)
         for line, summary in run.line_summaries(document.location).items():
             current = document.shown_line(line)
             if current is None:
                 continue
             folded = render.fold_note(overviews.get(line, []))
+            held = line_brief(memory[line]) if line in memory else ""
             title = (render.lens_title(summary) + (f" · {folded}" if folded else "")
-                     + render.device_time_suffix(times, line))
+                     + render.device_time_suffix(times, line) + (f" · {held}" if held else ""))
             if document.stale:
                 title += f" (run {document.run_id}, stale)"
             found.append(types.CodeLens(range=line_range(current), command=types.Command(title=title, command="")))
@@ -73,3 +78,4 @@ def _collective_lenses(run, document) -> list[types.CodeLens]:
         title = f"⇄ {collectives_brief(collectives)}"
         found.append(types.CodeLens(range=line_range(current), command=types.Command(title=title, command="")))
     return found
+

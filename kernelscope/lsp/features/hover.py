@@ -1,8 +1,8 @@
 """Hover: what a model line became (down the chain), or where a generated line came from (up).
 
 A model line: `render.source_hover` (per graph and module instance), then its sections
-below the kernel (`below.source_line_text`), collectives (`render.collectives_text`) and
-GPU time (`render.device_time_suffix`). A kernel, wrapper or graph line:
+below the kernel (`below.source_line_text`), collectives (`render.collectives_text`), memory
+(kernelscope.render.memory's `line_hover`) and GPU time (`render.device_time_suffix`). A kernel, wrapper or graph line:
 `render.generated_hover`, below the kernel on kernel lines (`below.kernel_line_text`),
 collectives. A user Triton kernel's line, in the user's file or in its generated copy:
 `render.user_kernel_text` (the other side's lines, the autotune config). Both: what the
@@ -79,7 +79,8 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
     collectives = view.file_collectives(document.location).get(line, [])
     copies = view.user_kernel_copies(document.location, line)  # a line of a user Triton kernel
     why = view.why_at(document.location, line)
-    if answer.empty and not collectives:
+    memory_text = _memory_section(view, document, line)
+    if answer.empty and not collectives and not memory_text:
         if not copies and why.empty:
             return None
         parts = []
@@ -106,6 +107,8 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
     recomputes = view.recomputes_at(document.location, line)
     if recomputes:
         hover += "\n\n" + render.recompute_text(recomputes, links)
+    if memory_text:
+        hover += "\n\n" + memory_text
     device_time = render.device_time_suffix(view.file_line_times(document.location.path), line)
     if device_time:
         hover += (f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} "
@@ -134,3 +137,12 @@ def why_markdown(why) -> str:
     if why.not_fused:
         parts.append("**not fused**\n" + "\n".join(f"- {not_fused_text(refusal)}" for refusal in why.not_fused))
     return "\n\n".join(parts)
+
+
+def _memory_section(view, document, line: int) -> str:
+    """What the line saves for the backward and holds at the peak ('' when nothing)."""
+    from kernelscope.render.memory import line_hover
+
+    memory = view.memory()
+    entry = view.file_memory(document.location).get(line) if memory is not None else None
+    return line_hover(entry, memory.peak_graph) if entry is not None else ""

@@ -9,7 +9,7 @@ apart, with the schema version that added them (ADDED_SINCE_VERSION).
 from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
-# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES
+# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES, MEMORY_TABLES
 STORE_SCHEMA_VERSION = 6
 
 TABLES = """
@@ -509,11 +509,78 @@ CREATE INDEX recomputed_by_run     ON recomputed_nodes (run_id);
 CREATE INDEX recomputed_by_forward ON recomputed_nodes (forward_node_id);
 """
 
+# -- memory (docs/memory.md) ------------------------------------------------------------
+# Each graph's allocation timeline read from its wrapper, sized from Inductor's IR at codegen:
+# its peak, every buffer and input with the post-grad node that made it, and, for a forward,
+# what the partitioner saves for the backward (kernelscope.store.parts.memory).
+MEMORY_TABLES = """
+CREATE TABLE graph_memory (
+    graph_id        INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    peak_bytes      INTEGER NOT NULL,  -- inputs + the most the wrapper's buffers hold at once
+    peak_line       INTEGER NOT NULL,  -- wrapper line of the peak (0: the inputs alone)
+    inputs_bytes    INTEGER NOT NULL,
+    timeline_json   TEXT NOT NULL,     -- [[wrapper line, action, buffer, bytes, live bytes], ...]
+    recomputed_json TEXT NOT NULL      -- backward: post-grad node names recomputed instead of saved
+);
+
+-- One buffer the wrapper allocates, or one graph input.
+CREATE TABLE memory_buffers (
+    id                 INTEGER PRIMARY KEY,
+    graph_id           INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id             INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    node_id            INTEGER REFERENCES nodes(id) ON DELETE CASCADE,  -- its post-grad node (a saved
+                                                                       -- backward input: the forward's)
+    name               TEXT NOT NULL,
+    kind               TEXT NOT NULL CHECK (kind IN ('buffer', 'input')),
+    bytes              INTEGER NOT NULL,
+    dtype              TEXT NOT NULL,
+    shape              TEXT NOT NULL,
+    allocated_line     INTEGER NOT NULL,
+    freed_line         INTEGER NOT NULL,
+    reused_by          TEXT NOT NULL,
+    live_at_peak       INTEGER NOT NULL,
+    is_output          INTEGER NOT NULL,
+    saved_for_backward INTEGER NOT NULL,
+    read_by_json       TEXT NOT NULL   -- forward, saved: the backward kernels that read it
+);
+
+-- --against-eager: the model's forward run eagerly under saved-tensor hooks (RunRecord.eager_memory).
+CREATE TABLE eager_memory (
+    run_id             INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    device             TEXT NOT NULL,     -- where it ran: cpu, meta
+    saved_bytes        INTEGER NOT NULL,  -- activations eager saves for the backward
+    saved_inputs_bytes INTEGER NOT NULL   -- parameters, buffers and inputs it saves too
+);
+
+CREATE TABLE eager_memory_lines (
+    id          INTEGER PRIMARY KEY,
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    source_file TEXT NOT NULL,  -- stored like nodes.source_file
+    source_line INTEGER NOT NULL,
+    source_function TEXT NOT NULL,
+    source_code TEXT NOT NULL,
+    module      TEXT NOT NULL,
+    bytes       INTEGER NOT NULL,
+    tensors     INTEGER NOT NULL
+);
+"""
+
+MEMORY_INDEXES = """
+CREATE INDEX graph_memory_by_run     ON graph_memory (run_id);
+CREATE INDEX memory_buffers_by_graph ON memory_buffers (graph_id);
+CREATE INDEX memory_buffers_by_node  ON memory_buffers (node_id);
+CREATE INDEX memory_buffers_by_run   ON memory_buffers (run_id);
+CREATE INDEX eager_lines_by_run      ON eager_memory_lines (run_id);
+"""
+# -- end of memory -------------------------------------------------------------------
+
+
 # What version 6 added: a program's own Triton kernels, why (guards, recompile failures,
-# fusion refusals) and recomputed backward nodes. An older store's runs read as having
-# recorded none of them.
+# fusion refusals), recomputed backward nodes and memory. An older store's runs read as
+# having recorded none of them (their memory as not recorded).
 ADDED_IN_6 = (USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXES + RECOMPUTE_TABLES
-              + RECOMPUTE_INDEXES)
+              + RECOMPUTE_INDEXES + MEMORY_TABLES + MEMORY_INDEXES)
 
 # A store of an older version gains the tables added since, when opened: version 2 the
 # below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and

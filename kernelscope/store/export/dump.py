@@ -37,7 +37,7 @@ from pathlib import Path, PurePosixPath
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
-from kernelscope.store.parts import decisions, why
+from kernelscope.store.parts import decisions, memory, why
 from kernelscope.store.parts.profiles import dump_profile
 from kernelscope.store.parts.recompute import NOT_RECOMPUTED, dump_recomputes
 from kernelscope.store.parts.subgraphs import dump_subgraph
@@ -45,7 +45,7 @@ from kernelscope.store.parts.user_kernels import dump_user_kernel
 from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
-SCHEMA_VERSION = "7.0"  # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute
+SCHEMA_VERSION = "7.0"  # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute, memory
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
                     "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
@@ -91,7 +91,14 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     # a program's own Triton kernels
     "UserKernel": {"$def": "user_kernel", "renamed": {}, "dropped": set(), "added": set()},
     "UserKernelLine": {"$def": "user_kernel_line", "renamed": {}, "dropped": set(), "added": set()},
+    # memory (docs/memory.md): the graph's timeline, and per model line the run's `memory`
+    "GraphMemory": {"$def": "graph_memory", "renamed": {}, "dropped": set(), "added": set()},
+    "MemoryBuffer": {"$def": "memory_buffer", "renamed": {}, "dropped": set(), "added": set()},
+    "MemoryEvent": {"$def": "memory_event", "renamed": {}, "dropped": set(), "added": set()},
+    "EagerMemory": {"$def": "eager_memory", "renamed": {}, "dropped": set(), "added": set()},
+    "EagerLine": {"$def": "eager_line", "renamed": {}, "dropped": set(), "added": set()},
 }
+DUMP_FIELD_CHANGES["RunRecord"]["added"] = DUMP_FIELD_CHANGES["RunRecord"]["added"] | {"memory"}
 
 # `# kernel path: /tmp/tmpab12/tmpcd34/ti/cti66....py`: Inductor's cache dir is a fresh
 # temporary directory per recording; the last two components name the code itself.
@@ -148,6 +155,8 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         "rank": _rank(conn, run_id),
         "guards": why.dump_guards(conn, run_id, context.portable, context.frame),
         **decisions.dump_decisions(conn, run_id, context.portable),
+        "memory": memory.dump_run_memory(conn, run_id, context.source_path),
+        "eager_memory": memory.dump_eager_memory(conn, run_id, context.frame),
     }
     if options.include_volatile:
         dumped["volatile"] = {
@@ -224,6 +233,10 @@ class _DumpContext:
                 self._stacks.setdefault(row["stack_id"], []).append(
                     self.frame(row["file"], row["line"], row["function"], row["code"]))
         return self._stacks
+
+    def source_path(self, stored: str) -> str:
+        """A stored source path as this dump writes it."""
+        return self._source_path(stored)
 
     def _source_path(self, stored: str) -> str:
         if not self.options.absolute_paths:
@@ -337,6 +350,7 @@ class _DumpContext:
                                  else json.loads(graph["inductor_mapping_json"])),
             "split": _split(conn, graph_id),
             "subgraph": dump_subgraph(conn, graph_id),
+            "memory": memory.dump_graph_memory(conn, graph_id),
             "collectives": self.collectives(graph_id),
             "not_fused": why.dump_not_fused(conn, graph_id),
         }

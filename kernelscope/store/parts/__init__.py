@@ -21,6 +21,8 @@ Map
   `graphs[].not_fused` (docs/why.md).
 - `recompute`   — backward nodes that recompute a forward op (activation checkpointing, the
   partitioner's choice), their forward twin and kernels (`recomputes_of`, `dump_recomputes`).
+- `memory`      — each graph's allocation timeline, peak and saved-for-backward tensors, per
+  model line (`RunMemory`, `file_memory`), eager's saved bytes beside them, and its dump.
 
 A new part: a module here with its dataclasses, `write_*` (called from
 `writing/writer.py` in the run's transaction, or on its own like `profiles`), its reads

@@ -1,5 +1,5 @@
 /**
- * The run overview page: header, coverage, the fusion picture, graphs, kernels,
+ * The run overview page: header, coverage, the fusion and memory pictures, graphs, kernels,
  * graph breaks and recompiles, as HTML strings built from the server's
  * `kernelscope/runOverview` answer. The fusion picture comes drawn: the server
  * lays it out and sends it as SVG (kernelscope/render/fusion.py, which Jupyter
@@ -102,6 +102,16 @@ export function overviewBodyHtml(overview: RunOverview): string {
       `<div class="fusion-wrap">${fusionHtml(overview)}</div>`,
   );
 
+  const memory =
+    overview.memorySvg === undefined
+      ? ''
+      : section(
+          'Memory',
+          'memory',
+          `<p class="hint">Bytes live over each graph's allocation timeline (inputs dashed), as the wrapper plans them. Click a peak to open its wrapper line; \`kernelscope memory\` lists the model lines.</p>` +
+            `<div class="memory-wrap">${memoryHtml(overview)}</div>`,
+        );
+
   const graphRows = overview.graphs.map((g) => [
     escapeHtml(g.compileId),
     escapeHtml(g.parent && g.label ? `${g.kind} · ${g.label}` : g.kind),
@@ -158,7 +168,7 @@ export function overviewBodyHtml(overview: RunOverview): string {
   const recompileRows = overview.recompiles.map((r) => [escapeHtml(r.compileId), escapeHtml(r.reason)]);
   const recompiles = section('Recompiles', 'recompiles', table(['compile id', 'reason'], recompileRows, 'No recompiles.'));
 
-  return header + coverage + fusion + graphs + distributed + modules + kernels + breaks + recompiles;
+  return header + coverage + fusion + memory + graphs + distributed + modules + kernels + breaks + recompiles;
 }
 
 const ASM_HEADERS = ['registers', 'spills', 'occupancy', 'SASS'];
@@ -231,6 +241,15 @@ export function fusionHtml(overview: Pick<RunOverview, 'fusionSvg'>): string {
   const drawn = overview.fusionSvg;
   if (typeof drawn !== 'string' || !/^<(svg class="fusion"|p class="empty")[ >]/.test(drawn)) {
     return '<p class="empty">The server sent no fusion picture (a kernelscope older than the extension): update kernelscope to see it.</p>';
+  }
+  return drawn;
+}
+
+/** The memory picture as the server drew it (an `<svg class="memory">` or a `<p class="empty">`). */
+export function memoryHtml(overview: Pick<RunOverview, 'memorySvg'>): string {
+  const drawn = overview.memorySvg;
+  if (typeof drawn !== 'string' || !/^<(svg class="memory"|p class="empty")[ >]/.test(drawn)) {
+    return '<p class="empty">The server sent no memory picture.</p>';
   }
   return drawn;
 }

@@ -1,7 +1,7 @@
 """`kernelscope/runOverview`: one run as a whole, for the VS Code extension's overview page.
 
 `{runId?}` (else the shown run) -> `{run, graphs, kernels, graphBreaks, recompiles,
-fusionSvg, modules, asm, distributed}`: the run's summary (with its `rank` in a
+fusionSvg, memorySvg, modules, asm, distributed}`: the run's summary (with its `rank` in a
 distributed job), its graphs and kernels with their files and model lines (each kernel
 with its PTX/SASS facts once built), graph breaks and recompiles, the fusion picture as
 SVG (kernelscope.render.fusion, which Jupyter draws too), its module instances (alike
@@ -25,7 +25,7 @@ def setup(server) -> None:
 
 
 def run_overview(server, run_id: int | None) -> dict:
-    from kernelscope.render import fusion  # loaded on first use, as the store side is
+    from kernelscope.render import fusion, memory_svg  # loaded on first use, as the store side is
 
     store = server.provenance.store()
     if run_id is None:
@@ -71,6 +71,8 @@ def run_overview(server, run_id: int | None) -> dict:
         # The fusion picture, laid out and drawn by kernelscope.render.fusion (Jupyter draws the same);
         # its nodes carry data-uri/data-line, which the overview turns into clicks that open them.
         "fusionSvg": fusion.svg(fusion.fusion_of_run(run, uri)),
+        # The memory picture (kernelscope.render.memory_svg): each graph's timeline, its peak clickable.
+        "memorySvg": memory_svg.svg(run.memory(), uri),
         "modules": [_module_group(group) for group in run.module_groups()],
         "asm": _asm_status(run),
         "distributed": distributed_section(run, uri),
