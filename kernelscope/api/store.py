@@ -256,6 +256,7 @@ class Run:
         autotune configs and the one the run launched."""
         return self.view.user_kernels()
 
+    @property
     def memory(self) -> RunMemory | None:
         """The run's memory as its compile planned it: each graph's peak and allocation
         timeline, what the forward saves for the backward, per model line (docs/memory.md);

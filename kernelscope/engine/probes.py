@@ -46,8 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.compile_text import wrapper_code
-from kernelscope.engine import inductor_reads
-from kernelscope.engine import memory
+from kernelscope.engine import inductor_reads, memory
 from kernelscope.engine import patch_points as points
 from kernelscope.engine.fx_nodes import calling_frames, target_name
 from kernelscope.engine.patching import Patches, install_groups
