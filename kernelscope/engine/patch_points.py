@@ -422,6 +422,16 @@ STATIC_LAUNCHER_CONFIG = PatchPoint(_ASM, "torch._inductor.config", "use_static_
 PTXAS_LOG_KNOB = PatchPoint(_ASM, "triton.knobs.nvidia", "dump_ptxas_log",
                             "ptxas -v (registers, spills) printed and read", optional=True)
 
+# -- numerics (numerics/capture.py, numerics/fallback.py) ----------------------------------
+
+_NUMERICS = "numerics"
+NUMERICS_COMPILE_TO_MODULE = PatchPoint(_NUMERICS, "torch._inductor.graph.GraphLowering", "compile_to_module",
+                                        "each compiled graph's `call`, to capture its inputs and launches",
+                                        parameters=("self",))
+NUMERICS_KERNEL_RUN = PatchPoint(_NUMERICS, "torch._inductor.runtime.triton_heuristics.CachingAutotuner", "run",
+                                 "each Triton kernel launch, to copy the buffers it wrote",
+                                 parameters=("self",))
+
 # -- upstream fixes (torch_fixes.py) --------------------------------------------------------
 
 IDENTITY_EVALF = PatchPoint("upstream fixes", "torch.utils._sympy.functions.Identity", "_eval_evalf",
@@ -456,3 +466,4 @@ def require(feature: str, consequence: str) -> None:
         raise PatchPointChanged(
             f"{feature} is unavailable on torch {torch.__version__}: {'; '.join(problems)} ({consequence}; "
             "`kernelscope doctor --torch` lists every patch point)")
+

@@ -26,3 +26,12 @@ class RecordOptions:
     # virtual-cuda: a GPU's recorded timing decisions to replay (kernelscope.decisions;
     # docs/decisions.md); those it does not hold are guessed, and the run says which.
     decisions: DecisionSet | None = None
+    # `kernelscope numerics` (engine/numerics/; docs/numerics.md): compare every kernel's
+    # outputs with eager (cpu-triton runs the kernels in Triton's interpreter, cuda on the
+    # GPU); rtol/atol None: per dtype. A recompile that tries a fix leaves model lines
+    # ((resolved path, line)) to eager, or sets Inductor's emulate_precision_casts.
+    numerics: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+    eager_lines: list[tuple[str, int]] = field(default_factory=list)
+    emulate_precision_casts: bool = False

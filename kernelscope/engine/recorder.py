@@ -81,10 +81,17 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
     with Recording(device, options) as recording:
         try:
             max_error = user_model.call_compiled(model, inputs, options, device)
+            called = time.perf_counter() - started
         except Exception as error:  # noqa: BLE001 - reported as a one-line error
             error_translation.raise_translated(error, source_file, recording.probes)
     run = run_assembly.build_run(recording, shown, options, device)
     run.execute_max_error = max_error
+    if recording.numerics is not None:
+        from kernelscope.engine.numerics import analysis
+
+        run.numerics = analysis.analyze(run, recording.numerics.calls, recording.graph_keys, device,
+                                        options.rtol, options.atol)
+        run.numerics.seconds["compile_and_run"] = called
     if on_meta:
         from kernelscope.engine.devices import meta_models
 

@@ -87,6 +87,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         if capture.parent is not None and child.subgraph is not None and id(capture.parent) in built:
             child.subgraph.parent = built[id(capture.parent)].key
     graphs = _parents_first(graphs)
+    recording.graph_keys = {key: graph.key for key, graph in built.items()}  # numerics/analysis.py
     warnings += list(dict.fromkeys(decisions.problems))
     warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))
     return RunRecord(
