@@ -22,7 +22,7 @@ from kernelscope.asm.model import STAGES
 from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
-from kernelscope.store.parts import asm_builds, decisions, distributed, profiles
+from kernelscope.store.parts import asm_builds, decisions, distributed, numerics, profiles
 from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
 from kernelscope.store.parts.distributed import CollectiveRef, RankRef
 from kernelscope.store.reading import (
@@ -330,6 +330,21 @@ class RunView:
         run's, or guessed): pad_mm, max-autotune, fusion benchmarks, launch configs (cached)."""
         return cached(("decisions", db_key(self._conn), self.id),
                       lambda: decisions.read_run_decisions(self._conn, self.id))
+
+    # -- numerics (kernelscope.store.parts.numerics) -------------------------------------
+
+    def numerics(self) -> numerics.NumericsReport | None:
+        """Every kernel output compared with eager, the first divergence and the fixes tried
+        (`kernelscope numerics`); None for a run recorded without them (cached)."""
+        return cached(("numerics", db_key(self._conn), self.id),
+                      lambda: numerics.read_numerics(self._conn, self.id))
+
+    def line_numerics(self, path) -> list[numerics.LineNumerics]:
+        """The numerics of a model source file's lines (those with kernel outputs), worst first."""
+        report = self.numerics()
+        if report is None:
+            return []
+        return numerics.line_numerics(report, self._source(path).path)
 
     # -- export ------------------------------------------------------------------------
 

@@ -107,7 +107,7 @@ def test_cond_in_show_dump_and_query(recordings, tmp_path, capsys):
     shown_json = json.loads(cli(capsys, "show", str(run_id), "--json", "--store", str(tmp_path / ".kernelscope")))
     assert [(graph["subgraph"] or {}).get("label") for graph in shown_json["graphs"]] == [None, *labels[1:]]
     dump_text = cli(capsys, "dump", "--run", str(run_id), "--store", str(tmp_path / ".kernelscope"))
-    assert json.loads(dump_text)["schema_version"] == "6.0"
+    assert json.loads(dump_text)["schema_version"] == "7.0"
 
 
 def test_cond_backward_branches_are_labelled(recordings):

@@ -9,8 +9,8 @@ apart, with the schema version that added them (ADDED_SINCE_VERSION).
 from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
-# 5: SUBGRAPH_TABLES
-STORE_SCHEMA_VERSION = 5
+# 5: SUBGRAPH_TABLES; 6: NUMERICS_TABLES
+STORE_SCHEMA_VERSION = 6
 
 TABLES = """
 CREATE TABLE meta (
@@ -390,15 +390,61 @@ CREATE INDEX subgraphs_by_run    ON graph_subgraphs (run_id);
 CREATE INDEX subgraphs_by_parent ON graph_subgraphs (parent_graph_id);
 """
 
+# -- numerics (docs/numerics.md; store/parts/numerics.py) ------------------------------
+# `kernelscope numerics`: every Triton kernel output of the run compared with eager.
+NUMERICS_TABLES = """
+CREATE TABLE numerics_runs (
+    run_id       INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    target       TEXT NOT NULL,   -- cpu-triton (Triton's interpreter) | cuda
+    rtol         REAL,            -- as given (NULL: per dtype)
+    atol         REAL,
+    first_json   TEXT,            -- record.NumericsDivergence (NULL: none)
+    fixes_json   TEXT NOT NULL,   -- record.NumericsFix list
+    notes_json   TEXT NOT NULL,
+    seconds_json TEXT NOT NULL
+);
+
+-- record.NumericsOutput: one row per buffer a kernel launch wrote, in launch order.
+CREATE TABLE numerics_outputs (
+    run_id           INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    position         INTEGER NOT NULL,
+    launch           INTEGER NOT NULL,
+    graph_key        TEXT NOT NULL,
+    kernel           TEXT NOT NULL,
+    arg              TEXT NOT NULL,
+    node             TEXT NOT NULL,
+    dtype            TEXT NOT NULL,
+    source_file      TEXT,          -- stored key of the node's model line
+    source_line      INTEGER,
+    source_code      TEXT NOT NULL,
+    rtol             REAL NOT NULL,
+    atol             REAL NOT NULL,
+    max_abs          REAL,          -- NULL: not compared (note says why)
+    max_rel          REAL,
+    mismatched       INTEGER NOT NULL,
+    elements         INTEGER NOT NULL,
+    compiled_vs_fp64 REAL,
+    eager_vs_fp64    REAL,
+    note             TEXT NOT NULL,
+    PRIMARY KEY (run_id, position)
+);
+"""
+
+NUMERICS_INDEXES = """
+CREATE INDEX numerics_outputs_by_source ON numerics_outputs (source_file, source_line);
+"""
+# -- end of numerics --------------------------------------------------------------------
+
 # A store of an older version gains the tables added since, when opened: version 2 the
 # below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and
 # subgraph tables, version 4 the subgraph tables (its runs recorded none: a subgraph of theirs
 # reads as a graph of its own, as it was recorded).
 ADDED_SINCE_VERSION = {
     "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES
-    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
-    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
-    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES,
+    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + NUMERICS_TABLES + NUMERICS_INDEXES,
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + NUMERICS_TABLES + NUMERICS_INDEXES,
+    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + NUMERICS_TABLES + NUMERICS_INDEXES,
+    "5": NUMERICS_TABLES + NUMERICS_INDEXES,  # numerics
 }
 
 # -- end of timing decisions ----------------------------------------------------------
@@ -442,4 +488,5 @@ ADDED_COLUMNS = {
 
 # Everything a new store is made of, in the order it is created.
 ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + INDEXES + ASM_INDEXES
-       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES)
+       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES
+       + NUMERICS_TABLES + NUMERICS_INDEXES)  # numerics

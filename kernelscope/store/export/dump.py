@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v6.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v7.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -37,16 +37,17 @@ from pathlib import Path, PurePosixPath
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
-from kernelscope.store.parts import decisions
+from kernelscope.store.parts import decisions, numerics
 from kernelscope.store.parts.profiles import dump_profile
 from kernelscope.store.parts.subgraphs import dump_subgraph
 from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
-SCHEMA_VERSION = "6.0"
+SCHEMA_VERSION = "7.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
-                    "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json")}
+                    "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
+                    "7.0": ("schema", "dump-v7.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -81,6 +82,14 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     # timing decisions
     "Decision": {"$def": "decision", "renamed": {}, "dropped": set(), "added": set()},
     "DecisionReplay": {"$def": "decision_replay", "renamed": {}, "dropped": set(), "added": set()},
+    # numerics (store/parts/numerics.py)
+    "NumericsReport": {"$def": "numerics", "renamed": {"outputs": "kernels"}, "dropped": {"seconds"},
+                       "added": {"lines"}},
+    "NumericsOutput": {"$def": "numerics_output", "renamed": {}, "dropped": {"source"},
+                       "added": {"file", "line", "over"}},
+    "NumericsDivergence": {"$def": "numerics_divergence", "renamed": {}, "dropped": {"source"},
+                           "added": {"file", "line", "code"}},
+    "NumericsFix": {"$def": "numerics_fix", "renamed": {}, "dropped": set(), "added": set()},
 }
 
 # `# kernel path: /tmp/tmpab12/tmpcd34/ti/cti66....py`: Inductor's cache dir is a fresh
@@ -135,6 +144,7 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         "recompiles": sorted(recompiles, key=lambda rec: (rec["compile_id"], rec["reason"])),
         "rank": _rank(conn, run_id),
         **decisions.dump_decisions(conn, run_id, context.portable),
+        "numerics": numerics.dump_numerics(numerics.read_numerics(conn, run_id)),
     }
     if options.include_volatile:
         dumped["volatile"] = {

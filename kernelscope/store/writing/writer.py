@@ -28,7 +28,7 @@ from kernelscope.run_record import FxNode, GraphRecord, LineOrigin, RunRecord, S
 from kernelscope.store import paths, places
 from kernelscope.store.database import connection
 from kernelscope.store.database.sql import inserted_id
-from kernelscope.store.parts import decisions, subgraphs
+from kernelscope.store.parts import decisions, numerics, subgraphs
 from kernelscope.store.parts.distributed import code_digest
 from kernelscope.store.reading import line_overviews
 from kernelscope.store.writing.coverage import compute_coverage
@@ -139,6 +139,7 @@ class _RunWriter:
         self._insert_distributed(graph_ids)
         subgraphs.write_subgraphs(self.conn, self.run_id, self.record.graphs, [ids.graph_id for ids in graph_ids])
         decisions.write_run_decisions(self.conn, self.run_id, self.record, self.kernel_ids)
+        numerics.write_numerics(self.conn, self.run_id, self.record)
         self.conn.executemany(
             "INSERT INTO files (run_id, path, kind) VALUES (?, ?, 'source')",
             [(self.run_id, path) for path in sorted(self.source_files)],
