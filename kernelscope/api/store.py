@@ -20,6 +20,7 @@ from kernelscope.store import DEFAULT_STORE_DIR
 if TYPE_CHECKING:
     from kernelscope.api.answer import Answer
     from kernelscope.render.fusion import Fusion
+    from kernelscope.run_record import NumericsReport
     from kernelscope.store import RunView, StoreBackend
     from kernelscope.store.parts.asm_builds import KernelAsmInfo
     from kernelscope.store.parts.decisions import RunDecisions
@@ -232,6 +233,18 @@ class Run:
         return self.view.decisions()
 
     @property
+    def numerics(self) -> NumericsReport | None:
+        """`kernelscope numerics`: every kernel output compared with eager, the first
+        divergence and the fixes tried; None for a run recorded without (docs/numerics.md)."""
+        return self.view.numerics()
+
+    def numerics_dict(self) -> dict[str, Any] | None:
+        """The numerics as `kernelscope numerics --json` and the dump give them."""
+        from kernelscope.store.parts.numerics import dump_numerics
+
+        return dump_numerics(self.numerics)
+
+    @property
     def distributed(self) -> DistributedRun:
         """The rank and job of a distributed run, DDP's splits and each graph's collectives."""
         return self.view.distributed()
@@ -286,6 +299,8 @@ class Run:
         if has_content(distributed):
             data["distributed"] = asdict(distributed)
         decisions = self.decisions
+        if self.numerics is not None:
+            data["numerics"] = self.numerics_dict()
         if decisions.decisions or decisions.replay is not None or decisions.gpu:
             from kernelscope.decisions.model import decision_to_dict
 
@@ -300,7 +315,7 @@ class Run:
         """The text `kernelscope show RUN` prints."""
         from kernelscope.render.report import run_report
 
-        return run_report(self.details, self.asm, self.distributed, self.profile, self.decisions)
+        return run_report(self.details, self.asm, self.distributed, self.profile, self.decisions, self.numerics)
 
     # -- the fusion picture ----------------------------------------------------------
 

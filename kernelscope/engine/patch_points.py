@@ -364,6 +364,9 @@ CPU_TRITON_ACTIVE_DRIVER = PatchPoint(_CPU_TRITON, "triton.runtime.driver", "_ac
                                       "Triton's active driver is the virtual one (triton_driver.py)")
 CPU_LIBDEVICE = PatchPoint(_CPU_TRITON, "torch._inductor.runtime.triton_helpers", "libdevice",
                            "--execute: libdevice calls mapped for Triton's interpreter")
+CPU_INTERPRETER_CAST = PatchPoint(_CPU_TRITON, "triton.runtime.interpreter.InterpreterBuilder", "cast_impl",
+                                  "--execute: float32 -> bfloat16 rounds to nearest even, as the GPU and eager do",
+                                  parameters=("self", "src", "dst_type"))
 CPU_COMPILE_FX = PatchPoint(_CPU_TRITON, "torch._inductor.compile_fx", "compile_fx",
                             "every compile uses the codegen-only inner compile",
                             parameters=("model_", "example_inputs_"), keywords=("inner_compile",))

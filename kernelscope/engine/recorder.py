@@ -75,6 +75,7 @@ def _record_factory(target, options: RecordOptions, device: str, import_seconds:
 
 def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, options: RecordOptions, device: str,
                   import_seconds: float) -> RunRecord:
+    _check_numerics(options, device)
     on_meta = user_model.check_meta_model(model, inputs, options, device)
     inputs = user_model.prepare_inputs(model, inputs, options, device)
     started = time.perf_counter()
@@ -86,12 +87,7 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
             error_translation.raise_translated(error, source_file, recording.probes)
     run = run_assembly.build_run(recording, shown, options, device)
     run.execute_max_error = max_error
-    if recording.numerics is not None:
-        from kernelscope.engine.numerics import analysis
-
-        run.numerics = analysis.analyze(run, recording.numerics.calls, recording.graph_keys, device,
-                                        options.rtol, options.atol)
-        run.numerics.seconds["compile_and_run"] = called
+    _attach_numerics(run, recording, device, options, called)
     if on_meta:
         from kernelscope.engine.devices import meta_models
 
@@ -99,6 +95,26 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
     if not run.graphs:
         raise CompileError(f"{source_file or shown}: torch.compile produced no graph to record")
     return run_assembly.finish(run, recording.probes, import_seconds, time.perf_counter() - started)
+
+
+def _check_numerics(options: RecordOptions, device: str) -> None:
+    if options.numerics and not (device == "cuda" or (device == "cpu-triton" and options.execute)):
+        raise UserError(f"numerics need kernels that run: --target cpu-triton (in Triton's interpreter) or "
+                        f"--target cuda (on a GPU), not {device}")
+
+
+def _attach_numerics(run: RunRecord, recording: Recording, device: str, options: RecordOptions,
+                     called: float) -> None:
+    """`kernelscope numerics`: every kernel output of the run compared with eager (numerics/analysis.py)."""
+    if recording.numerics is None:
+        return
+    from kernelscope.engine.numerics import analysis
+
+    run.numerics = analysis.analyze(run, recording.numerics.calls, recording.graph_keys, device,
+                                    options.rtol, options.atol)
+    run.numerics.seconds["compile_and_run"] = called
+    if options.eager_lines and not recording.eager_nodes:
+        run.numerics.notes.append("no post-grad node of the lines left to eager was found: nothing was left to eager")
 
 
 @dataclass
@@ -118,6 +134,7 @@ def record_block(options: RecordOptions, target: str, source_file: Path | None, 
     import_seconds = import_torch(options)
     device = resolve_device(options.device)
     started = time.perf_counter()
+    _check_numerics(options, device)
     block = RecordedBlock(device)
     with _fake_job(options), Recording(device, options) as recording:
         try:
@@ -127,6 +144,7 @@ def record_block(options: RecordOptions, target: str, source_file: Path | None, 
     run = run_assembly.build_run(recording, target, options, device)
     if not run.graphs:
         raise CompileError(nothing_compiled)
+    _attach_numerics(run, recording, device, options, time.perf_counter() - started)
     block.run = run_assembly.finish(run, recording.probes, import_seconds, time.perf_counter() - started)
 
 
