@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import REPO
 from program_runs import kernelscope
 
 from kernelscope.store import StoreBackend, validate_dump
@@ -91,3 +92,16 @@ def test_agreeing_model_has_no_divergence(store):
     found = numerics(store, "examples/function.py:make", "--no-fixes")
     assert found["first_divergence"] is None
     assert found["kernels"] and not any(output["over"] for output in found["kernels"])
+
+
+def test_run_script_with_numerics(tmp_path):
+    script = tmp_path / "overflow_script.py"
+    script.write_text("import sys\nimport torch\n"
+                      f"sys.path.insert(0, {str(REPO / 'examples')!r})\n"
+                      "from numerics_fp16_overflow import make\n"
+                      "fn, inputs = make()\nprint(torch.compile(fn)(*inputs).shape)\n")
+    done = kernelscope("run", str(script), "--numerics", "--target", "cpu-triton", "--no-fixes", "--json",
+                       "--store", str(tmp_path / ".kernelscope"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout)["numerics"]
+    assert found["first_divergence"]["line"] == 13 and found["first_divergence"]["node"] == "mul"
