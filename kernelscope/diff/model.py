@@ -106,6 +106,10 @@ class DiffSide:
     ops_by_source: dict[tuple[str, SourceKey], Counter] = field(default_factory=dict)  # (phase, line) -> targets
     profile: dict | None = None  # the dump's device times per step (`kernelscope profile`), if any
     decisions: list[DecisionView] = field(default_factory=list)  # timing decisions (schema 5.0)
+    # `kernelscope numerics` (schema 7.0): model lines with a kernel output beyond tolerance -> max rel
+    # error, and where compiled and eager first part ways ("file:line", "" when they do not); None: no numerics
+    numerics_over: dict[SourceKey, object] | None = None
+    first_divergence: str = ""
 
 
 def load_side(spec: str, store_dir: str | Path) -> DiffSide:
@@ -228,7 +232,17 @@ def diff_side(data: dict, label: str) -> DiffSide:
         ops_by_source=ops_by_source,
         profile=data.get("profile"),
         decisions=decision_views(run),
+        **_numerics_view(run.get("numerics")),
     )
+
+
+def _numerics_view(numerics: dict | None) -> dict:
+    if numerics is None:
+        return {}
+    first = numerics["first_divergence"]
+    over = {(line["file"], line["line"]): line["max_rel"] for line in numerics["lines"] if line["over"]}
+    return {"numerics_over": over,
+            "first_divergence": f"{first['file']}:{first['line']}" if first else ""}
 
 
 def _kernel_view(kernel: dict, graph_label: str, phase: str, node_sources: dict[str, SourceKey],

@@ -128,6 +128,10 @@ def _text(diff: RunDiff, gates: list[GateResult]) -> str:
         if diff.recompiles:
             out.append("recompiles:")
             out += [f"  {MARKS[rec['status']]} {rec['status']}: {rec['reason']}" for rec in diff.recompiles]
+        if diff.numerics:
+            out.append("numerics (model lines beyond tolerance against eager):")
+            out += [f"  {MARKS[change['status']]} {change['status']}: {change['file']}:{change['line']} "
+                    f"max rel {change['max_rel']}" for change in diff.numerics]
         if diff.fallbacks:
             out.append("ATen fallbacks:")
             out += [f"  {fb.op}: {fb.before} -> {fb.after} call(s)"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from kernelscope.render import distributed as distributed_text
 from kernelscope.render.text import format_share, format_table, format_time, graph_break_details
+from kernelscope.run_record import NumericsReport
 from kernelscope.store.parts.decisions import RunDecisions
 from kernelscope.store.parts.distributed import DistributedRun, RankRef
 from kernelscope.store.parts.profiles import RunProfile
-from kernelscope.run_record import NumericsReport
 from kernelscope.store.results import RunDetails, RunSummary
 
 COVERAGE_LABELS = {

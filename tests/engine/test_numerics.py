@@ -105,3 +105,14 @@ def test_run_script_with_numerics(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout)["numerics"]
     assert found["first_divergence"]["line"] == 13 and found["first_divergence"]["node"] == "mul"
+
+
+def test_eager_line_compile_and_the_numerics_diff_gate(fp16, store, tmp_path):
+    fixed = numerics(store, "examples/numerics_fp16_overflow.py:make", "--no-fixes",
+                     "--eager-line", "examples/numerics_fp16_overflow.py:13")
+    assert fixed["first_divergence"] is None and not any(output["over"] for output in fixed["kernels"])
+    gate = kernelscope("diff", str(fixed["run"]), str(fp16["run"]), "--store", str(store), "--fail-on", "numerics")
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    assert "examples/numerics_fp16_overflow.py:15 is beyond tolerance against eager" in gate.stdout
+    back = kernelscope("diff", str(fp16["run"]), str(fixed["run"]), "--store", str(store), "--fail-on", "numerics")
+    assert back.returncode == 0, back.stdout + back.stderr  # the divergence gone: the gate passes
