@@ -2,6 +2,8 @@
 one-line summaries the editor shows (docs/numerics.md)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kernelscope.run_record import NumericsDivergence, NumericsOutput, NumericsReport
 from kernelscope.store.parts.numerics import line_numerics
 
@@ -78,3 +80,45 @@ def report_lines(report: NumericsReport, kernels: bool = True) -> list[str]:
         out += [f"    {output_text(output)}" for output in report.outputs]
     out += [f"  note: {note}" for note in report.notes]
     return out
+
+
+@dataclass
+class LineNote:
+    """What the editor says about one model line's numerics."""
+
+    line: int
+    first: bool  # where compiled and eager first part ways
+    over: bool  # a kernel output of the line beyond tolerance
+    message: str
+
+
+def fixes_text(report: NumericsReport) -> str:
+    said = []
+    for fix in report.fixes:
+        if not fix.error:
+            said.append(f"{fix.what}: {'the divergence is gone' if fix.gone else 'still diverges'}")
+    return "; ".join(said)
+
+
+def file_notes(report: NumericsReport, file: str) -> list[LineNote]:
+    """The numerics of a model file's lines (`file`: its stored key), by line."""
+    notes: dict[int, LineNote] = {}
+    first = report.first_divergence
+    if first is not None and first.source is not None and first.source.file == file:
+        message = (f"numerics: compiled and eager part ways here: node {first.node} ({first.target}) in kernel "
+                   f"{first.kernel}, max abs {error(first.max_abs)}, max rel {error(first.max_rel)} "
+                   f"({first.cause}: {first.why})")
+        judged = judge_text(first)
+        message += f"; {judged}" if judged else ""
+        fixes = fixes_text(report)
+        message += f"\nfixes tried: {fixes}" if fixes else ""
+        notes[first.source.line] = LineNote(first.source.line, True, True, message)
+    for line in line_numerics(report, file):
+        state = "beyond" if line.over else "within"
+        text = (f"numerics: {len(line.outputs)} kernel output(s) of this line {state} tolerance against eager: "
+                f"max abs {error(line.max_abs)}, max rel {error(line.max_rel)}")
+        if line.line in notes:
+            notes[line.line].message += "\n" + text
+        else:
+            notes[line.line] = LineNote(line.line, False, line.over, text)
+    return [notes[line] for line in sorted(notes)]

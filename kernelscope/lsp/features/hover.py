@@ -86,4 +86,18 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
     if device_time:
         hover += (f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} "
                   "(profiled; shared = the kernels also serve other lines)")
+    numerics = _numerics_text(view, document.location.path, line)
+    if numerics:
+        hover += f"\n\n{numerics}"
     return hover
+
+
+def _numerics_text(view, key: str, line: int) -> str:
+    """The line's numerics against eager (`kernelscope numerics`), or ''."""
+    from kernelscope.render.numerics import file_notes
+
+    report = view.numerics()
+    if report is None:
+        return ""
+    notes = [note for note in file_notes(report, key) if note.line == line]
+    return "**numerics** " + notes[0].message.replace("numerics: ", "", 1).replace("\n", "\n\n") if notes else ""
