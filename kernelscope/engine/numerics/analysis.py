@@ -2,7 +2,10 @@
 launch, and where compiled and eager first part ways.
 
 1. Each kernel's store lines name the post-grad node whose value goes to each pointer
-   argument (the probes tie `tl.store(out_ptr0 + ...)` to its node).
+   argument (the probes tie `tl.store(out_ptr0 + ...)` to its node). A kernel Inductor
+   reuses (the same code in every layer) has one candidate node per reuse on its store
+   line: the wrapper line that launched it (`kernel.run(...)`, in launch order) names the
+   nodes of that launch, and picks the one.
 2. Each graph call's post-grad graph is evaluated eagerly and in float64 on copies of the
    inputs the compiled graph got (reference.py): the backward on the forward's compiled
    saved tensors, so each graph is judged on what it really received.
@@ -21,18 +24,38 @@ from kernelscope.engine.numerics import compare, reference
 from kernelscope.run_record import GraphRecord, NumericsDivergence, NumericsOutput, NumericsReport, RunRecord
 
 _STORE = re.compile(r"^\s*tl\.store\(\s*(\w+)")
+_LAUNCH = re.compile(r"^\s*(\w+)\.run\(")
 _REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "var", "std", "argmax", "argmin", "cumsum", "cumprod",
                "logsumexp", "max", "min")
 
 
-def store_targets(kernel) -> dict[str, str]:
-    """Pointer argument -> the post-grad node whose value the kernel stores there."""
+def store_targets(kernel, launched_nodes: set[str]) -> dict[str, str]:
+    """Pointer argument -> the post-grad node whose value the kernel stores there (of the
+    launch whose nodes are `launched_nodes`, when Inductor reused the kernel)."""
     found: dict[str, str] = {}
     for line in kernel.lines:
         match = _STORE.match(line.text)
         if match and line.nodes and not line.reason.startswith("shared"):
-            found[match.group(1)] = line.nodes[-1]
+            mine = [node for node in line.nodes if node in launched_nodes] or line.nodes
+            found[match.group(1)] = mine[-1]
     return found
+
+
+class _LaunchLines:
+    """The wrapper's kernel launches in order, each with the nodes of its launch."""
+
+    def __init__(self, graph: GraphRecord):
+        self.lines = [(match.group(1), set(line.nodes)) for line in sorted(graph.wrapper_lines, key=lambda w: w.line)
+                      if (match := _LAUNCH.match(line.text))]
+        self.cursor = 0
+
+    def next_of(self, kernel: str) -> set[str]:
+        """The nodes of the next launch of `kernel` (empty when the wrapper shows none)."""
+        for index in range(self.cursor, len(self.lines)):
+            if self.lines[index][0] == kernel:
+                self.cursor = index + 1
+                return self.lines[index][1]
+        return set()
 
 
 def _is_reduction(target: str) -> bool:
@@ -67,12 +90,14 @@ def analyze(run: RunRecord, calls: list, key_of: dict[int, str], target: str,
             continue
         ref = _GraphReference(graph, call)
         kernels = {kernel.name: kernel for kernel in graph.kernels}
+        launch_lines = _LaunchLines(graph)
         if ref.skip:
             report.notes.append(f"{graph.compile_id} {graph.kind}: {len(ref.skip)} node(s) draw random numbers "
                                 "or depend on them: not compared (Inductor's random numbers are not eager's)")
         for launched in call.launches:
             kernel = kernels.get(launched.kernel)
-            stores = store_targets(kernel) if kernel is not None else {}
+            launched_nodes = launch_lines.next_of(launched.kernel)
+            stores = store_targets(kernel, launched_nodes) if kernel is not None else {}
             over = []
             for arg, actual in launched.outputs.items():
                 output = _compare(launch, graph, launched.kernel, arg, stores.get(arg, ""), actual, ref, rtol, atol)
@@ -80,7 +105,7 @@ def analyze(run: RunRecord, calls: list, key_of: dict[int, str], target: str,
                 if output.over:
                     over.append(output)
             if over and first is None and kernel is not None:
-                first = (launch, ref, kernel, over)
+                first = (launch, ref, kernel, launched_nodes, over)
             launch += 1
     if first is not None:
         report.first_divergence = locate(*first, rtol=rtol, atol=atol)
@@ -116,12 +141,13 @@ def _compare(launch: int, graph: GraphRecord, kernel: str, arg: str, node: str, 
     return output
 
 
-def locate(launch: int, ref: _GraphReference, kernel, over: list[NumericsOutput],
+def locate(launch: int, ref: _GraphReference, kernel, launched_nodes: set[str], over: list[NumericsOutput],
            rtol: float | None, atol: float | None) -> NumericsDivergence:
     """Inside the first diverging kernel, the first fused node that diverges."""
     import torch
 
-    fused = [name for name in ref.order if name in set(kernel.nodes)]
+    own = set(kernel.nodes) & launched_nodes or set(kernel.nodes)  # this launch's, of a reused kernel
+    fused = [name for name in ref.order if name in own]
     worst = max(over, key=lambda output: output.max_abs or 0.0)
     computed = reference.kernel_precision(ref.call.gm, fused, ref.eager)
     for name in fused:
@@ -131,11 +157,9 @@ def locate(launch: int, ref: _GraphReference, kernel, over: list[NumericsOutput]
         node_rtol, node_atol = compare.tolerance(expected.dtype, rtol, atol)
         difference = compare.difference(value, expected, node_rtol, node_atol)
         if difference.mismatched:
-            dtype = compare.dtype_name(expected.dtype)
-            why = (f"the kernel computes it in float32 and eager rounds to {dtype}" if dtype in reference.LOW_PRECISION
-                   else "the kernel computes it differently from eager")
-            return _divergence(launch, ref, kernel, name, difference.max_abs, difference.max_rel, "precision", why,
-                               worst)
+            culprit, why = _precision_culprit(ref, name, expected, fused)
+            return _divergence(launch, ref, kernel, culprit, difference.max_abs, difference.max_rel, "precision",
+                               why, worst)
     reductions = [name for name in fused if name in ref.nodes and _is_reduction(ref.nodes[name].target)]
     if reductions:
         name = reductions[0]
@@ -145,6 +169,25 @@ def locate(launch: int, ref: _GraphReference, kernel, over: list[NumericsOutput]
         name = worst.node
         why = "computed in the kernel's precision the fused nodes agree with eager: the kernel computes it differently"
     return _divergence(launch, ref, kernel, name, worst.max_abs or 0.0, worst.max_rel or 0.0, "order", why, worst)
+
+
+def _precision_culprit(ref: _GraphReference, name: str, expected, fused: list[str]) -> tuple[str, str]:
+    """The node to name for a fused node `name` that, computed in the kernel's precision,
+    differs from eager, and why in words. A float16/bfloat16 node is named itself; a wider
+    one whose fused input eager rounds to float16/bfloat16 (and the kernel does not) names
+    that input: leaving the input's line to eager, or emulating its rounding, is the fix."""
+    dtype = compare.dtype_name(expected.dtype)
+    if dtype in reference.LOW_PRECISION:
+        return name, f"the kernel computes it in float32 and eager rounds it to {dtype}"
+    call = next((node for node in ref.call.gm.graph.nodes if node.name == name), None)
+    for source in (call.all_input_nodes if call is not None else ()):
+        value = ref.eager.get(source.name)
+        if source.name in fused and compare.dtype_name(getattr(value, "dtype", "")) in reference.LOW_PRECISION:
+            line = ref.nodes[name].source if name in ref.nodes else None
+            where = f" (line {line.line})" if line is not None else ""
+            return source.name, (f"eager rounds it to {compare.dtype_name(value.dtype)} and the kernel keeps it in "
+                                 f"float32: {name}{where}, which uses it, then differs beyond tolerance")
+    return name, "the kernel computes it differently from eager"
 
 
 def _divergence(launch, ref: _GraphReference, kernel, name: str, max_abs: float, max_rel: float, cause: str,
