@@ -105,7 +105,7 @@ def analyze(run: RunRecord, calls: list, key_of: dict[int, str], target: str,
                 if output.over:
                     over.append(output)
             if over and first is None and kernel is not None:
-                first = (launch, ref, kernel, launched_nodes, over)
+                first = (launch, ref, kernel, set(stores.values()), over)
             launch += 1
     if first is not None:
         report.first_divergence = locate(*first, rtol=rtol, atol=atol)
@@ -141,12 +141,27 @@ def _compare(launch: int, graph: GraphRecord, kernel: str, arg: str, node: str, 
     return output
 
 
-def locate(launch: int, ref: _GraphReference, kernel, launched_nodes: set[str], over: list[NumericsOutput],
+def _feeding(ref: _GraphReference, stored: set[str], inside: set[str]) -> set[str]:
+    """The kernel's nodes that feed the nodes it stores: of a kernel Inductor reused in every
+    layer, those of this launch's layer."""
+    by_name = {node.name: node for node in ref.call.gm.graph.nodes}
+    found: set[str] = set()
+    pending = list(stored)
+    while pending:
+        name = pending.pop()
+        if name in found or name not in inside or name not in by_name:
+            continue
+        found.add(name)
+        pending += [node.name for node in by_name[name].all_input_nodes]
+    return found
+
+
+def locate(launch: int, ref: _GraphReference, kernel, stored: set[str], over: list[NumericsOutput],
            rtol: float | None, atol: float | None) -> NumericsDivergence:
     """Inside the first diverging kernel, the first fused node that diverges."""
     import torch
 
-    own = set(kernel.nodes) & launched_nodes or set(kernel.nodes)  # this launch's, of a reused kernel
+    own = _feeding(ref, stored, set(kernel.nodes)) or set(kernel.nodes)
     fused = [name for name in ref.order if name in own]
     worst = max(over, key=lambda output: output.max_abs or 0.0)
     computed = reference.kernel_precision(ref.call.gm, fused, ref.eager)
