@@ -6,7 +6,8 @@ inputs, and which model lines diverge most (docs/numerics.md).
     python bench/numerics_cost.py --cases examples/mlp.py:make --repeat 3 --json out.json
 
 Each case is measured in one fresh process (cpu-triton picks Triton's interpreter before torch
-loads its Triton helpers), alternating, `--repeat` times each:
+loads its Triton helpers), after one unmeasured warm-up recording, alternating, `--repeat` times
+each:
 - plain:    a recording that compiles the factory's model, runs it compiled and runs it in
             eager on the same inputs (`compile --execute` on cpu-triton; on cuda the eager
             call is made here, synchronized);
@@ -41,6 +42,8 @@ from kernelscope.engine.record_options import RecordOptions
 
 spec, train, device, repeat = {spec!r}, {train!r}, {device!r}, {repeat!r}
 plain, numerics, report = [], [], None
+recorder.record_factory(spec, RecordOptions(device=device, train=train, execute=device == "cpu-triton",
+                                            workspace=Path({repo!r})))  # warm-up: torch imported, caches filled
 
 for _ in range(repeat):
     for kind in ("plain", "numerics"):

@@ -61,6 +61,7 @@ class KernelscopeApp(App):
         Binding("a", "toggle_asm", "SASS/PTX"),
         Binding("B", "build_asm", "build PTX/SASS", show=False),
         Binding("o", "comm", "comm order", show=False),
+        Binding("e", "numerics", "numerics vs eager", show=False),
         Binding("question_mark", "help", "keys"),
         Binding("q", "quit", "quit"),
     ]
@@ -77,6 +78,7 @@ class KernelscopeApp(App):
     RunsListed = messages.RunsListed
     DiffReady = messages.DiffReady
     CommLoaded = messages.CommLoaded
+    NumericsLoaded = messages.NumericsLoaded
     CompileEvent = messages.CompileEvent
 
     # -- set-up ----------------------------------------------------------------------------
@@ -262,6 +264,10 @@ class KernelscopeApp(App):
     def _comm_loaded(self, message: messages.CommLoaded) -> None:
         self.dialogs.show_comm(message)
 
+    @on(NumericsLoaded)
+    def _numerics_loaded(self, message: messages.NumericsLoaded) -> None:
+        self.dialogs.show_numerics(message)
+
     @on(CompileEvent)
     def _compile_event(self, message: messages.CompileEvent) -> None:
         self.compiling.show(message)
@@ -299,6 +305,9 @@ class KernelscopeApp(App):
 
     def action_comm(self) -> None:
         self.dialogs.comm()
+
+    def action_numerics(self) -> None:
+        self.dialogs.numerics()
 
     def action_help(self) -> None:
         self.dialogs.help()

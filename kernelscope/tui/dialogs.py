@@ -3,7 +3,8 @@
 `r` runs (RunPicker: switch to a run, or compare two with `kernelscope diff`'s
 report in a DiffScreen), `b` graph breaks (BreaksScreen: jump to the source line),
 `m`/`x` the module filter (ModuleFilterScreen: narrows the kernel list and the
-highlights), `o` distributed (CommScreen: open a collective's wrapper line), `?`
+highlights), `o` distributed (CommScreen: open a collective's wrapper line), `e` numerics
+(NumericsScreen: jump to the line where compiled and eager part ways), `?`
 the keys (HelpScreen). The screens themselves are widgets of their own modules;
 this controller reads what they list, pushes them, and acts on what they return.
 """
@@ -14,7 +15,8 @@ from kernelscope.tui.breaks_screen import BreaksScreen
 from kernelscope.tui.comm_screen import CommScreen
 from kernelscope.tui.controller import Controller, thread_worker
 from kernelscope.tui.help_screen import HelpScreen
-from kernelscope.tui.messages import CommLoaded, DiffReady, RunsListed
+from kernelscope.tui.messages import CommLoaded, DiffReady, NumericsLoaded, RunsListed
+from kernelscope.tui.numerics_screen import NumericsScreen
 from kernelscope.tui.module_filter import EVERY_MODULE, ModuleChoice, ModuleFilterScreen
 from kernelscope.tui.run_picker import DiffScreen, RunPicker
 
@@ -107,6 +109,19 @@ class Dialogs(Controller):
         details = self.app.details
         if where is not None and details is not None:
             self.app.files.open_generated(WRAPPER, where[0], where[1], details.summary.id)
+
+    # -- e: numerics ---------------------------------------------------------------------------------
+
+    def numerics(self) -> None:
+        if self.app.run_id is not None:
+            self.load_numerics(self.app.run_id)
+
+    @thread_worker("numerics", "load numerics")
+    def load_numerics(self, run_id: int) -> None:
+        self.app.post_message(NumericsLoaded(self.app.gateway.call(lambda store: store.run(run_id).numerics())))
+
+    def show_numerics(self, message: NumericsLoaded) -> None:
+        self.app.push_screen(NumericsScreen(message.report), self._break_chosen)
 
     # -- ?: the keys -----------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ KEYS = """\
   o  distributed: the rank, which ranks compiled identical code, each graph's compute/communication
      order and its collectives with their model line and layer: enter opens the wrapper line
   b  graph breaks and recompiles, with their reasons: enter jumps to the source line
+  e  numerics (kernelscope numerics): where compiled and eager part ways, lines beyond tolerance
   m  module-instance filter: one layer, or a folded row of alike ones (right opens it); x clears it
   ?  this help        q  quit
 """

@@ -112,6 +112,12 @@ class CommLoaded(Message):
         self.view = view
 
 
+class NumericsLoaded(Message):
+    def __init__(self, report):
+        super().__init__()
+        self.report = report  # NumericsReport, or None for a run recorded without
+
+
 # -- compiling (compile_status.CompileStatus) ------------------------------------------------
 
 
