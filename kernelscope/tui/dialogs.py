@@ -16,8 +16,8 @@ from kernelscope.tui.comm_screen import CommScreen
 from kernelscope.tui.controller import Controller, thread_worker
 from kernelscope.tui.help_screen import HelpScreen
 from kernelscope.tui.messages import CommLoaded, DiffReady, NumericsLoaded, RunsListed
-from kernelscope.tui.numerics_screen import NumericsScreen
 from kernelscope.tui.module_filter import EVERY_MODULE, ModuleChoice, ModuleFilterScreen
+from kernelscope.tui.numerics_screen import NumericsScreen
 from kernelscope.tui.run_picker import DiffScreen, RunPicker
 
 
