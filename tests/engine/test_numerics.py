@@ -5,6 +5,9 @@ it (cpu-triton's interpreter is chosen before torch's Triton helpers load)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from conftest import REPO
@@ -116,3 +119,16 @@ def test_eager_line_compile_and_the_numerics_diff_gate(fp16, store, tmp_path):
     assert "examples/numerics_fp16_overflow.py:15 is beyond tolerance against eager" in gate.stdout
     back = kernelscope("diff", str(fp16["run"]), str(fixed["run"]), "--store", str(store), "--fail-on", "numerics")
     assert back.returncode == 0, back.stdout + back.stderr  # the divergence gone: the gate passes
+
+
+def test_python_api_records_numerics(tmp_path):
+    script = ("import os\nos.environ['TRITON_INTERPRET'] = '1'\nimport sys\n"
+              f"sys.path.insert(0, {str(REPO / 'examples')!r})\n"
+              "import kernelscope\nfrom numerics_fp16_overflow import make\nfn, inputs = make()\n"
+              f"run = kernelscope.record(fn, *inputs, target='cpu-triton', numerics=True, store={str(tmp_path)!r})\n"
+              "first = run.numerics.first_divergence\n"
+              "print('FOUND', first.source.line, first.node, [fix.gone for fix in run.numerics.fixes])\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "FOUND 13 mul [True, True]" in done.stdout
