@@ -14,7 +14,8 @@ Features and what happens when one of their points does not hold on a torch:
 - "recording", "virtual-cuda", "virtual-cuda program", "cpu-triton", "fake process group": they
   cannot work in part;
   checked when a recording starts (`require`, below), which stops with one message;
-- "below the kernel" (asm_build.py): the kernel's build fails with the reason, stored with it.
+- "below the kernel" (asm_build.py): the kernel's build fails with the reason, stored with it;
+- "numerics" (numerics/capture.py): `kernelscope numerics` stops with one message naming the point.
 """
 from __future__ import annotations
 
