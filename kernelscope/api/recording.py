@@ -83,11 +83,11 @@ def _numerics_options(options):
     """RecordOptions for a numerics recording: kernels that run (cpu-triton's interpreter or the GPU)."""
     import dataclasses
 
+    from kernelscope.engine.devices.device_target import resolve_device
+
     device = options.device
     if device == "auto":
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu-triton"
+        device = "cuda" if resolve_device("auto") == "cuda" else "cpu-triton"
     return dataclasses.replace(options, device=device, execute=device == "cpu-triton", numerics=True)
 
 

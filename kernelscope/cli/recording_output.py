@@ -141,11 +141,14 @@ def record_and_store(args, record, after_store=None) -> int:
     return 0
 
 
-def _numerics_summary(stored: Run) -> dict:
+def _numerics_summary(stored: Run) -> dict | None:
     """`run --numerics`: the run's numerics as `kernelscope numerics --json` gives them, and as text."""
     from kernelscope.render.numerics import report_lines
 
-    return {**stored.numerics_dict(), "text": report_lines(stored.numerics, kernels=False)}
+    report = stored.numerics
+    if report is None:
+        return None
+    return {**(stored.numerics_dict() or {}), "text": report_lines(report, kernels=False)}
 
 
 def _build_asm(store: StoreBackend, run_id: int, on_phase) -> dict:

@@ -22,9 +22,11 @@ from kernelscope.asm.model import STAGES
 from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
-from kernelscope.store.parts import asm_builds, decisions, distributed, numerics, profiles
+from kernelscope.store.parts import asm_builds, decisions, distributed, profiles
+from kernelscope.store.parts import numerics as numerics_part
 from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
 from kernelscope.store.parts.distributed import CollectiveRef, RankRef
+from kernelscope.store.parts.numerics import LineNumerics, NumericsReport
 from kernelscope.store.reading import (
     graphs_and_kernels,
     line_overviews,
@@ -333,18 +335,18 @@ class RunView:
 
     # -- numerics (kernelscope.store.parts.numerics) -------------------------------------
 
-    def numerics(self) -> numerics.NumericsReport | None:
+    def numerics(self) -> NumericsReport | None:
         """Every kernel output compared with eager, the first divergence and the fixes tried
         (`kernelscope numerics`); None for a run recorded without them (cached)."""
         return cached(("numerics", db_key(self._conn), self.id),
-                      lambda: numerics.read_numerics(self._conn, self.id))
+                      lambda: numerics_part.read_numerics(self._conn, self.id))
 
-    def line_numerics(self, path) -> list[numerics.LineNumerics]:
+    def line_numerics(self, path) -> list[LineNumerics]:
         """The numerics of a model source file's lines (those with kernel outputs), worst first."""
         report = self.numerics()
         if report is None:
             return []
-        return numerics.line_numerics(report, self._source(path).path)
+        return numerics_part.line_numerics(report, self._source(path).path)
 
     # -- export ------------------------------------------------------------------------
 

@@ -7,5 +7,7 @@
 - `compare`   — tolerances per dtype and the element-wise judgement;
 - `analysis`  — every kernel output compared in launch order, the first divergence and the
                 fused node inside its kernel that starts it;
-- `fallback`  — recompiling with a line's nodes left to eager, or emulate_precision_casts.
+- `fallback`  — Inductor's config for a recompile with a line's nodes left to eager, or with
+                emulate_precision_casts;
+- `fixes`     — the two recompiles tried on a first divergence, and whether it is gone.
 """

@@ -11,6 +11,8 @@ Map
   written with the run, read back as `RunDecisions`, and the dump's `run.decisions`.
 - `subgraphs`   — higher-order ops' subgraphs: which graph is a cond branch or a nested
   region of which parent, its call sites and label (`subgraphs_of_run`, `dump_subgraph`).
+- `numerics`    — `kernelscope numerics`: every kernel output compared with eager, the first
+  divergence, the fixes tried; per model line (`line_numerics`), the dump's `run.numerics`.
 - `profiles`    — device time attached to a run (`kernelscope profile`), per kernel and
   source line; its tables are created on first attach.
 

@@ -25,6 +25,8 @@ from kernelscope.run_record import (
 )
 from kernelscope.store import paths
 
+__all__ = ["LineNumerics", "NumericsReport", "dump_numerics", "line_numerics", "read_numerics", "write_numerics"]
+
 
 @dataclass
 class LineNumerics:
@@ -119,7 +121,7 @@ def line_numerics(report: NumericsReport, file: str | None = None) -> list[LineN
             continue
         grouped.setdefault((output.source.file, output.source.line), []).append(output)
     lines = [LineNumerics(file=key[0], line=key[1],
-                          max_abs=max(output.max_abs for output in outputs),
+                          max_abs=max(output.max_abs or 0.0 for output in outputs),
                           max_rel=max(output.max_rel or 0.0 for output in outputs),
                           over=any(output.over for output in outputs), outputs=outputs)
              for key, outputs in grouped.items()]
