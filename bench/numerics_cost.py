@@ -14,7 +14,9 @@ each:
 - numerics: the same with `numerics=True` (every Triton launch's outputs copied, the post-grad
             graphs evaluated eagerly and in float64, the first divergence located), no fixes.
 The ratio is of the medians, numerics / plain; the issue's budget is 3.0. Per case it also
-prints the first divergence and the model lines beyond tolerance, worst first.
+prints the first divergence and the model lines beyond tolerance, worst first; for the planted
+examples it then tries the fixes (not timed) and CHECKs that the expected line is named and
+that leaving it to eager removes the divergence (exit status 1 when a check fails).
 """
 from __future__ import annotations
 
@@ -64,20 +66,35 @@ for _ in range(repeat):
         if kind == "numerics":
             report = run.numerics
 
+fixes = []
+if {fixes!r} and report.first_divergence is not None:
+    from kernelscope.engine.numerics.fixes import try_fixes
+    numerics_options = RecordOptions(device=device, train=train, execute=device == "cpu-triton",
+                                     workspace=Path({repo!r}), numerics=True)
+    fixes = [[fix.kind, fix.gone, fix.error]
+             for fix in try_fixes(lambda o: recorder.record_factory(spec, o), numerics_options, report)]
+
 from kernelscope.store.parts.numerics import dump_numerics, line_numerics
 lines = [(line.file, line.line, line.max_abs, line.max_rel, line.over) for line in line_numerics(report)]
 print("RESULT " + json.dumps({{"plain": plain, "numerics": numerics,
                               "numerics_phases": report.seconds,
                               "first_divergence": dump_numerics(report)["first_divergence"],
                               "lines": [[f, l, str(a), str(r), o] for f, l, a, r, o in lines[:10]],
-                              "outputs": len(report.outputs), "notes": report.notes}}))
+                              "outputs": len(report.outputs), "notes": report.notes, "fixes": fixes}}))
 """
+
+
+# The planted examples' expected first divergence (docs/numerics.md): the model line, and
+# whether leaving it to eager removes the divergence.
+EXPECTED = {"examples/numerics_fp16_overflow.py:make": 13, "examples/numerics_bf16_rounding.py:make": 13,
+            "examples/numerics_reduction_order.py:make": 13, "examples/numerics_fp16_overflow.py:make:train": 13}
 
 
 def measure(case: str, device: str, repeat: int) -> dict:
     train = case.endswith(":train")
     spec = case[:-len(":train")] if train else case
-    code = _CHILD.format(repo=str(REPO), spec=spec, train=train, device=device, repeat=repeat)
+    code = _CHILD.format(repo=str(REPO), spec=spec, train=train, device=device, repeat=repeat,
+                         fixes=case in EXPECTED)
     env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
     if device == "cpu-triton":
         env["TRITON_INTERPRET"] = "1"
@@ -115,11 +132,18 @@ def main() -> int:
               f"{result['outputs']} outputs; first divergence {where}")
         for file, line, max_abs, max_rel, over in result["lines"][:5]:
             print(f"    {file}:{line}  max abs {max_abs}  max rel {max_rel}{'  OVER' if over else ''}")
+        for kind, gone, error in result["fixes"]:
+            print(f"    fix {kind}: {'gone' if gone else 'still diverges'} {error}".rstrip())
+        if case in EXPECTED:
+            eager_fix = [gone for kind, gone, _ in result["fixes"] if kind == "eager_line"]
+            result["check"] = bool(first and first["line"] == EXPECTED[case] and eager_fix == [True])
+            print(f"    CHECK line {EXPECTED[case]} named and gone when left to eager: "
+                  f"{'ok' if result['check'] else 'FAILED'}")
     if args.json:
         Path(args.json).write_text(json.dumps({"target": args.target, "results": results}, indent=2))
     worst = max((r["ratio"] for r in results if "ratio" in r), default=0.0)
     print(f"worst ratio {worst:.2f} (budget 3.0)")
-    return 0 if all("ratio" in r for r in results) else 1
+    return 0 if all("ratio" in r and r.get("check", True) for r in results) else 1
 
 
 if __name__ == "__main__":
