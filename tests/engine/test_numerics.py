@@ -64,6 +64,8 @@ def test_numerics_are_stored_with_the_run_and_dumped(fp16, store):
     assert dumped["run"]["numerics"]["first_divergence"]["line"] == 13
     shown = kernelscope("show", str(fp16["run"]), "--store", str(store))
     assert "first divergence: examples/numerics_fp16_overflow.py:13 node mul" in shown.stdout
+    as_json = json.loads(kernelscope("show", str(fp16["run"]), "--store", str(store), "--json").stdout)
+    assert as_json["numerics"]["first_divergence"]["line"] == 13
 
 
 def test_bf16_rounding_names_the_subtraction_not_the_addition(store):
