@@ -6,7 +6,8 @@ Run on a machine with an NVIDIA GPU (one command, a minute or two):
 
 For each script (examples/gpu_train_script.py, examples/device_branch.py,
 examples/user_triton_kernel.py: programs written for a GPU, `.to("cuda")` and all, the last
-with Triton kernels of its own; and FACTORIES, recorded with `compile` instead) it runs `kernelscope run SCRIPT --target cuda` (the real
+with Triton kernels of its own; and FACTORIES, recorded with `compile` instead) it runs
+`kernelscope run SCRIPT --target cuda` (the real
 compile; the GPU's timing decisions are kept with the run), then `kernelscope run SCRIPT
 --target virtual-cuda --decisions <that run>` on the same machine's CPU (the program sees
 the virtual GPU, the GPU's decisions replayed), and compares the two runs graph by graph

@@ -393,6 +393,80 @@ class NotFused:
 
 
 @dataclass
+class NumericsOutput:
+    """One buffer one kernel launch wrote, compared with eager's value of the post-grad node
+    the kernel stores there (engine/numerics/; docs/numerics.md)."""
+
+    launch: int  # place in the run's launch order (forward, then backward)
+    graph: str  # the graph's key
+    kernel: str
+    arg: str  # the kernel's pointer argument (out_ptr0, in_out_ptr0)
+    node: str  # the post-grad node whose value it stores ("" when none is known)
+    dtype: str  # the buffer's dtype (float16, ...)
+    source: SourceLocation | None  # the node's model line
+    rtol: float
+    atol: float
+    max_abs: float | None  # compiled vs eager (None: not compared, `note` says why)
+    max_rel: float | None
+    mismatched: int = 0  # elements beyond atol + rtol * |eager|
+    elements: int = 0
+    compiled_vs_fp64: float | None = None  # max abs error of the kernel against the float64 judge
+    eager_vs_fp64: float | None = None  # max abs error of eager against the float64 judge
+    note: str = ""
+
+    @property
+    def over(self) -> bool:
+        return self.mismatched > 0
+
+
+@dataclass
+class NumericsDivergence:
+    """Where compiled and eager first part ways: the first launched kernel with an output
+    beyond tolerance, and inside it the first fused node that diverges."""
+
+    launch: int
+    graph: str
+    kernel: str
+    node: str
+    target: str  # the node's op, e.g. aten.mul.Tensor
+    source: SourceLocation | None
+    max_abs: float
+    max_rel: float
+    # "precision": evaluating the kernel's fused nodes in its compute precision (float32)
+    # diverges from eager at this node; "order": it does not (the kernel's reduction order
+    # or algorithm differs), the node is the kernel's reduction or the diverging output.
+    cause: str
+    why: str  # in words
+    compiled_vs_fp64: float | None = None
+    eager_vs_fp64: float | None = None
+
+
+@dataclass
+class NumericsFix:
+    """A recompile that tries to make the divergence go away, and what it did."""
+
+    kind: str  # "eager_line" (the line's nodes left to eager) | "emulate_precision_casts"
+    what: str  # "examples/x.py:13 left to eager", "config.emulate_precision_casts=True"
+    gone: bool  # no kernel output beyond tolerance any more
+    first_divergence: NumericsDivergence | None = None  # what remains
+    error: str = ""  # the recompile failed: why
+
+
+@dataclass
+class NumericsReport:
+    """`kernelscope numerics`: every kernel output of the run compared with eager."""
+
+    target: str  # cuda | cpu-triton
+    rtol: float | None  # given on the command line; None: per dtype (docs/numerics.md)
+    atol: float | None
+    outputs: list[NumericsOutput] = field(default_factory=list)
+    first_divergence: NumericsDivergence | None = None
+    fixes: list[NumericsFix] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)  # compiled, reference, analysis
+
+
+@dataclass
 class RunRecord:
     target: str  # "examples/mlp.py:make" or "script.py"
     device: str  # cuda | virtual-cuda | cpu-triton
@@ -420,6 +494,7 @@ class RunRecord:
     replay: DecisionReplay | None = None
     guards: list[Guard] = field(default_factory=list)  # every guard each compile installed (why)
     eager_memory: EagerMemory | None = None  # --against-eager: what eager saves for the backward
+    numerics: NumericsReport | None = None  # `kernelscope numerics` (docs/numerics.md)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -30,7 +30,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def record(model: Any, *inputs: Any, train: bool = False, target: str = "auto", dynamic: bool = False,
-           store: str | os.PathLike[str] | Store = DEFAULT_STORE_DIR, name: str | None = None) -> Run:
+           store: str | os.PathLike[str] | Store = DEFAULT_STORE_DIR, name: str | None = None,
+           numerics: bool = False) -> Run:
     """Compile `model(*inputs)` with torch.compile, record its provenance and write the run
     into `store`; returns the Run.
 
@@ -40,6 +41,11 @@ def record(model: Any, *inputs: Any, train: bool = False, target: str = "auto", 
     virtual-cuda), "cuda", "virtual-cuda" (the CUDA code Inductor would generate, no GPU
     needed) or "cpu-triton"; `dynamic=True` marks the inputs' first dimension dynamic.
     `name` names the run (default: the model's file and class, `examples/mlp.py:MLP`).
+    `numerics=True` does what `kernelscope numerics` does (target "cpu-triton" or "cuda";
+    "auto": cuda with a GPU, else cpu-triton): every kernel output compared with eager, the
+    first divergence at its model line, the fixes tried; read them as `run.numerics`
+    (docs/numerics.md). cpu-triton runs the kernels in Triton's interpreter, which must be
+    chosen before torch loads its Triton helpers: set TRITON_INTERPRET=1 before `import torch`.
 
     Recording resets torch.compile's state (`torch._dynamo.reset()`) before and after, and
     with target "cuda" moves an `nn.Module` and the tensor inputs to the GPU. An exception
@@ -50,17 +56,39 @@ def record(model: Any, *inputs: Any, train: bool = False, target: str = "auto", 
     _check_target(target)
     _check_not_recording()
     options = RecordOptions(device=target, train=train, dynamic=dynamic, workspace=Path.cwd())
+    if numerics:
+        options = _numerics_options(options)
     if isinstance(model, (str, os.PathLike)) and not inputs:
-        recorded = record_factory(str(model), options)
+        def record_one(opts):
+            return record_factory(str(model), opts)
     else:
         if not callable(model):
             raise UserError(f"kernelscope.record needs a model or function to call, got {type(model).__name__}")
         source = _source_file(model)
         shown = name or f"{_display(source, options.workspace) if source else '<python>'}:{_qualname(model)}"
-        recorded = record_model(model, inputs, options, shown, source)
+
+        def record_one(opts):
+            return record_model(model, inputs, opts, shown, source)
+    recorded = record_one(options)
+    if numerics and recorded.numerics is not None:
+        from kernelscope.engine.numerics.fixes import try_fixes
+
+        recorded.numerics.fixes = try_fixes(record_one, options, recorded.numerics)
     if name:
         recorded.target = name
     return write_run(recorded, store)
+
+
+def _numerics_options(options):
+    """RecordOptions for a numerics recording: kernels that run (cpu-triton's interpreter or the GPU)."""
+    import dataclasses
+
+    from kernelscope.engine.devices.device_target import resolve_device
+
+    device = options.device
+    if device == "auto":
+        device = "cuda" if resolve_device("auto") == "cuda" else "cpu-triton"
+    return dataclasses.replace(options, device=device, execute=device == "cpu-triton", numerics=True)
 
 
 class Recorder(contextlib.ContextDecorator):

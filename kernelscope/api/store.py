@@ -21,6 +21,7 @@ from kernelscope.store.parts.why import GuardRef, LineWhy, RecompileRef
 if TYPE_CHECKING:
     from kernelscope.api.answer import Answer
     from kernelscope.render.fusion import Fusion
+    from kernelscope.run_record import NumericsReport
     from kernelscope.store import RunView, StoreBackend
     from kernelscope.store.parts.asm_builds import KernelAsmInfo
     from kernelscope.store.parts.decisions import RunDecisions
@@ -264,6 +265,18 @@ class Run:
         return self.view.memory()
 
     @property
+    def numerics(self) -> NumericsReport | None:
+        """`kernelscope numerics`: every kernel output compared with eager, the first
+        divergence and the fixes tried; None for a run recorded without (docs/numerics.md)."""
+        return self.view.numerics()
+
+    def numerics_dict(self) -> dict[str, Any] | None:
+        """The numerics as `kernelscope numerics --json` and the dump give them."""
+        from kernelscope.store.parts.numerics import dump_numerics
+
+        return dump_numerics(self.numerics)
+
+    @property
     def distributed(self) -> DistributedRun:
         """The rank and job of a distributed run, DDP's splits and each graph's collectives."""
         return self.view.distributed()
@@ -325,6 +338,8 @@ class Run:
             data["user_kernels"] = {"kernels": [asdict(kernel) for kernel in user_kernels],
                                     "lines_linked": {"covered": linked, "total": total}}
         decisions = self.decisions
+        if self.numerics is not None:
+            data["numerics"] = self.numerics_dict()
         if decisions.decisions or decisions.replay is not None or decisions.gpu:
             from kernelscope.decisions.model import decision_to_dict
 
@@ -340,7 +355,7 @@ class Run:
         from kernelscope.render.report import run_report
 
         report = run_report(self.details, self.asm, self.distributed, self.profile, self.decisions,
-                            self.guard_failures, self.guards, self.memory)
+                            self.guard_failures, self.guards, self.memory, self.numerics)
         user_kernels = self.user_kernels
         if user_kernels:
             from kernelscope.render.user_kernels import run_section

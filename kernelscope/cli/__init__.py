@@ -26,7 +26,7 @@ from kernelscope.version import __version__
 MAP_PATH_ENV = "KERNELSCOPE_MAP_PATH"  # kernelscope.store.places.MAP_PATH_ENV (not imported: it loads the store)
 
 SUBCOMMANDS = ["compile", "run", "runs", "show", "query", "dump", "validate", "watch", "diff", "import", "tui", "lsp",
-               "profile", "doctor", "merge", "decisions", "memory"]
+               "profile", "doctor", "merge", "decisions", "memory", "numerics"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -105,6 +105,7 @@ def record_and_store(args, record, after_store=None) -> int:
             if args.dump:
                 _write_dump(stored, args.dump)
             profile = after_store(stored.store.backend, run_id) if after_store is not None else None
+            numerics = _numerics_summary(stored) if run.numerics is not None else None
     timings = {**run.timings, "store": round(store_seconds, 4),
                **({"asm": asm["seconds"]} if asm else {}),
                "total": round(time.perf_counter() - started, 4)}
@@ -131,6 +132,8 @@ def record_and_store(args, record, after_store=None) -> int:
                                 "lines": decisions_view.summary_lines(run.decisions, run.replay, run_id)}
     if profile is not None:
         summary["profile"] = profile
+    if numerics is not None:
+        summary["numerics"] = numerics
     if asm is not None:
         summary["asm"] = asm
     if distributed_view.has_content(distributed):
@@ -140,6 +143,16 @@ def record_and_store(args, record, after_store=None) -> int:
     else:
         print(render_summary(summary))
     return 0
+
+
+def _numerics_summary(stored: Run) -> dict | None:
+    """`run --numerics`: the run's numerics as `kernelscope numerics --json` gives them, and as text."""
+    from kernelscope.render.numerics import report_lines
+
+    report = stored.numerics
+    if report is None:
+        return None
+    return {**(stored.numerics_dict() or {}), "text": report_lines(report, kernels=False)}
 
 
 def _build_asm(store: StoreBackend, run_id: int, on_phase) -> dict:
@@ -209,6 +222,8 @@ def render_summary(summary: dict) -> str:
         failed = f", {len(asm['failed'])} failed: {'; '.join(asm['failed'][:3])}" if asm["failed"] else ""
         out.append(f"  below the kernel: {asm['built']} kernel(s) compiled to PTX and SASS in {asm['seconds']:.1f}s"
                    f"{failed} (kernelscope show {summary['run']} --asm)")
+    if summary.get("numerics"):
+        out.extend(f"  {line}" for line in summary["numerics"]["text"])
     if summary.get("profile"):
         from kernelscope.profile.report import render_profile
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernelscope.cli import distributed_args, recording_output
+from kernelscope.cli import distributed_args, numerics_cmd, recording_output
 
 
 def add_parser(subparsers) -> None:
@@ -25,6 +25,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("script", metavar="SCRIPT.py")
     recording_output.add_recording_arguments(parser)
     distributed_args.add_distributed_arguments(parser)
+    parser.add_argument("--numerics", action="store_true",
+                        help="compare every compiled kernel's outputs with eager and name the model line where they "
+                             "part ways, as `kernelscope numerics` does (--target cpu-triton or cuda)")
+    numerics_cmd.add_numerics_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -38,6 +42,10 @@ def run(args) -> int:
     decisions = recording_output.resolve_decisions(args)
 
     def record(on_phase):
+        if args.numerics:
+            options = numerics_cmd.numerics_options(args, on_phase)
+            return numerics_cmd.record_with_fixes(
+                lambda opts: record_script(Path(args.script), script_args, opts), options, args.no_fixes)
         options = RecordOptions(
             device=args.target_device, execute=args.execute, workspace=Path.cwd(),
             on_phase=on_phase, decisions=decisions, **distributed,

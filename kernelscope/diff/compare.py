@@ -137,6 +137,8 @@ class RunDiff:
     resources: ResourceDiff | None = None  # registers and spills of paired kernels (below the kernel)
     decisions: DecisionDiff | None = None  # timing decisions made differently (schema 5.0)
     memory: MemoryDiff | None = None  # peak and saved-for-backward bytes (schema 7.0), when either side has them
+    # model lines beyond numerics tolerance in one run only: {"status": new|gone, "file", "line", "max_rel"}
+    numerics: list[dict] = field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:
@@ -144,7 +146,7 @@ class RunDiff:
                     or self.source_lines or self.graph_breaks or self.recompiles or self.fallbacks or self.coverage
                     or self.guards or self.guard_failures
                     or (self.resources is not None and self.resources.changes)
-                    or (self.decisions is not None and self.decisions.changed))
+                    or (self.decisions is not None and self.decisions.changed) or self.numerics)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -178,7 +180,18 @@ def compare_runs(before: DiffSide, after: DiffSide) -> RunDiff:
         resources=compare_resources(pairs),
         decisions=compare_decisions(before.decisions, after.decisions),
         memory=compare_memory(before.memory, after.memory),
+        numerics=_numerics_changes(before, after),
     )
+
+
+def _numerics_changes(before: DiffSide, after: DiffSide) -> list[dict]:
+    """Model lines beyond tolerance (`kernelscope numerics`) in one run and not the other."""
+    old, new = before.numerics_over or {}, after.numerics_over or {}
+    changes = [{"status": "new", "file": file, "line": line, "max_rel": new[file, line]}
+               for file, line in new if (file, line) not in old]
+    changes += [{"status": "gone", "file": file, "line": line, "max_rel": old[file, line]}
+                for file, line in old if (file, line) not in new]
+    return sorted(changes, key=lambda change: (change["status"], change["file"], change["line"]))
 
 
 def _side(run: DiffSide) -> Side:

@@ -82,6 +82,12 @@ def _lower_coverage(diff: RunDiff) -> list[str]:
     return out
 
 
+def _new_divergences(diff: RunDiff) -> list[str]:
+    return [f"numerics: {change['file']}:{change['line']} is beyond tolerance against eager (max rel "
+            f"{change['max_rel'] if isinstance(change['max_rel'], str) else format(change['max_rel'], '.3g')}), "
+            "the baseline was not" for change in diff.numerics if change["status"] == "new"]
+
+
 def _percent(share) -> str:
     return "n/a" if share is None else f"{share * 100:.1f}%"
 
@@ -102,6 +108,8 @@ GATES: dict[str, Gate] = {gate.name: gate for gate in [
     Gate("kernel-lines", "more lines of generated kernel code", _more("kernel_lines", "kernel lines")),
     Gate("wrapper-lines", "more lines of wrapper code", _more("wrapper_lines", "wrapper lines")),
     Gate("coverage", "a provenance coverage share went down", _lower_coverage),
+    Gate("numerics", "a model line whose kernel outputs are beyond tolerance against eager, not in the baseline "
+         "(both sides recorded by `kernelscope numerics`)", _new_divergences),
     Gate("device-time", "more device time per step than A plus --time-tolerance (both sides profiled)",
          lambda diff: device_time.gate_reasons(diff.device_time)),
     Gate("registers-increase", "a kernel uses more registers per thread (both sides built with --asm)",

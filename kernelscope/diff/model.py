@@ -111,6 +111,10 @@ class DiffSide:
     guards: list[WhyView] = field(default_factory=list)
     guard_failures: list[WhyView] = field(default_factory=list)
     memory: dict | None = None  # the dump's run.memory (schema 7.0), if recorded
+    # `kernelscope numerics` (schema 7.0): model lines with a kernel output beyond tolerance -> max rel
+    # error, and where compiled and eager first part ways ("file:line", "" when they do not); None: no numerics
+    numerics_over: dict[SourceKey, object] | None = None
+    first_divergence: str = ""
 
 
 @dataclass(frozen=True)
@@ -251,7 +255,17 @@ def diff_side(data: dict, label: str) -> DiffSide:
                                 f"[{recompile['compile_id']}] after [{f['failed_compile_id']}]")
                         for recompile in run["recompiles"] for f in recompile.get("failures", [])],
         memory=run.get("memory"),
+        **_numerics_view(run.get("numerics")),
     )
+
+
+def _numerics_view(numerics: dict | None) -> dict:
+    if numerics is None:
+        return {}
+    first = numerics["first_divergence"]
+    over = {(line["file"], line["line"]): line["max_rel"] for line in numerics["lines"] if line["over"]}
+    return {"numerics_over": over,
+            "first_divergence": f"{first['file']}:{first['line']}" if first else ""}
 
 
 def _kernel_view(kernel: dict, graph_label: str, phase: str, node_sources: dict[str, SourceKey],

@@ -135,6 +135,10 @@ def _text(diff: RunDiff, gates: list[GateResult]) -> str:
                 out.append(title)
                 out += [f"  {MARKS[c['status']]} {c['status']} at {c['file']}:{c['line']}: {c['what']} ({c['detail']})"
                         for c in changes]
+        if diff.numerics:
+            out.append("numerics (model lines beyond tolerance against eager):")
+            out += [f"  {MARKS[change['status']]} {change['status']}: {change['file']}:{change['line']} "
+                    f"max rel {change['max_rel']}" for change in diff.numerics]
         if diff.fallbacks:
             out.append("ATen fallbacks:")
             out += [f"  {fb.op}: {fb.before} -> {fb.after} call(s)"

@@ -23,6 +23,8 @@ Recording a compile
 - `worker`          — the warm engine worker: JSON-RPC over stdio (`record`, `asm`);
   `worker_failures` says where a failed recording failed, in the user's terms.
 - `profiling`       — `compile --profile`: profiled GPU steps inside the same recording.
+- `numerics`        — `kernelscope numerics`: every kernel's outputs against eager, the
+  first divergence at its model line, the fixes (its own map: `engine/numerics/__init__.py`).
 
 Seeing what Inductor does
 - `probes`          — line-level provenance: which post-grad node each kernel line and

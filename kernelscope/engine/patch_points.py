@@ -15,7 +15,8 @@ Features and what happens when one of their points does not hold on a torch:
 - "recording", "virtual-cuda", "virtual-cuda program", "cpu-triton", "fake process group": they
   cannot work in part;
   checked when a recording starts (`require`, below), which stops with one message;
-- "below the kernel" (asm_build.py): the kernel's build fails with the reason, stored with it.
+- "below the kernel" (asm_build.py): the kernel's build fails with the reason, stored with it;
+- "numerics" (numerics/capture.py): `kernelscope numerics` stops with one message naming the point.
 """
 from __future__ import annotations
 
@@ -381,6 +382,9 @@ CPU_TRITON_ACTIVE_DRIVER = PatchPoint(_CPU_TRITON, "triton.runtime.driver", "_ac
                                       "Triton's active driver is the virtual one (triton_driver.py)")
 CPU_LIBDEVICE = PatchPoint(_CPU_TRITON, "torch._inductor.runtime.triton_helpers", "libdevice",
                            "--execute: libdevice calls mapped for Triton's interpreter")
+CPU_INTERPRETER_CAST = PatchPoint(_CPU_TRITON, "triton.runtime.interpreter.InterpreterBuilder", "cast_impl",
+                                  "--execute: float32 -> bfloat16 rounds to nearest even, as the GPU and eager do",
+                                  parameters=("self", "src", "dst_type"))
 CPU_COMPILE_FX = PatchPoint(_CPU_TRITON, "torch._inductor.compile_fx", "compile_fx",
                             "every compile uses the codegen-only inner compile",
                             parameters=("model_", "example_inputs_"), keywords=("inner_compile",))
@@ -439,6 +443,16 @@ STATIC_LAUNCHER_CONFIG = PatchPoint(_ASM, "torch._inductor.config", "use_static_
 PTXAS_LOG_KNOB = PatchPoint(_ASM, "triton.knobs.nvidia", "dump_ptxas_log",
                             "ptxas -v (registers, spills) printed and read", optional=True)
 
+# -- numerics (numerics/capture.py, numerics/fallback.py) ----------------------------------
+
+_NUMERICS = "numerics"
+NUMERICS_COMPILE_TO_MODULE = PatchPoint(_NUMERICS, "torch._inductor.graph.GraphLowering", "compile_to_module",
+                                        "each compiled graph's `call`, to capture its inputs and launches",
+                                        parameters=("self",))
+NUMERICS_KERNEL_RUN = PatchPoint(_NUMERICS, "torch._inductor.runtime.triton_heuristics.CachingAutotuner", "run",
+                                 "each Triton kernel launch, to copy the buffers it wrote",
+                                 parameters=("self",))
+
 # -- upstream fixes (torch_fixes.py) --------------------------------------------------------
 
 IDENTITY_EVALF = PatchPoint("upstream fixes", "torch.utils._sympy.functions.Identity", "_eval_evalf",
@@ -473,3 +487,4 @@ def require(feature: str, consequence: str) -> None:
         raise PatchPointChanged(
             f"{feature} is unavailable on torch {torch.__version__}: {'; '.join(problems)} ({consequence}; "
             "`kernelscope doctor --torch` lists every patch point)")
+

@@ -32,3 +32,12 @@ class RecordOptions:
     # --train --against-eager: also run the forward eagerly under saved-tensor hooks
     # (engine/eager_memory.py), to compare what eager saves for the backward per model line.
     against_eager: bool = False
+    # `kernelscope numerics` (engine/numerics/; docs/numerics.md): compare every kernel's
+    # outputs with eager (cpu-triton runs the kernels in Triton's interpreter, cuda on the
+    # GPU); rtol/atol None: per dtype. A recompile that tries a fix leaves model lines
+    # ((resolved path, line)) to eager, or sets Inductor's emulate_precision_casts.
+    numerics: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+    eager_lines: list[tuple[str, int]] = field(default_factory=list)
+    emulate_precision_casts: bool = False

@@ -87,12 +87,14 @@ def _record_factory(target, options: RecordOptions, device: str, import_seconds:
 
 def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, options: RecordOptions, device: str,
                   import_seconds: float) -> RunRecord:
+    _check_numerics(options, device)
     on_meta = user_model.check_meta_model(model, inputs, options, device)
     inputs = user_model.prepare_inputs(model, inputs, options, device)
     started = time.perf_counter()
     with Recording(device, options) as recording:
         try:
             max_error = user_model.call_compiled(model, inputs, options, device)
+            called = time.perf_counter() - started
         except Exception as error:  # noqa: BLE001 - reported as a one-line error
             error_translation.raise_translated(error, source_file, recording.probes)
     run = run_assembly.build_run(recording, shown, options, device)
@@ -102,6 +104,7 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
 
         options.on_phase("capture", "eager forward under saved-tensor hooks")
         run.eager_memory = eager_memory.measure(model, inputs, "meta" if on_meta else _eager_device(inputs))
+    _attach_numerics(run, recording, device, options, called)
     if on_meta:
         from kernelscope.engine.devices import meta_models
 
@@ -116,6 +119,24 @@ def _eager_device(inputs: tuple) -> str:
     import torch
 
     return next((str(t.device.type) for t in inputs if isinstance(t, torch.Tensor)), "cpu")
+def _check_numerics(options: RecordOptions, device: str) -> None:
+    if options.numerics and not (device == "cuda" or (device == "cpu-triton" and options.execute)):
+        raise UserError(f"numerics need kernels that run: --target cpu-triton (in Triton's interpreter) or "
+                        f"--target cuda (on a GPU), not {device}")
+
+
+def _attach_numerics(run: RunRecord, recording: Recording, device: str, options: RecordOptions,
+                     called: float) -> None:
+    """`kernelscope numerics`: every kernel output of the run compared with eager (numerics/analysis.py)."""
+    if recording.numerics is None:
+        return
+    from kernelscope.engine.numerics import analysis
+
+    run.numerics = analysis.analyze(run, recording.numerics.calls, recording.graph_keys, device,
+                                    options.rtol, options.atol)
+    run.numerics.seconds["compile_and_run"] = called
+    if options.eager_lines and not recording.eager_nodes:
+        run.numerics.notes.append("no post-grad node of the lines left to eager was found: nothing was left to eager")
 
 
 @dataclass
@@ -135,6 +156,7 @@ def record_block(options: RecordOptions, target: str, source_file: Path | None, 
     import_seconds = import_torch(options)
     device = resolve_device(options.device)
     started = time.perf_counter()
+    _check_numerics(options, device)
     block = RecordedBlock(device)
     with _fake_job(options), Recording(device, options) as recording:
         try:
@@ -144,6 +166,7 @@ def record_block(options: RecordOptions, target: str, source_file: Path | None, 
     run = run_assembly.build_run(recording, target, options, device)
     if not run.graphs:
         raise CompileError(nothing_compiled)
+    _attach_numerics(run, recording, device, options, time.perf_counter() - started)
     block.run = run_assembly.finish(run, recording.probes, import_seconds, time.perf_counter() - started)
 
 

@@ -78,6 +78,9 @@ class Recording:
         self.device_warnings: list[str] = []
         self.autotuners: list | None = None  # --target cuda: Inductor's autotuners, read after the run
         self.decisions = _decision_log(device, options)
+        self.numerics = None  # numerics/capture.py's NumericsCapture, for `kernelscope numerics`
+        self.eager_nodes: list[str] = []  # post-grad nodes a numerics recompile left to eager
+        self.graph_keys: dict[int, str] = {}  # id(GraphCapture) -> its graph's key (run_assembly)
 
     def __enter__(self):
         # What cannot work in part is checked before anything is set up (patch_points.require).
@@ -127,6 +130,12 @@ class Recording:
         if self.why is not None:
             stack.enter_context(self.why)
         self.fixes = stack.enter_context(torch_fixes.upstream_fixes())
+        if self.options.numerics:
+            from kernelscope.engine.numerics import capture, fallback
+
+            self.eager_nodes = stack.enter_context(
+                fallback.numerics_config(self.options.eager_lines, self.options.emulate_precision_casts))
+            self.numerics = stack.enter_context(capture.NumericsCapture(self.probes))
         return self
 
     def __exit__(self, *exc):

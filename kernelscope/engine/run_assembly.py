@@ -98,6 +98,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         child.subgraph.parent = parent.key
     graphs = _parents_first(graphs)
     recompute.link_to_forward(graphs)
+    recording.graph_keys = {key: graph.key for key, graph in built.items()}  # numerics/analysis.py
     warnings += list(dict.fromkeys(decisions.problems))
     if recording.why is not None:
         warnings += recording.why.warnings()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kernelscope.render import distributed as distributed_text
 from kernelscope.render.query_tree import compact
 from kernelscope.render.text import format_share, format_table, format_time, graph_break_details
+from kernelscope.run_record import NumericsReport
 from kernelscope.store.parts.decisions import RunDecisions
 from kernelscope.store.parts.distributed import DistributedRun, RankRef
 from kernelscope.store.parts.memory import RunMemory
@@ -27,7 +28,7 @@ NO_RUNS = "no runs yet — record one with `kernelscope compile FILE.py:FACTORY`
 def run_report(details: RunDetails, asm: dict | None = None, distributed: DistributedRun | None = None,
                profile: RunProfile | None = None, decisions: RunDecisions | None = None,
                failures: list | None = None, guards: list | None = None,
-               memory: RunMemory | None = None) -> str:
+               memory: RunMemory | None = None, numerics: NumericsReport | None = None) -> str:
     """What `kernelscope show` prints: the run, its graphs, kernels (and their resources below
     Triton when built), graph breaks, recompiles, coverage, warnings and timings; then the
     memory, the timing decisions, the distributed section and the profile when the run has them."""
@@ -52,6 +53,10 @@ def run_report(details: RunDetails, asm: dict | None = None, distributed: Distri
         from kernelscope.profile.report import profile_data, render_profile
 
         parts.append("\n" + "\n".join(render_profile(profile_data(profile))))
+    if numerics is not None:
+        from kernelscope.render.numerics import report_lines
+
+        parts.append("\n" + "\n".join(report_lines(numerics, kernels=False)))
     return "\n".join(parts)
 
 

@@ -23,9 +23,11 @@ from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
 from kernelscope.store.parts import asm_builds, decisions, distributed, memory, profiles, user_kernels, why
+from kernelscope.store.parts import numerics as numerics_part
 from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
 from kernelscope.store.parts.distributed import CollectiveRef, RankRef
 from kernelscope.store.parts.memory import LineMemory, RunMemory
+from kernelscope.store.parts.numerics import LineNumerics, NumericsReport
 from kernelscope.store.reading import (
     graphs_and_kernels,
     line_overviews,
@@ -393,6 +395,21 @@ class RunView:
         """Line -> the memory its nodes hold (saved for backward, live at the peak), for one
         model source file (hovers, code lenses)."""
         return memory.file_memory(self.memory(), self._source(path).path)
+
+    # -- numerics (kernelscope.store.parts.numerics) -------------------------------------
+
+    def numerics(self) -> NumericsReport | None:
+        """Every kernel output compared with eager, the first divergence and the fixes tried
+        (`kernelscope numerics`); None for a run recorded without them (cached)."""
+        return cached(("numerics", db_key(self._conn), self.id),
+                      lambda: numerics_part.read_numerics(self._conn, self.id))
+
+    def line_numerics(self, path) -> list[LineNumerics]:
+        """The numerics of a model source file's lines (those with kernel outputs), worst first."""
+        report = self.numerics()
+        if report is None:
+            return []
+        return numerics_part.line_numerics(report, self._source(path).path)
 
     # -- export ------------------------------------------------------------------------
 

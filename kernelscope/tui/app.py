@@ -62,6 +62,7 @@ class KernelscopeApp(App):
         Binding("B", "build_asm", "build PTX/SASS", show=False),
         Binding("o", "comm", "comm order", show=False),
         Binding("M", "memory", "memory", show=False),
+        Binding("e", "numerics", "numerics vs eager", show=False),
         Binding("question_mark", "help", "keys"),
         Binding("q", "quit", "quit"),
     ]
@@ -79,6 +80,7 @@ class KernelscopeApp(App):
     DiffReady = messages.DiffReady
     CommLoaded = messages.CommLoaded
     MemoryLoaded = messages.MemoryLoaded
+    NumericsLoaded = messages.NumericsLoaded
     CompileEvent = messages.CompileEvent
 
     # -- set-up ----------------------------------------------------------------------------
@@ -267,6 +269,9 @@ class KernelscopeApp(App):
     @on(MemoryLoaded)
     def _memory_loaded(self, message: messages.MemoryLoaded) -> None:
         self.dialogs.show_memory(message)
+    @on(NumericsLoaded)
+    def _numerics_loaded(self, message: messages.NumericsLoaded) -> None:
+        self.dialogs.show_numerics(message)
 
     @on(CompileEvent)
     def _compile_event(self, message: messages.CompileEvent) -> None:
@@ -308,6 +313,8 @@ class KernelscopeApp(App):
 
     def action_memory(self) -> None:
         self.dialogs.memory()
+    def action_numerics(self) -> None:
+        self.dialogs.numerics()
 
     def action_help(self) -> None:
         self.dialogs.help()

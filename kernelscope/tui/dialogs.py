@@ -4,7 +4,8 @@
 report in a DiffScreen), `b` graph breaks (BreaksScreen: jump to the source line),
 `m`/`x` the module filter (ModuleFilterScreen: narrows the kernel list and the
 highlights), `o` distributed (CommScreen: open a collective's wrapper line), `M` memory (MemoryScreen:
-open a timeline step's wrapper line or a model line), `?`
+open a timeline step's wrapper line or a model line), `e` numerics (NumericsScreen: jump to the
+line where compiled and eager part ways), `?`
 the keys (HelpScreen). The screens themselves are widgets of their own modules;
 this controller reads what they list, pushes them, and acts on what they return.
 """
@@ -16,8 +17,9 @@ from kernelscope.tui.comm_screen import CommScreen
 from kernelscope.tui.controller import Controller, thread_worker
 from kernelscope.tui.help_screen import HelpScreen
 from kernelscope.tui.memory_screen import MemoryScreen
-from kernelscope.tui.messages import CommLoaded, DiffReady, MemoryLoaded, RunsListed
+from kernelscope.tui.messages import CommLoaded, DiffReady, MemoryLoaded, NumericsLoaded, RunsListed
 from kernelscope.tui.module_filter import EVERY_MODULE, ModuleChoice, ModuleFilterScreen
+from kernelscope.tui.numerics_screen import NumericsScreen
 from kernelscope.tui.run_picker import DiffScreen, RunPicker
 
 
@@ -134,6 +136,19 @@ class Dialogs(Controller):
             self.app.files.open_generated(WRAPPER, path, line, details.summary.id)
         else:
             self.app.files.open_source(path, line, details.summary.id, details.workspace)
+
+    # -- e: numerics ---------------------------------------------------------------------------------
+
+    def numerics(self) -> None:
+        if self.app.run_id is not None:
+            self.load_numerics(self.app.run_id)
+
+    @thread_worker("numerics", "load numerics")
+    def load_numerics(self, run_id: int) -> None:
+        self.app.post_message(NumericsLoaded(self.app.gateway.call(lambda store: store.run(run_id).numerics())))
+
+    def show_numerics(self, message: NumericsLoaded) -> None:
+        self.app.push_screen(NumericsScreen(message.report), self._break_chosen)
 
     # -- ?: the keys -----------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ KEYS = """\
   b  graph breaks and recompiles, with their reasons: enter jumps to the source line
   M  memory: the peak, the model lines saving the most for the backward, each graph's allocation
      timeline with the bytes live after each step: enter opens the model or wrapper line
+  e  numerics (kernelscope numerics): where compiled and eager part ways, lines beyond tolerance
   m  module-instance filter: one layer, or a folded row of alike ones (right opens it); x clears it
   ?  this help        q  quit
 """

@@ -116,6 +116,10 @@ class MemoryLoaded(Message):
     def __init__(self, memory):
         super().__init__()
         self.memory = memory  # a RunMemory, or None
+class NumericsLoaded(Message):
+    def __init__(self, report):
+        super().__init__()
+        self.report = report  # NumericsReport, or None for a run recorded without
 
 
 # -- compiling (compile_status.CompileStatus) ------------------------------------------------

@@ -4,7 +4,9 @@ Codegen needs an active Triton driver (the virtual one). With `execute=True` the
 kernels really run, in Triton's interpreter (TRITON_INTERPRET=1, which must be set
 before Inductor's Triton helpers are imported), so results can be checked against
 eager. The interpreter leaves `libdevice.*` unimplemented; `LibdeviceForInterpreter`
-maps those calls to `tl.math` or NumPy.
+maps those calls to `tl.math` or NumPy. Its float32 -> bfloat16 cast truncates (rounds
+toward zero) where the GPU and eager round to nearest even: `bf16_round_to_nearest` makes
+it round as they do, so a bfloat16 kernel's outputs can be compared with eager's.
 """
 from __future__ import annotations
 
@@ -88,6 +90,23 @@ def _elementwise(numpy_fn):
     return apply
 
 
+def bf16_round_to_nearest(original):
+    """InterpreterBuilder.cast_impl with float32 -> bfloat16 rounded to nearest even (by torch)."""
+
+    def cast_impl(builder, src, dst_type):
+        import numpy as np
+        import torch
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            rounded = torch.from_numpy(np.ascontiguousarray(src.data)).to(torch.bfloat16)
+            return TensorHandle(rounded.view(torch.int16).numpy().view(np.uint16), dst_type.scalar)
+        return original(builder, src, dst_type)
+
+    return cast_impl
+
+
 @contextlib.contextmanager
 def cpu_triton_backend(execute: bool):
     """Inductor config + driver for Triton kernels on CPU tensors."""
@@ -99,4 +118,5 @@ def cpu_triton_backend(execute: bool):
         patches.replace(points.CPU_SET_DRIVER_TO_GPU, lambda: None)
         if execute:
             patches.replace(points.CPU_LIBDEVICE, LibdeviceForInterpreter())
+            patches.wrap(points.CPU_INTERPRETER_CAST, bf16_round_to_nearest)
         yield

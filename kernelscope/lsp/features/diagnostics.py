@@ -137,6 +137,27 @@ def diagnostics_for(server, uri: str) -> list[types.Diagnostic]:
                 range=where, severity=types.DiagnosticSeverity.Information, source=SOURCE, code="fallback",
                 message=f"runs eagerly: `{op}` falls back to ATen (no generated kernel) in {graph}{times}{stale}",
             ))
+    found += _numerics(run, key, at, stale)
+    return found
+
+
+def _numerics(run, key: str, at, stale: str) -> list[types.Diagnostic]:
+    """`kernelscope numerics`: the line where compiled and eager part ways, and lines beyond tolerance."""
+    from kernelscope.render.numerics import file_notes
+
+    report = run.numerics()
+    if report is None:
+        return []
+    found = []
+    for note in file_notes(report, key):
+        where = at(note.line)
+        if where is None or not (note.first or note.over):
+            continue
+        found.append(types.Diagnostic(
+            range=where, source=SOURCE, code="numerics-divergence" if note.first else "numerics",
+            severity=types.DiagnosticSeverity.Warning if note.first else types.DiagnosticSeverity.Information,
+            message=note.message + stale,
+        ))
     return found
 
 

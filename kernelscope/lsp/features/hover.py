@@ -113,6 +113,9 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
     if device_time:
         hover += (f"\n\n**GPU time**{device_time.replace(' · ', ': ', 1)} "
                   "(profiled; shared = the kernels also serve other lines)")
+    numerics = _numerics_text(view, document.location.path, line)
+    if numerics:
+        hover += f"\n\n{numerics}"
     return hover
 
 
@@ -146,3 +149,14 @@ def _memory_section(view, document, line: int) -> str:
     memory = view.memory()
     entry = view.file_memory(document.location).get(line) if memory is not None else None
     return line_hover(entry, memory.peak_graph) if entry is not None else ""
+
+
+def _numerics_text(view, key: str, line: int) -> str:
+    """The line's numerics against eager (`kernelscope numerics`), or ''."""
+    from kernelscope.render.numerics import file_notes
+
+    report = view.numerics()
+    if report is None:
+        return ""
+    notes = [note for note in file_notes(report, key) if note.line == line]
+    return "**numerics** " + notes[0].message.replace("numerics: ", "", 1).replace("\n", "\n\n") if notes else ""

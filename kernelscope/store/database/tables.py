@@ -9,7 +9,7 @@ apart, with the schema version that added them (ADDED_SINCE_VERSION).
 from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
-# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES, MEMORY_TABLES
+# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES, MEMORY_TABLES, NUMERICS_TABLES
 STORE_SCHEMA_VERSION = 6
 
 TABLES = """
@@ -575,12 +575,56 @@ CREATE INDEX eager_lines_by_run      ON eager_memory_lines (run_id);
 """
 # -- end of memory -------------------------------------------------------------------
 
+# -- numerics (docs/numerics.md; store/parts/numerics.py) ------------------------------
+# `kernelscope numerics`: every Triton kernel output of the run compared with eager.
+NUMERICS_TABLES = """
+CREATE TABLE numerics_runs (
+    run_id       INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    target       TEXT NOT NULL,   -- cpu-triton (Triton's interpreter) | cuda
+    rtol         REAL,            -- as given (NULL: per dtype)
+    atol         REAL,
+    first_json   TEXT,            -- record.NumericsDivergence (NULL: none)
+    fixes_json   TEXT NOT NULL,   -- record.NumericsFix list
+    notes_json   TEXT NOT NULL,
+    seconds_json TEXT NOT NULL
+);
+
+-- record.NumericsOutput: one row per buffer a kernel launch wrote, in launch order.
+CREATE TABLE numerics_outputs (
+    run_id           INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    position         INTEGER NOT NULL,
+    launch           INTEGER NOT NULL,
+    graph_key        TEXT NOT NULL,
+    kernel           TEXT NOT NULL,
+    arg              TEXT NOT NULL,
+    node             TEXT NOT NULL,
+    dtype            TEXT NOT NULL,
+    source_file      TEXT,          -- stored key of the node's model line
+    source_line      INTEGER,
+    source_code      TEXT NOT NULL,
+    rtol             REAL NOT NULL,
+    atol             REAL NOT NULL,
+    max_abs          REAL,          -- NULL: not compared (note says why)
+    max_rel          REAL,
+    mismatched       INTEGER NOT NULL,
+    elements         INTEGER NOT NULL,
+    compiled_vs_fp64 REAL,
+    eager_vs_fp64    REAL,
+    note             TEXT NOT NULL,
+    PRIMARY KEY (run_id, position)
+);
+"""
+
+NUMERICS_INDEXES = """
+CREATE INDEX numerics_outputs_by_source ON numerics_outputs (source_file, source_line);
+"""
+# -- end of numerics --------------------------------------------------------------------
 
 # What version 6 added: a program's own Triton kernels, why (guards, recompile failures,
-# fusion refusals), recomputed backward nodes and memory. An older store's runs read as
-# having recorded none of them (their memory as not recorded).
+# fusion refusals), recomputed backward nodes, memory and numerics. An older store's runs
+# read as having recorded none of them (their memory and numerics as not recorded).
 ADDED_IN_6 = (USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXES + RECOMPUTE_TABLES
-              + RECOMPUTE_INDEXES + MEMORY_TABLES + MEMORY_INDEXES)
+              + RECOMPUTE_INDEXES + MEMORY_TABLES + MEMORY_INDEXES + NUMERICS_TABLES + NUMERICS_INDEXES)
 
 # A store of an older version gains the tables added since, when opened: version 2 the
 # below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and

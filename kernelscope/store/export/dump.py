@@ -37,7 +37,7 @@ from pathlib import Path, PurePosixPath
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
-from kernelscope.store.parts import decisions, memory, why
+from kernelscope.store.parts import decisions, memory, numerics, why
 from kernelscope.store.parts.profiles import dump_profile
 from kernelscope.store.parts.recompute import NOT_RECOMPUTED, dump_recomputes
 from kernelscope.store.parts.subgraphs import dump_subgraph
@@ -45,7 +45,8 @@ from kernelscope.store.parts.user_kernels import dump_user_kernel
 from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
-SCHEMA_VERSION = "7.0"  # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute, memory
+# 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute, memory, numerics
+SCHEMA_VERSION = "7.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
                     "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
@@ -97,6 +98,14 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     "MemoryEvent": {"$def": "memory_event", "renamed": {}, "dropped": set(), "added": set()},
     "EagerMemory": {"$def": "eager_memory", "renamed": {}, "dropped": set(), "added": set()},
     "EagerLine": {"$def": "eager_line", "renamed": {}, "dropped": set(), "added": set()},
+    # numerics (store/parts/numerics.py)
+    "NumericsReport": {"$def": "numerics", "renamed": {"outputs": "kernels"}, "dropped": {"seconds"},
+                       "added": {"lines"}},
+    "NumericsOutput": {"$def": "numerics_output", "renamed": {}, "dropped": {"source"},
+                       "added": {"file", "line", "over"}},
+    "NumericsDivergence": {"$def": "numerics_divergence", "renamed": {}, "dropped": {"source"},
+                           "added": {"file", "line", "code"}},
+    "NumericsFix": {"$def": "numerics_fix", "renamed": {}, "dropped": set(), "added": set()},
 }
 DUMP_FIELD_CHANGES["RunRecord"]["added"] = DUMP_FIELD_CHANGES["RunRecord"]["added"] | {"memory"}
 
@@ -157,6 +166,7 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         **decisions.dump_decisions(conn, run_id, context.portable),
         "memory": memory.dump_run_memory(conn, run_id, context.source_path),
         "eager_memory": memory.dump_eager_memory(conn, run_id, context.frame),
+        "numerics": numerics.dump_numerics(numerics.read_numerics(conn, run_id)),
     }
     if options.include_volatile:
         dumped["volatile"] = {
