@@ -289,7 +289,7 @@ def test_older_store_schema_is_refused_with_how_to_re_record(mlp_store, workspac
 WHY_TABLES = ("guard_failure_lines", "guard_failures", "guards", "fusion_refusals")  # version 6 (docs/why.md)
 # every table version 6 added: a version-5 store has none of them
 ADDED_IN_6 = ("user_kernel_lines", "user_kernels", "recomputed_nodes", *WHY_TABLES, "graph_memory", "memory_buffers",
-              "eager_memory", "eager_memory_lines")
+              "eager_memory", "eager_memory_lines", "numerics_runs", "numerics_outputs")
 
 
 def test_version_5_store_gains_the_why_tables(mlp_store, workspace):
