@@ -274,6 +274,9 @@ DTENSOR_RNG_MESH = PatchPoint(_PROGRAM, "torch.distributed.tensor._random", "is_
                               parameters=("device_mesh",), optional=True)
 DTENSOR_DISPATCH_RNG_MESH = PatchPoint(_PROGRAM, "torch.distributed.tensor._dispatch", "is_rng_supported_mesh",
                                        "the same, where DTensor's dispatch imported it", optional=True)
+HAS_TRITON = PatchPoint(_PROGRAM, "torch.utils._triton", "has_triton",
+                        "cached answer: asked again inside and after a program, whose virtual GPU "
+                        "changes it (Dynamo treats Triton kernels as kernels only where it is True)")
 OPTIM_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.optim.optimizer", "_foreach_supported_types",
                                  "list: optimizers take the foreach path for virtual GPU tensors, as for cuda")
 UTILS_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.utils._foreach_utils", "_foreach_supported_types",

@@ -85,6 +85,7 @@ def cuda_program(fake_job: bool = False):
             _append(patches, point, vgt)
         patches.wrap(points.OPTIMIZER_INIT_GROUP, _init_group_on_the_virtual_gpu)
         program_autograd.install(patches)
+        _triton_asked_again(patches)
         _never_compiled_by_dynamo(patches)
         patches.wrap(points.DYNAMO_MODE_STACK, _program_mode_untraced)
         patches.wrap(points.DYNAMO_SET_MODE_STACK, _program_mode_kept)
@@ -94,6 +95,18 @@ def cuda_program(fake_job: bool = False):
         with fake_cuda.cuda_fake_tensors(), program_mode.program_mode() as notes, \
                 cuda_autocast.cuda_autocast_on_the_virtual_gpu(program_mode.note):
             yield notes
+
+
+def _triton_asked_again(patches: Patches) -> None:
+    """torch caches whether Triton can run (`has_triton`, asked of the current device); Dynamo
+    traces a program's own Triton kernels only where it answers True. A recording outside a
+    program (a factory: no CUDA device) caches False, so the cache is emptied on entering the
+    program, whose virtual GPU answers True, and again on leaving it: one warm process records
+    factories and programs in any order."""
+    checked(points.HAS_TRITON)
+    has_triton = points.HAS_TRITON.current()
+    has_triton.cache_clear()
+    patches.callback(has_triton.cache_clear)
 
 
 def _append(patches: Patches, point, value) -> None:

@@ -129,17 +129,22 @@ def test_an_inference_run_records_the_kernels(tmp_path):
 
 
 def test_recorded_after_another_compile_in_one_process(tmp_path):
-    """As a warm engine worker (`kernelscope watch`) records them: a compiled function, then
-    the program with its own kernels, in one process."""
+    """As a warm engine worker (`kernelscope watch`) records them: a compiled function, a
+    factory, then the program with its own kernels, in one process. The factory's recording
+    (no CUDA device) leaves torch's cached `has_triton` False; the program asks again, so its
+    kernels are traced as kernels (no graph break at the autotuner, a forward and a backward)."""
     first = tmp_path / "first.py"
     first.write_text("import torch\nprint(torch.compile(lambda x: (x * 2).sin())(torch.randn(8)).sum())\n")
     code = textwrap.dedent(f"""
         from pathlib import Path
         from kernelscope.engine.record_options import RecordOptions
-        from kernelscope.engine.recorder import record_script
+        from kernelscope.engine.recorder import record_factory, record_script
         for script, args in (({str(first)!r}, []), ("examples/user_triton_kernel.py", ["--steps", "1"])):
+            if script.endswith("user_triton_kernel.py"):
+                record_factory("examples/mlp.py:make", RecordOptions(device="virtual-cuda", workspace=Path(".")))
             run = record_script(Path(script), args, RecordOptions(device="virtual-cuda", workspace=Path(".")))
             print("KERNELS", sorted({{k.name for g in run.graphs for k in g.kernels if k.kind != "extern"}}))
+            print("KINDS", [g.kind for g in run.graphs], len(run.graph_breaks))
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=900,
                           env=dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1"))
@@ -147,6 +152,8 @@ def test_recorded_after_another_compile_in_one_process(tmp_path):
     kernels = [line for line in done.stdout.splitlines() if line.startswith("KERNELS")]
     assert len(kernels) == 2 and "triton_poi_fused_mul_sin_0" in kernels[0]
     assert all(name in kernels[1] for name in ("silu_forward_kernel", "silu_backward_kernel", "axpby_kernel"))
+    kinds = [line for line in done.stdout.splitlines() if line.startswith("KINDS")]
+    assert kinds[1] == "KINDS ['forward', 'backward'] 0"
 
 
 def test_the_summary_says_every_user_kernel_line_links_to_the_users_source(recorded):
