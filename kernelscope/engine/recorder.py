@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelscope.engine import error_translation, run_assembly, targets, user_model
+from kernelscope.engine.devices import factory_program
 from kernelscope.engine.devices.device_target import resolve_device
 from kernelscope.engine.record_options import RecordOptions
 from kernelscope.engine.recording import Recording, import_torch
@@ -68,8 +69,10 @@ def record_model(model, inputs: tuple, options: RecordOptions, target: str,
 
 def _record_factory(target, options: RecordOptions, device: str, import_seconds: float) -> RunRecord:
     options.on_phase("import", str(target.path))
-    model, inputs = targets.load_factory(target, targets.factory_device(device))
     shown = f"{targets.display_path(target.path, options.workspace)}:{target.factory}"
+    if factory_program.runs_as_program(device, options):
+        return _record_factory_as_program(target, shown, options, device, import_seconds)
+    model, inputs = targets.load_factory(target, targets.factory_device(device))
     return _record_model(model, inputs, shown, target.path, options, device, import_seconds)
 
 
@@ -79,16 +82,51 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
     inputs = user_model.prepare_inputs(model, inputs, options, device)
     started = time.perf_counter()
     with Recording(device, options) as recording:
-        try:
-            max_error = user_model.call_compiled(model, inputs, options, device)
-        except Exception as error:  # noqa: BLE001 - reported as a one-line error
-            error_translation.raise_translated(error, source_file, recording.probes)
+        max_error = _call_compiled(model, inputs, source_file, options, device, recording)
+    return _finished_run(recording, shown, source_file, options, device, import_seconds, started,
+                         max_error, on_meta, notes=[])
+
+
+def _record_factory_as_program(target, shown: str, options: RecordOptions, device: str,
+                               import_seconds: float) -> RunRecord:
+    """A factory on virtual-cuda, run as a GPU program (devices/factory_program.py): the factory
+    call, the move to the virtual GPU, the capture, the compile and the eager run inside
+    `cuda_program`; a model built on the meta device leaves it before the capture."""
+    from kernelscope.engine.devices import cuda_program
+
+    started = time.perf_counter()
+    with Recording(device, options) as recording, contextlib.ExitStack() as program:
+        notes = program.enter_context(cuda_program.cuda_program())
+        model, inputs = targets.load_factory(target, factory_program.DEVICE)
+        on_meta = user_model.check_meta_model(model, inputs, options, device)
+        if on_meta:
+            program.close()  # no values to put on the virtual GPU: captured on the CPU (meta_models)
+        else:
+            inputs = factory_program.on_the_virtual_gpu(model, inputs)
+        inputs = user_model.prepare_inputs(model, inputs, options, device)
+        max_error = _call_compiled(model, inputs, target.path, options, device, recording)
+    return _finished_run(recording, shown, target.path, options, device, import_seconds, started,
+                         max_error, on_meta, notes)
+
+
+def _call_compiled(model, inputs: tuple, source_file: Path | None, options: RecordOptions, device: str,
+                   recording: Recording) -> float | None:
+    try:
+        return user_model.call_compiled(model, inputs, options, device)
+    except Exception as error:  # noqa: BLE001 - reported as a one-line error
+        error_translation.raise_translated(error, source_file, recording.probes)
+
+
+def _finished_run(recording: Recording, shown: str, source_file: Path | None, options: RecordOptions, device: str,
+                  import_seconds: float, started: float, max_error: float | None, on_meta: list[str],
+                  notes: list[str]) -> RunRecord:
     run = run_assembly.build_run(recording, shown, options, device)
     run.execute_max_error = max_error
     if on_meta:
         from kernelscope.engine.devices import meta_models
 
         run.warnings.append(meta_models.summary(on_meta))
+    run.warnings.extend(note for note in notes if note not in run.warnings)
     if not run.graphs:
         raise CompileError(f"{source_file or shown}: torch.compile produced no graph to record")
     return run_assembly.finish(run, recording.probes, import_seconds, time.perf_counter() - started)
