@@ -12,7 +12,9 @@ Each orchestrates one recording: torch imported and the device target resolved
 `Recording` (user_model.py), an exception turned into a one-line error at the user's
 line (error_translation.py), and what was seen assembled into the run (run_assembly.py).
 Under virtual-cuda a script runs on the virtual GPU (devices/cuda_program.py): it sees a
-CUDA device from its first line.
+CUDA device from its first line; so does a factory, called, moved to the virtual GPU,
+captured and compiled inside the program (devices/factory_program.py). A model the caller
+already holds (`record_model`) is captured on the CPU, as before.
 """
 from __future__ import annotations
 

@@ -100,9 +100,10 @@ def _import_module(path: Path):
 
 
 def factory_device(target_device: str) -> str:
-    """The device a factory's `device` parameter gets: the GPU for `--target cuda`; the
-    CPU for virtual-cuda and cpu-triton, whose capture and eager run are on the CPU
-    (virtual-cuda compiles for the GPU from there)."""
+    """The device a factory's `device` parameter gets where it is not run as a GPU program:
+    the GPU for `--target cuda`; the CPU for cpu-triton, and for a virtual-cuda factory whose
+    capture runs on the CPU (one rank of a job). A virtual-cuda factory that runs as a
+    program gets "cuda", the virtual GPU (devices/factory_program.py)."""
     return "cuda" if target_device == "cuda" else "cpu"
 
 
