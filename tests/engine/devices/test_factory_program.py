@@ -34,17 +34,26 @@ FACTORIES = textwrap.dedent('''
             return torch.tanh(h)  # the CPU's branch
 
 
-    SEEN = {}
+    def seen(**what):  # what the factory saw, for the test to read
+        import json
+        from pathlib import Path
+
+        Path(__file__).with_suffix(".seen.json").write_text(json.dumps(what))
 
 
     def make():
-        SEEN["cuda available"] = torch.cuda.is_available()
+        seen(cuda_available=torch.cuda.is_available())
         return Gate(), (torch.randn(4, 16),)
 
 
     def make_on(device="unset"):
-        SEEN["device"] = device
-        return Gate().to(device), {"x": [torch.randn(4, 16, device=device)]}
+        seen(device=device)
+        return Gate().to(device), (torch.randn(4, 16, device=device),)
+
+
+    def make_closure():
+        model = Gate()  # held in a closure: nothing moves it to the GPU
+        return (lambda x: model(x)), (torch.randn(4, 16),)
 
 
     def make_meta():
@@ -67,29 +76,40 @@ def _record(spec: str, device: str, workspace):
     return record_factory(spec, RecordOptions(device=device, workspace=workspace))
 
 
+def _seen(factory_file) -> dict:
+    return json.loads(factory_file.with_suffix(".seen.json").read_text())
+
+
 def _targets(run) -> set[str]:
     return {node.target for graph in run.graphs for node in graph.post_grad_nodes}
 
 
 @pytest.mark.slow
 def test_a_factory_takes_the_gpus_device_branch_on_virtual_cuda_and_the_cpus_on_cpu_triton(factory_file, tmp_path):
-    import sys
-
     virtual = _record(f"{factory_file}:make", "virtual-cuda", tmp_path)
     assert "aten.sigmoid.default" in _targets(virtual) and "aten.tanh.default" not in _targets(virtual)
-    assert sys.modules["gate_factories"].SEEN["cuda available"] is True  # the factory ran as a program
+    assert _seen(factory_file) == {"cuda_available": True}  # the factory ran as a program
     cpu = _record(f"{factory_file}:make", "cpu-triton", tmp_path)
     assert "aten.tanh.default" in _targets(cpu) and "aten.sigmoid.default" not in _targets(cpu)
-    assert sys.modules["gate_factories"].SEEN["cuda available"] is False
+    assert _seen(factory_file) == {"cuda_available": False}
 
 
 @pytest.mark.slow
 def test_a_factory_with_a_device_parameter_builds_on_the_virtual_gpu(factory_file, tmp_path):
-    import sys
-
     run = _record(f"{factory_file}:make_on", "virtual-cuda", tmp_path)
-    assert sys.modules["gate_factories"].SEEN["device"] == "cuda"
+    assert _seen(factory_file) == {"device": "cuda"}
     assert "aten.sigmoid.default" in _targets(run)
+
+
+@pytest.mark.slow
+def test_a_model_left_on_the_cpu_in_a_closure_gets_the_gpus_advice(factory_file, tmp_path):
+    from kernelscope.errors import TargetError
+
+    with pytest.raises(TargetError) as raised:  # as under --target cuda: a GPU program mixing devices
+        _record(f"{factory_file}:make_closure", "virtual-cuda", tmp_path)
+    message = str(raised.value)
+    assert message.startswith("--target virtual-cuda: the model mixes CPU and GPU tensors")
+    assert "`device` parameter" in message
 
 
 @pytest.mark.slow
