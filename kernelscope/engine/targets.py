@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelscope.errors import TargetError
+from kernelscope.errors import TargetError, UserError
 
 
 @dataclass
@@ -131,6 +131,8 @@ def load_factory(target: FactoryTarget, device: str = "cpu") -> tuple[Any, tuple
         )
     try:
         result = factory(device=device) if takes_device(factory) else factory()
+    except UserError:  # already one line at the factory's line (virtual-cuda's refusals)
+        raise
     except Exception as error:
         where = user_error_location(error, target.path) or str(target.path)
         raise TargetError(
