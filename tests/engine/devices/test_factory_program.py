@@ -56,6 +56,25 @@ FACTORIES = textwrap.dedent('''
         return (lambda x: model(x)), (torch.randn(4, 16),)
 
 
+    class FlexAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = torch.nn.Linear(32, 96)
+
+        def forward(self, x):
+            from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+            b, length, _ = x.shape
+            q, k, v = self.qkv(x).view(b, length, 3, 2, 16).permute(2, 0, 3, 1, 4)
+            mask = create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, None, None, length, length,
+                                     device=x.device)
+            return flex_attention(q, k, v, block_mask=mask)
+
+
+    def make_flex():
+        return FlexAttention(), (torch.randn(2, 128, 32),)
+
+
     def make_meta():
         with torch.device("meta"):
             model = Gate()
@@ -110,6 +129,18 @@ def test_a_model_left_on_the_cpu_in_a_closure_gets_the_gpus_advice(factory_file,
     message = str(raised.value)
     assert message.startswith("--target virtual-cuda: the model mixes CPU and GPU tensors")
     assert "`device` parameter" in message
+
+
+@pytest.mark.slow
+def test_flex_attention_trains_from_a_factory(factory_file, tmp_path):
+    """Captured on the CPU, a factory's FlexAttention had no backward ("FlexAttention does not
+    support backward on CPU"); on the virtual GPU it records the GPU's templates, both ways."""
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+
+    run = record_factory(f"{factory_file}:make_flex", RecordOptions(device="virtual-cuda", train=True,
+                                                                      workspace=tmp_path))
+    templates = {graph.kind: [k.name for k in graph.kernels if "flex_attention" in k.name] for graph in run.graphs}
+    assert templates["forward"] and any("flex_attention_backward" in name for name in templates["backward"])
 
 
 @pytest.mark.slow
