@@ -4,6 +4,7 @@ the GPU's timing decisions replayed (docs/decisions.md).
 Run on a machine with an NVIDIA GPU:
 
     python bench/gpu_check.py --zoo --variants --jobs 14 --out results.json --decisions-dir DIR
+    python bench/gpu_check.py --examples --device-branches --jobs 8 --out results.json   # these models only
 
 For every bundled example and (with --zoo) every model of bench/models/, inference
 and training, and (with --variants) the `--dynamic` and max-autotune-no-cudagraphs
@@ -73,6 +74,16 @@ ENGINE = {
                                 {"make": "make_real", "make_train": "make_real_train"}),
 }
 MODE_ENV_ENGINE = {"llama3_8b_meta_2_layers": {"KERNELSCOPE_LAYERS": "2"}}
+# Models whose code decides by device (`x.device.type`): virtual-cuda captures a factory on the
+# virtual GPU, as a GPU program (--device-branches; devices/factory_program.py). The suite's MoE
+# decoders (transformers' routing: `histc(expert_ids.int())` on cuda) and bench/models/device_branches.py.
+# name -> (file, inference factory, training factory, {}), as ENGINE
+DEVICE_BRANCHES = {
+    "mixtral": ("bench/suite/hf_moe.py", "mixtral", "mixtral_train", {}),
+    "gpt_oss": ("bench/suite/hf_moe.py", "gpt_oss", "gpt_oss_train", {}),
+    "qwen2_moe": ("bench/models/device_branches.py", "make_qwen2_moe", "make_qwen2_moe_train", {}),
+    "falcon": ("bench/models/device_branches.py", "make_falcon", "make_falcon_train", {}),
+}
 # Extra variants: (model, train, dynamic, mode). `dynamic` marks dim 0 of every input
 # dynamic. A `max-autotune-no-cudagraphs` compile picks GEMM templates by timing them
 # on the GPU; virtual-cuda replays those choices from the GPU run's decisions.
@@ -141,8 +152,8 @@ print("KERNELSCOPE_JSON" + json.dumps(dict(torch=run.torch_version, triton=run.t
 
 
 def spec_for(example: str, train: bool, device: str = "virtual-cuda") -> str:
-    if example in ENGINE:
-        file, inference, training, on_cuda = ENGINE[example]
+    if example in ENGINE or example in DEVICE_BRANCHES:
+        file, inference, training, on_cuda = ENGINE.get(example) or DEVICE_BRANCHES[example]
         factory = training if train else inference
         factory = on_cuda.get(factory, factory) if device == "cuda" else factory
         return f"{REPO / file}:{factory}"
@@ -387,10 +398,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="the results, written again after every case")
     parser.add_argument("--examples", nargs="*", default=EXAMPLES,
-                        help=f"examples/ names, or model zoo names ({', '.join(ZOO)})")
+                        help=f"examples/ names, or names of the model zoo ({', '.join(ZOO)}), "
+                             "--engine or --device-branches")
     parser.add_argument("--zoo", action="store_true", help="add the model zoo to the examples")
     parser.add_argument("--engine", action="store_true",
                         help=f"add the engine's own cases ({', '.join(ENGINE)})")
+    parser.add_argument("--device-branches", action="store_true",
+                        help=f"add the models whose code decides by device ({', '.join(DEVICE_BRANCHES)})")
     parser.add_argument("--variants", action="store_true",
                         help="add the --dynamic and max-autotune-no-cudagraphs variants (VARIANTS)")
     parser.add_argument("--jobs", type=int, default=4, help="recordings run in parallel")
@@ -411,6 +425,8 @@ def main() -> int:
         args.examples = [*args.examples, *ZOO]
     if args.engine:
         args.examples = [*args.examples, *ENGINE]
+    if args.device_branches:
+        args.examples = [*args.examples, *DEVICE_BRANCHES]
     todo = cases(args.examples, args.variants)
     checker = Checker(args)
     todo = [case for case in todo if not checker.done(case)]

@@ -15,7 +15,8 @@ def add_parser(subparsers) -> None:
         description="Import PATH.py, call FACTORY() -> (model_or_callable, example_inputs), "
         "compile it with torch.compile and record every graph, kernel and link into the store. "
         "A factory with a `device` parameter is called as FACTORY(device=...): 'cuda' for "
-        "--target cuda, 'cpu' for virtual-cuda and cpu-triton (their capture runs on the CPU).",
+        "--target cuda and virtual-cuda (which runs the factory as a GPU program, on its virtual GPU), "
+        "'cpu' for cpu-triton and for a rank of --world-size.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  kernelscope compile examples/mlp.py:make\n"

@@ -20,14 +20,16 @@ from kernelscope.errors import CompileError, TargetError, UserError
 _TWO_DEVICES = r"two (different )?devices|on the same device"
 
 
-def mixed_devices_error(error: BaseException) -> TargetError | None:
-    """The TargetError for a `--target cuda` model that mixes CPU and GPU tensors; None when
+def mixed_devices_error(error: BaseException, target: str = "cuda") -> TargetError | None:
+    """The TargetError for a model that mixes CPU and GPU tensors under `--target cuda`, or under
+    virtual-cuda, whose factory runs as a GPU program (devices/factory_program.py); None when
     `error` is not about that."""
     if not _mixes_devices(error):
         return None
+    gpu = "the GPU" if target == "cuda" else "the (virtual) GPU, as a GPU program does"
     return TargetError(
-        f"--target cuda: the model mixes CPU and GPU tensors ({_first_line(error)}). "
-        "kernelscope moves an nn.Module and the example inputs the factory returns to the GPU, "
+        f"--target {target}: the model mixes CPU and GPU tensors ({_first_line(error)}). "
+        f"kernelscope moves an nn.Module and the example inputs the factory returns to {gpu}, "
         "but not tensors held elsewhere (a function closing over a CPU model, tensors made "
         "in forward without a device): give the factory a `device` parameter and build the "
         "model and inputs on it (kernelscope calls it with device='cuda'), or create them "

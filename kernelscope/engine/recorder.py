@@ -12,7 +12,9 @@ Each orchestrates one recording: torch imported and the device target resolved
 `Recording` (user_model.py), an exception turned into a one-line error at the user's
 line (error_translation.py), and what was seen assembled into the run (run_assembly.py).
 Under virtual-cuda a script runs on the virtual GPU (devices/cuda_program.py): it sees a
-CUDA device from its first line.
+CUDA device from its first line; so does a factory, called, moved to the virtual GPU,
+captured and compiled inside the program (devices/factory_program.py). A model the caller
+already holds (`record_model`) is captured on the CPU, as before.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelscope.engine import error_translation, run_assembly, targets, user_model
+from kernelscope.engine.devices import factory_program
 from kernelscope.engine.devices.device_target import resolve_device
 from kernelscope.engine.record_options import RecordOptions
 from kernelscope.engine.recording import Recording, import_torch
@@ -74,15 +77,30 @@ def _record_factory(target, options: RecordOptions, device: str, import_seconds:
     import torch._dynamo.config as dynamo_config
 
     options.on_phase("import", str(target.path))
+    _check_numerics(options, device)
+    shown = f"{targets.display_path(target.path, options.workspace)}:{target.factory}"
     saved = dynamo_config.save_config()
     try:
+        if factory_program.runs_as_program(device, options):
+            return _record_factory_as_program(target, shown, options, device, import_seconds)
         model, inputs = targets.load_factory(target, targets.factory_device(device))
-        shown = f"{targets.display_path(target.path, options.workspace)}:{target.factory}"
         return _record_model(model, inputs, shown, target.path, options, device, import_seconds)
     finally:
         with warnings.catch_warnings():  # torch warns about the deprecated keys the snapshot holds
             warnings.simplefilter("ignore", FutureWarning)
             dynamo_config.load_config(saved)
+
+
+@dataclass
+class _Called:
+    """The model as the recording called it, for what is measured after the compile (eager
+    memory, numerics): its inputs, the largest error against eager (`--execute`) and how
+    long the compile and call took."""
+
+    model: object
+    inputs: tuple
+    max_error: float | None
+    seconds: float
 
 
 def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, options: RecordOptions, device: str,
@@ -92,23 +110,60 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
     inputs = user_model.prepare_inputs(model, inputs, options, device)
     started = time.perf_counter()
     with Recording(device, options) as recording:
-        try:
-            max_error = user_model.call_compiled(model, inputs, options, device)
-            called = time.perf_counter() - started
-        except Exception as error:  # noqa: BLE001 - reported as a one-line error
-            error_translation.raise_translated(error, source_file, recording.probes)
+        max_error = _call_compiled(model, inputs, source_file, options, device, recording)
+        called = _Called(model, inputs, max_error, time.perf_counter() - started)
+    return _finished_run(recording, shown, source_file, options, device, import_seconds, started,
+                         called, on_meta, notes=[])
+
+
+def _record_factory_as_program(target, shown: str, options: RecordOptions, device: str,
+                               import_seconds: float) -> RunRecord:
+    """A factory on virtual-cuda, run as a GPU program (devices/factory_program.py): the factory
+    call, the move to the virtual GPU, the capture, the compile and the eager run inside
+    `cuda_program`; a model built on the meta device leaves it before the capture."""
+    from kernelscope.engine.devices import cuda_program
+
+    started = time.perf_counter()
+    with Recording(device, options) as recording, contextlib.ExitStack() as program:
+        notes = program.enter_context(cuda_program.cuda_program())
+        model, inputs = targets.load_factory(target, factory_program.DEVICE)
+        on_meta = user_model.check_meta_model(model, inputs, options, device)
+        if on_meta:
+            program.close()  # no values to put on the virtual GPU: captured on the CPU (meta_models)
+        else:
+            inputs = factory_program.on_the_virtual_gpu(model, inputs)
+        inputs = user_model.prepare_inputs(model, inputs, options, device)
+        max_error = _call_compiled(model, inputs, target.path, options, device, recording)
+        called = _Called(model, inputs, max_error, time.perf_counter() - started)
+    return _finished_run(recording, shown, target.path, options, device, import_seconds, started,
+                         called, on_meta, notes)
+
+
+def _call_compiled(model, inputs: tuple, source_file: Path | None, options: RecordOptions, device: str,
+                   recording: Recording) -> float | None:
+    try:
+        return user_model.call_compiled(model, inputs, options, device)
+    except Exception as error:  # noqa: BLE001 - reported as a one-line error
+        error_translation.raise_translated(error, source_file, recording.probes)
+
+
+def _finished_run(recording: Recording, shown: str, source_file: Path | None, options: RecordOptions, device: str,
+                  import_seconds: float, started: float, called: _Called, on_meta: list[str],
+                  notes: list[str]) -> RunRecord:
     run = run_assembly.build_run(recording, shown, options, device)
-    run.execute_max_error = max_error
+    run.execute_max_error = called.max_error
     if options.train and options.against_eager:
         from kernelscope.engine import eager_memory
 
         options.on_phase("capture", "eager forward under saved-tensor hooks")
-        run.eager_memory = eager_memory.measure(model, inputs, "meta" if on_meta else _eager_device(inputs))
-    _attach_numerics(run, recording, device, options, called)
+        run.eager_memory = eager_memory.measure(called.model, called.inputs,
+                                                "meta" if on_meta else _eager_device(called.inputs))
+    _attach_numerics(run, recording, device, options, called.seconds)
     if on_meta:
         from kernelscope.engine.devices import meta_models
 
         run.warnings.append(meta_models.summary(on_meta))
+    run.warnings.extend(note for note in notes if note not in run.warnings)
     if not run.graphs:
         raise CompileError(f"{source_file or shown}: torch.compile produced no graph to record"
                            + error_translation.fallback_reason(run.graph_breaks))
@@ -119,6 +174,8 @@ def _eager_device(inputs: tuple) -> str:
     import torch
 
     return next((str(t.device.type) for t in inputs if isinstance(t, torch.Tensor)), "cpu")
+
+
 def _check_numerics(options: RecordOptions, device: str) -> None:
     if options.numerics and not (device == "cuda" or (device == "cpu-triton" and options.execute)):
         raise UserError(f"numerics need kernels that run: --target cpu-triton (in Triton's interpreter) or "

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelscope.errors import TargetError
+from kernelscope.errors import TargetError, UserError
 
 
 @dataclass
@@ -100,9 +100,10 @@ def _import_module(path: Path):
 
 
 def factory_device(target_device: str) -> str:
-    """The device a factory's `device` parameter gets: the GPU for `--target cuda`; the
-    CPU for virtual-cuda and cpu-triton, whose capture and eager run are on the CPU
-    (virtual-cuda compiles for the GPU from there)."""
+    """The device a factory's `device` parameter gets where it is not run as a GPU program:
+    the GPU for `--target cuda`; the CPU for cpu-triton, and for a virtual-cuda factory whose
+    capture runs on the CPU (one rank of a job). A virtual-cuda factory that runs as a
+    program gets "cuda", the virtual GPU (devices/factory_program.py)."""
     return "cuda" if target_device == "cuda" else "cpu"
 
 
@@ -130,6 +131,8 @@ def load_factory(target: FactoryTarget, device: str = "cpu") -> tuple[Any, tuple
         )
     try:
         result = factory(device=device) if takes_device(factory) else factory()
+    except UserError:  # already one line at the factory's line (virtual-cuda's refusals)
+        raise
     except Exception as error:
         where = user_error_location(error, target.path) or str(target.path)
         raise TargetError(

@@ -9,6 +9,7 @@ function's float inputs require grad for `--train` and marks dynamic sizes for
 from __future__ import annotations
 
 from kernelscope.engine import error_translation
+from kernelscope.engine.devices import program_mode
 from kernelscope.engine.record_options import RecordOptions
 from kernelscope.errors import TargetError
 
@@ -107,8 +108,8 @@ def call_compiled(model, inputs, options: RecordOptions, device: str) -> float |
             with torch.no_grad():
                 outputs = compiled(*inputs)
     except Exception as error:  # noqa: BLE001 - re-raised, with advice where we have some
-        if device == "cuda":
-            advice = error_translation.mixed_devices_error(error)
+        if device == "cuda" or (device == "virtual-cuda" and program_mode.running()):
+            advice = error_translation.mixed_devices_error(error, device)
             if advice is not None:
                 raise advice from error
         raise

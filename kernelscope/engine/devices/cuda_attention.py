@@ -30,6 +30,7 @@ import warnings
 
 from kernelscope.engine.devices import sdpa_choice
 from kernelscope.engine.devices.sdpa_choice import CUDNN, EFFICIENT, FLASH, MATH
+from kernelscope.engine.devices.virtual_gpu_tensor import device_beside
 
 _MEM_EFFICIENT_ALIGNMENT = 8
 
@@ -116,8 +117,9 @@ def _boolean_mask_to_additive(attn_mask, dtype, backend):
     if attn_mask is None or attn_mask.dtype != torch.bool:
         return attn_mask
     aten = torch.ops.aten
-    minus_infinity = aten.scalar_tensor.default(_MASKED_OUT[backend], dtype=dtype, device=attn_mask.device)
-    zero = aten.scalar_tensor.default(0.0, dtype=dtype, layout=torch.strided, device=attn_mask.device)
+    device = device_beside(attn_mask)  # the CPU in a program's eager run on the virtual GPU
+    minus_infinity = aten.scalar_tensor.default(_MASKED_OUT[backend], dtype=dtype, device=device)
+    zero = aten.scalar_tensor.default(0.0, dtype=dtype, layout=torch.strided, device=device)
     return aten.where.self(attn_mask, zero, minus_infinity)
 
 

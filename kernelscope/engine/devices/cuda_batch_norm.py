@@ -18,6 +18,8 @@ BatchNorm epsilon is 0), `torch.backends.cudnn.enabled` as the user set it.
 """
 from __future__ import annotations
 
+from kernelscope.engine.devices.virtual_gpu_tensor import device_beside
+
 INT32_MAX = 2**31 - 1
 CUDNN_BN_MIN_EPSILON = 0.0  # cuDNN 9 (cudnn_ops.h); cuDNN 7 had 1e-5
 
@@ -50,7 +52,7 @@ def batch_norm_impl_index(input, weight, bias, running_mean, running_var, traini
             running_var.contiguous() if running_var is not None else None,
             training, momentum, eps)
         return output, save_mean, save_var, reserve, 1
-    reserve = aten.empty.memory_format([0], dtype=torch.uint8, layout=input.layout, device=input.device,
+    reserve = aten.empty.memory_format([0], dtype=torch.uint8, layout=input.layout, device=device_beside(input),
                                        pin_memory=False)
     output, save_mean, save_var = aten.native_batch_norm(input, weight, bias, running_mean, running_var,
                                                          training, momentum, eps)

@@ -234,17 +234,22 @@ def _refusals(patches: Patches, fake_job: bool) -> None:
                              extension) from error
             raise
 
-    def refused_cuda_graphs(name):
+    def refused_cuda_graphs(name, original):
         def cuda_graph(*args, **kwargs):
             raise refuse(f"torch.cuda.{name}", "CUDA graphs capture and replay work on a GPU, and there is none",
                          ON_A_GPU + ", or run the program without CUDA graphs")
+        if isinstance(original, type):
+            # a class stays a class, so code that names it without making one still imports
+            # (transformers: `-> torch.cuda.CUDAGraph | None`); making one is refused
+            return type(name, (), {"__new__": cuda_graph, "__module__": "torch.cuda",
+                                   "__doc__": f"torch.cuda.{name}, refused on the virtual GPU"})
         return cuda_graph
 
     patches.replace(points.CPP_EXTENSION_LOAD, cpp_extension_load)
     patches.replace(points.CPP_EXTENSION_LOAD_INLINE, cpp_extension_load_inline)
     patches.replace(points.OPS_LOAD_LIBRARY, ops_load_library)
     for name, point in points.PROGRAM_REFUSED.items():
-        patches.replace(point, refused_cuda_graphs(name))
+        patches.replace(point, refused_cuda_graphs(name, point.current()))
     patches.wrap(points.CUDA_LAZY_INIT, _runtime_refused)
     if not fake_job and torch.distributed.is_available() and points.PROGRAM_INIT_PROCESS_GROUP.holds():
         patches.wrap(points.PROGRAM_INIT_PROCESS_GROUP, _nccl_refused)

@@ -21,7 +21,10 @@ program mode (`program_mode`) hands a higher-order op
   fake cuda tensors, naming the CPU where they named cuda (`x.new_ones(...,
   device=cuda:0)` of FlexAttention's `noop_mask`). The subgraphs are changed in place,
   once: this graph is only run, its compile for cuda having been made from a copy.
-The op then runs as it runs in a CPU program — its branches, subgraphs, autograd and
+An operator a library defines with `torch.library.custom_op` is handed its inputs the same
+way (`is_python_custom_op`): its kernel is the library's Python function, which runs below
+the mode too (transformers' MoE `grouped_mm_fallback` makes its output with
+`device=input.device`). The op then runs as it runs in a CPU program — its branches, subgraphs, autograd and
 checkpointing included — with real values; the mode hands its results back on the virtual
 GPU. The compile is not touched. (A compiled checkpoint's `tag_activation_checkpoint`
 does not dispatch through torch functions: its region runs inside the mode, as the
@@ -33,6 +36,27 @@ from __future__ import annotations
 import weakref
 
 _on_the_cpu: weakref.WeakSet = weakref.WeakSet()  # subgraphs already naming the CPU
+_TORCH_NAMESPACES = ("aten", "prims", "prim")  # torch's own operators (torch registers prims as custom ops)
+
+
+def is_python_custom_op(func) -> bool:
+    """Whether `func` is an operator a library defined with `torch.library.custom_op`: its kernel
+    is a Python function, which runs below the program mode as a higher-order op's body does
+    (transformers' `grouped_mm_fallback` makes `torch.zeros(..., device=input.device)`), so it is
+    handed CPU aliases too (`cpu_arguments`)."""
+    import torch
+
+    if isinstance(func, torch._ops.OpOverload):
+        name = func.name()
+    elif isinstance(func, torch._ops.OpOverloadPacket):  # `torch.ops.ns.op(...)`, as Dynamo's graph calls it
+        name = func._qualified_op_name
+    else:
+        return False
+    if name.split("::", 1)[0] in _TORCH_NAMESPACES:
+        return False
+    from torch._library.custom_ops import OPDEFS
+
+    return name in OPDEFS
 
 
 def cpu_arguments(args, kwargs, vgt):

@@ -137,7 +137,7 @@ def _runner():
         else:
             kwargs = {}
         if vgt in types:
-            if isinstance(func, higher_order):
+            if isinstance(func, higher_order) or program_hops.is_python_custom_op(func):
                 return run_higher_order(func, args, kwargs)
             with no_subclass():
                 out = func(*args, **kwargs)
@@ -303,6 +303,21 @@ def _specials(vgt, cpu, no_subclass):
         text = short + text[len(long):].replace("\n" + " " * len(long), "\n" + " " * len(short))
         return f"Parameter containing:\n{text}" if is_param else text
 
+    def histc(func, args, kwargs):
+        # CUDA's histc counts integer tensors (transformers' MoE routing gives it `expert_ids.int()`
+        # on cuda), the CPU's kernel floating point only: an integer tensor on the virtual GPU is
+        # counted as float32 (exact for the integers a histogram's bins tell apart) and the counts
+        # come back in its own dtype, as CUDA's do
+        self = args[0]
+        if type(self) is not vgt:
+            return func(*args, **kwargs)
+        with no_subclass():
+            if self.is_floating_point() or self.is_complex() or "out" in kwargs:
+                out = func(*args, **kwargs)
+            else:
+                out = func(self.float(), *args[1:], **kwargs).to(self.dtype)
+        return on_virtual_gpu(out)
+
     def returns_self(func, args, kwargs):
         return args[0]
 
@@ -323,6 +338,8 @@ def _specials(vgt, cpu, no_subclass):
         torch.Tensor.pin_memory: returns_self,
         torch.Tensor.is_pinned: answers_false,
         torch.Tensor.record_stream: does_nothing,
+        torch.histc: histc,
+        torch.Tensor.histc: histc,
     }
 
 

@@ -101,6 +101,18 @@ def is_virtual(value) -> bool:
     return bool(_made) and isinstance(value, _made[0])
 
 
+def device_beside(tensor):
+    """The device an op's Python kernel (below the program mode) makes a tensor on beside
+    `tensor`: the CPU for a virtual GPU tensor, where its data is (the mode puts the op's
+    results back on the virtual GPU; `device=tensor.device`, cuda:0, would reach the CUDA
+    runtime), else `tensor.device` (a fake cuda tensor's while compiling)."""
+    if is_virtual(tensor):
+        import torch
+
+        return torch.device("cpu")
+    return tensor.device
+
+
 def on_virtual_gpu(tensor):
     """`tensor` (a plain CPU tensor) as a tensor on the virtual GPU: the same Python object,
     its class changed (so its identity, autograd history and `.grad` stay), when it is a

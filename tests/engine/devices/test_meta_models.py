@@ -78,6 +78,8 @@ def code_of(run) -> dict[str, str]:
 def test_a_meta_model_records_the_code_of_the_same_model_with_weights(factories, train, monkeypatch):
     import torch
 
+    from kernelscope.engine.devices.program_mode import mode_classes
+
     materialized = []
     original = torch.Tensor.to
 
@@ -87,8 +89,13 @@ def test_a_meta_model_records_the_code_of_the_same_model_with_weights(factories,
             materialized.append(tuple(self.shape))
         return result
 
-    monkeypatch.setattr(torch.Tensor, "to", to)
-    meta = record(f"{factories}:make_meta", train)
+    # The real model runs as a GPU program (devices/factory_program.py), whose mode knows
+    # `Tensor.to` by identity (made once per process: made here before the patch) and runs
+    # `model.to("cuda")` on the virtual GPU: the patch stays around the meta model's recording.
+    mode_classes()
+    with monkeypatch.context() as patched:
+        patched.setattr(torch.Tensor, "to", to)
+        meta = record(f"{factories}:make_meta", train)
     assert materialized == []
     real = record(f"{factories}:make_real", train)
     assert code_of(meta) == code_of(real)
