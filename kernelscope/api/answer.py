@@ -121,7 +121,7 @@ class Answer:
 
             tree.children.extend(why_branches(self.why))
         if self.recomputes:
-            tree.children.append(recompute_branch(self.recomputes))
+            tree.children.append(recompute_branch(self.recomputes, listed=0 if self.overview is not None else 12))
         if self.empty:
             if self.module:
                 hint = f"none in module instance {self.module!r}: drop --module to see all"

@@ -236,12 +236,16 @@ def sources_in(text: str) -> list[tuple[str, str, int]]:
 
 
 _OBJECT_ID = re.compile(r"(___check_(?:obj|type)_id\(.+?, )\d+(\))")
+# Dynamo names the globals a guard reads with a counter of the process (`__builtins_dict___331`)
+_GLOBAL_COUNTER = re.compile(r"\b(__\w+?___)\d+\b")
 
 
 def _machine_free(code: str) -> str:
     """A Dynamo guard's text without what differs between two processes: object ids
-    (`___check_obj_id(G['torch'], <id>)`) and the global state's values (thread count...)."""
+    (`___check_obj_id(G['torch'], <id>)`), the counters in the names of the globals it reads
+    (`G['__builtins_dict___N']`) and the global state's values (thread count...)."""
     code = _OBJECT_ID.sub(r"\1<id>\2", code)
+    code = _GLOBAL_COUNTER.sub(r"\1N", code)
     return code.split(" against {", 1)[0] if code.startswith("___check_global_state()") else code
 
 

@@ -142,8 +142,9 @@ def raise_translated(error: BaseException, target_file: Path | None, probes=None
                   "whose carry is made by an op that saves its output (tanh, sigmoid), pytorch/pytorch#195977; "
                   "inference (no gradient) compiles")
     if "combine_mode='pointwise'" in text and "CUDA" in text:
-        first += (" — associative_scan's pointwise mode checks for real GPU tensors, and virtual-cuda and "
-                  "cpu-triton capture on CPU tensors: record it on a GPU (--target cuda), or use "
+        first += (" — associative_scan's pointwise mode checks for GPU tensors, and cpu-triton (or a model "
+                  "passed to kernelscope.record) captures on CPU tensors: record it with --target virtual-cuda "
+                  "(a factory or script runs on the virtual GPU) or on a GPU (--target cuda), or use "
                   "combine_mode='generic'")
     failed_node = getattr(probes, "failed_node", None)
     inductor_failed = failed_node is not None or type(error).__name__ in (

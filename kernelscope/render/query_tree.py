@@ -178,9 +178,10 @@ def _node_branch(node: NodeRef) -> Branch:
     return branch
 
 
-def recompute_branch(recomputes: list[RecomputeRef]) -> Branch:
+def recompute_branch(recomputes: list[RecomputeRef], listed: int = 12) -> Branch:
     """What the backward computes again of this line (activation checkpointing): per backward
-    graph the recomputed nodes, what they recompute and the kernels that do it."""
+    graph the kernels that do it and up to `listed` recomputed nodes with what they recompute
+    (an outer line's folded answer lists none: its modules' lines list theirs)."""
     whys = sorted({ref.why for ref in recomputes})
     root = Branch(f"recomputed in the backward ({', '.join(whys)}): {len(recomputes)} node"
                   f"{'s' if len(recomputes) != 1 else ''}", "bold cyan")
@@ -190,9 +191,10 @@ def recompute_branch(recomputes: list[RecomputeRef]) -> Branch:
     for graph, refs in by_graph.items():
         kernels = list(dict.fromkeys(kernel for ref in refs for kernel in ref.kernels))
         branch = Branch(f"graph {graph}: kernels {_capped(kernels, 6) or 'none'}", "cyan")
-        branch.children = [Branch(ref.text, "cyan") for ref in refs[:12]]
-        if len(refs) > 12:
-            branch.children.append(Branch(f"... and {len(refs) - 12} more (--json lists them all)", "dim"))
+        branch.children = [Branch(ref.text, "cyan") for ref in refs[:listed]]
+        if len(refs) > listed:
+            branch.children.append(Branch(f"... {'and ' if listed else ''}{len(refs) - listed} more "
+                                          "(--json lists them all)", "dim"))
         root.children.append(branch)
     return root
 

@@ -259,7 +259,10 @@ def test_while_loop_training_without_capture_scalar_outputs_says_why():
                                                                       workspace=EXAMPLES.parent))
 
 
-def test_pointwise_associative_scan_on_the_virtual_gpu_is_refused_with_what_to_do(tmp_path):
+def test_pointwise_associative_scan_records_on_the_virtual_gpu_and_is_refused_on_cpu_tensors(tmp_path):
+    """Pointwise mode checks for GPU tensors: a factory runs on the virtual GPU under
+    virtual-cuda (the scan becomes one Triton kernel with `tl.associative_scan`); cpu-triton
+    captures on CPU tensors and is refused with what to do."""
     from kernelscope.engine.recorder import RecordOptions, record_factory
     from kernelscope.errors import TargetError
 
@@ -269,6 +272,9 @@ def test_pointwise_associative_scan_on_the_virtual_gpu_is_refused_with_what_to_d
         "class Cumulative(torch.nn.Module):\n    def forward(self, xs):\n"
         "        return associative_scan(lambda a, b: a + b, xs, dim=0, combine_mode='pointwise')\n\n\n"
         "def make():\n    return Cumulative(), (torch.randn(8, 16),)\n")
-    with pytest.raises(TargetError, match=r"cumulative\.py:7: .*combine_mode='pointwise'.*virtual-cuda and "
-                                          r"cpu-triton capture on CPU tensors.*--target cuda.*combine_mode='generic'"):
-        record_factory(f"{model}:make", RecordOptions(device="virtual-cuda", workspace=tmp_path))
+    run = record_factory(f"{model}:make", RecordOptions(device="virtual-cuda", workspace=tmp_path))
+    [kernel] = [kernel for graph in run.graphs for kernel in graph.kernels if kernel.kind == "triton"]
+    assert "tl.associative_scan(" in kernel.source
+    with pytest.raises(TargetError, match=r"cumulative\.py:7: .*combine_mode='pointwise'.*cpu-triton .*captures "
+                                          r"on CPU tensors.*--target virtual-cuda.*combine_mode='generic'"):
+        record_factory(f"{model}:make", RecordOptions(device="cpu-triton", workspace=tmp_path))
