@@ -74,6 +74,13 @@ class Answer:
         return chain_empty and (self.why is None or self.why.empty)
 
     @property
+    def _outer_line(self) -> bool:
+        """A line whose nodes are all reached through a call (`x = block(x)`): its answer counts
+        what the called modules became, their own lines list the details."""
+        graphs = self.overview.graphs if self.overview is not None else []
+        return bool(graphs) and all(graph.called_nodes == graph.post_nodes for graph in graphs)
+
+    @property
     def graphs(self) -> list:
         """Per graph: GraphOverview (summary) or GraphChain (the chain)."""
         return self.overview.graphs if self.overview is not None else self._chain.graphs
@@ -121,7 +128,7 @@ class Answer:
 
             tree.children.extend(why_branches(self.why))
         if self.recomputes:
-            tree.children.append(recompute_branch(self.recomputes, listed=0 if self.overview is not None else 12))
+            tree.children.append(recompute_branch(self.recomputes, listed=0 if self._outer_line else 12))
         if self.empty:
             if self.module:
                 hint = f"none in module instance {self.module!r}: drop --module to see all"

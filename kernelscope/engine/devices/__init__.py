@@ -37,6 +37,8 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
   back on the virtual GPU (FlexAttention's BlockMask).
 - `user_triton`       — the program's own Triton kernels launched in Triton's interpreter.
 - `program_refusal`   — what cannot be given, refused in one line at the program's line.
+- `factory_program`   — a factory under virtual-cuda run as a GPU program: its model and
+  inputs put on the virtual GPU, so device branches take the GPU's way.
 - `program_hops`      — higher-order ops (`torch.cond`, `while_loop`, ...) run eagerly as the
   CPU program's.
 - `program_autograd`  — the backward inside the program mode (checkpoint's recomputation);
