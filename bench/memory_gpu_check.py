@@ -80,6 +80,17 @@ def measure(model, inputs, train: bool, run) -> dict:
     from kernelscope.engine.user_model import scalar_loss
 
     compiled = torch.compile(model)
+
+    def step() -> None:
+        if train:
+            scalar_loss(compiled(*inputs)).backward()
+        else:
+            with torch.no_grad():
+                compiled(*inputs)
+
+    # One step first, unmeasured: what the first call allocates once per process (cuBLAS's
+    # workspace, a compile if the cache missed) is not the step's memory.
+    step()
     if isinstance(model, torch.nn.Module):
         model.zero_grad(set_to_none=True)
     gc.collect()
@@ -87,11 +98,7 @@ def measure(model, inputs, train: bool, run) -> dict:
     before = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
     torch.cuda.memory._record_memory_history(max_entries=200000)
-    if train:
-        scalar_loss(compiled(*inputs)).backward()
-    else:
-        with torch.no_grad():
-            compiled(*inputs)
+    step()
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated()
     snapshot = torch.cuda.memory._snapshot()
