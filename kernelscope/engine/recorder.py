@@ -66,6 +66,7 @@ def record_model(model, inputs: tuple, options: RecordOptions, target: str,
     (`examples/mlp.py:MLP`); `source_file` is where an error without a user frame points."""
     import_seconds = import_torch(options)
     device = resolve_device(options.device)
+    _check_numerics(options, device)
     with _fake_job(options):
         return _record_model(model, tuple(inputs), target, source_file, options, device, import_seconds)
 
@@ -105,7 +106,6 @@ class _Called:
 
 def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, options: RecordOptions, device: str,
                   import_seconds: float) -> RunRecord:
-    _check_numerics(options, device)
     on_meta = user_model.check_meta_model(model, inputs, options, device)
     inputs = user_model.prepare_inputs(model, inputs, options, device)
     started = time.perf_counter()
