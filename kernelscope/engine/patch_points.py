@@ -456,6 +456,29 @@ NUMERICS_KERNEL_RUN = PatchPoint(_NUMERICS, "torch._inductor.runtime.triton_heur
                                  "each Triton kernel launch, to copy the buffers it wrote",
                                  parameters=("self",))
 
+
+def _node_fallback_problem() -> str | None:
+    """Why Inductor would not lower a node kernelscope tags with its fallback handler (None: it would)."""
+    import inspect
+
+    from torch._inductor.graph import GraphLowering
+
+    from kernelscope.engine import torch_compat
+
+    source = inspect.getsource(GraphLowering.call_function)
+    keys = ["should_fallback"]
+    if torch_compat.holds("inductor: fallback_to_eager node tag"):
+        keys.append("fallback_to_eager")
+    missing = [key for key in keys if f'"{key}"' not in source]
+    if missing:
+        return f"GraphLowering.call_function no longer reads the node meta {', '.join(missing)}"
+    return None
+
+
+NUMERICS_NODE_FALLBACK = CustomPoint(_NUMERICS, "node.meta['should_fallback'] (read by GraphLowering.call_function)",
+                                     "a line's post-grad nodes left to eager: Inductor lowers each with its "
+                                     "fallback handler (numerics/fallback.py)", _node_fallback_problem)
+
 # -- upstream fixes (torch_fixes.py) --------------------------------------------------------
 
 IDENTITY_EVALF = PatchPoint("upstream fixes", "torch.utils._sympy.functions.Identity", "_eval_evalf",
