@@ -228,10 +228,12 @@ def _feeding(ref: _GraphReference, stored: set[str], inside: set[str]) -> set[st
     return found
 
 
-def _read_outputs(ref: _GraphReference, name: str, compared: list[NumericsOutput]) -> list[NumericsOutput]:
-    """The compared outputs (of this graph call) that node `name` reads: its inputs', or,
-    through inputs no launch wrote (views such as a weight's transpose), theirs."""
-    written = {output.node: output for output in compared if output.graph == ref.graph.key and output.max_abs is not None}
+def _read_outputs(ref: _GraphReference, name: str, launch: int,
+                  compared: list[NumericsOutput]) -> list[NumericsOutput]:
+    """The outputs compared before `launch` (in this graph) that node `name` reads: its
+    inputs', or, through inputs no launch wrote (views such as a weight's transpose), theirs."""
+    written = {output.node: output for output in compared
+               if output.graph == ref.graph.key and output.launch < launch and output.max_abs is not None}
     found, seen = [], set()
     pending = list(ref.by_name[name].all_input_nodes) if name in ref.by_name else []
     while pending:
@@ -253,7 +255,7 @@ def _extern_divergence(launch: int, ref: _GraphReference, kernel, over: list[Num
     worst = max(over, key=lambda output: output.max_abs or 0.0)
     node = ref.nodes.get(worst.node)
     op = node.target if node else kernel.name
-    differing = [output for output in _read_outputs(ref, worst.node, compared) if output.max_abs]
+    differing = [output for output in _read_outputs(ref, worst.node, launch, compared) if output.max_abs]
     if differing:
         read = max(differing, key=lambda output: output.max_rel or 0.0)
         where = f" (line {read.source.line})" if read.source is not None else ""
