@@ -388,6 +388,10 @@ CPU_LIBDEVICE = PatchPoint(_CPU_TRITON, "torch._inductor.runtime.triton_helpers"
 CPU_INTERPRETER_CAST = PatchPoint(_CPU_TRITON, "triton.runtime.interpreter.InterpreterBuilder", "cast_impl",
                                   "--execute: float32 -> bfloat16 rounds to nearest even, as the GPU and eager do",
                                   parameters=("self", "src", "dst_type"))
+CPU_INTERPRETER_INDEX = PatchPoint(_CPU_TRITON, "triton.runtime.interpreter", "_patch_lang_tensor",
+                                   "--execute: a one-element block used as a Python int (a looped reduction's "
+                                   "range bound) converts as Triton 3.7 converts it (Triton 3.6 raises with NumPy 2.4)",
+                                   parameters=("tensor", "scope"), optional=True)
 CPU_COMPILE_FX = PatchPoint(_CPU_TRITON, "torch._inductor.compile_fx", "compile_fx",
                             "every compile uses the codegen-only inner compile",
                             parameters=("model_", "example_inputs_"), keywords=("inner_compile",))
