@@ -400,7 +400,7 @@ class NumericsOutput:
     launch: int  # place in the run's launch order (forward, then backward)
     graph: str  # the graph's key
     kernel: str
-    arg: str  # the kernel's pointer argument (out_ptr0, in_out_ptr0)
+    arg: str  # the kernel's pointer argument (out_ptr0, in_out_ptr0); an extern call's: out, or out[i] of a tuple
     node: str  # the post-grad node whose value it stores ("" when none is known)
     dtype: str  # the buffer's dtype (float16, ...)
     source: SourceLocation | None  # the node's model line
@@ -434,7 +434,8 @@ class NumericsDivergence:
     max_rel: float
     # "precision": evaluating the kernel's fused nodes in its compute precision (float32)
     # diverges from eager at this node; "order": it does not (the kernel's reduction order
-    # or algorithm differs), the node is the kernel's reduction or the diverging output.
+    # or algorithm differs), the node is the kernel's reduction or the diverging output;
+    # "extern": an extern kernel or fallback op (eager's own op) diverges first.
     cause: str
     why: str  # in words
     compiled_vs_fp64: float | None = None

@@ -388,6 +388,10 @@ CPU_LIBDEVICE = PatchPoint(_CPU_TRITON, "torch._inductor.runtime.triton_helpers"
 CPU_INTERPRETER_CAST = PatchPoint(_CPU_TRITON, "triton.runtime.interpreter.InterpreterBuilder", "cast_impl",
                                   "--execute: float32 -> bfloat16 rounds to nearest even, as the GPU and eager do",
                                   parameters=("self", "src", "dst_type"))
+CPU_INTERPRETER_INDEX = PatchPoint(_CPU_TRITON, "triton.runtime.interpreter", "_patch_lang_tensor",
+                                   "--execute: a one-element block used as a Python int (a looped reduction's "
+                                   "range bound) converts as Triton 3.7 converts it (Triton 3.6 raises with NumPy 2.4)",
+                                   parameters=("tensor", "scope"), optional=True)
 CPU_COMPILE_FX = PatchPoint(_CPU_TRITON, "torch._inductor.compile_fx", "compile_fx",
                             "every compile uses the codegen-only inner compile",
                             parameters=("model_", "example_inputs_"), keywords=("inner_compile",))
@@ -455,6 +459,29 @@ NUMERICS_COMPILE_TO_MODULE = PatchPoint(_NUMERICS, "torch._inductor.graph.GraphL
 NUMERICS_KERNEL_RUN = PatchPoint(_NUMERICS, "torch._inductor.runtime.triton_heuristics.CachingAutotuner", "run",
                                  "each Triton kernel launch, to copy the buffers it wrote",
                                  parameters=("self",))
+
+
+def _node_fallback_problem() -> str | None:
+    """Why Inductor would not lower a node kernelscope tags with its fallback handler (None: it would)."""
+    import inspect
+
+    from torch._inductor.graph import GraphLowering
+
+    from kernelscope.engine import torch_compat
+
+    source = inspect.getsource(GraphLowering.call_function)
+    keys = ["should_fallback"]
+    if torch_compat.holds("inductor: fallback_to_eager node tag"):
+        keys.append("fallback_to_eager")
+    missing = [key for key in keys if f'"{key}"' not in source]
+    if missing:
+        return f"GraphLowering.call_function no longer reads the node meta {', '.join(missing)}"
+    return None
+
+
+NUMERICS_NODE_FALLBACK = CustomPoint(_NUMERICS, "node.meta['should_fallback'] (read by GraphLowering.call_function)",
+                                     "a line's post-grad nodes left to eager: Inductor lowers each with its "
+                                     "fallback handler (numerics/fallback.py)", _node_fallback_problem)
 
 # -- upstream fixes (torch_fixes.py) --------------------------------------------------------
 

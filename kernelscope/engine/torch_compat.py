@@ -36,6 +36,11 @@ GATES: dict[str, Gate] = {
         "virtual-cuda", ">=2.13", "select_sdp_backend refuses cuDNN for a batch or head count over 65535"),
     "sdpa: cuDNN dropout resolution": Gate(
         "virtual-cuda", ">=2.13", "select_sdp_backend refuses cuDNN for a dropout that is no multiple of 1/16"),
+    "inductor: fallback_to_eager node tag": Gate(
+        "numerics", ">=2.13",
+        "GraphLowering.call_function lowers a node tagged meta['custom']['fallback_to_eager'] (what "
+        "torch.fx.traceback.annotate sets) with its fallback handler; every supported torch does so for "
+        "meta['should_fallback'], the key kernelscope sets (numerics/fallback.py)"),
 }
 
 

@@ -85,6 +85,34 @@ def test_reduction_order_names_the_sum_and_only_eager_removes_it(store):
     assert not fixes["emulate_precision_casts"]["gone"]  # no rounding to emulate: the order differs
 
 
+def test_extern_mm_output_is_compared_and_its_line_named(store):
+    found = numerics(store, "examples/numerics_mm_amplified.py:make")
+    first = found["first_divergence"]
+    assert (first["line"], first["node"], first["cause"]) == (15, "mm", "extern")
+    assert first["kernel"].startswith("extern_kernels.mm")
+    assert "its input add (line 14) already differs from eager" in first["why"]
+    scaled, product = found["kernels"]  # the fused kernel, then the extern mm, in launch order
+    assert (scaled["node"], scaled["over"], scaled["max_abs"] > 0) == ("add", False, True)  # within tolerance
+    assert (product["kernel"], product["arg"], product["over"]) == (first["kernel"], "out", True)
+    fixes = {fix["kind"]: fix for fix in found["fixes"]}
+    assert fixes["emulate_precision_casts"]["gone"]  # eager's two roundings emulated: the mm's input agrees
+    assert not fixes["eager_line"]["gone"]  # the mm already runs eager's op: its input still differs
+
+
+def test_extern_fallback_and_multi_output_nodes_are_compared(store):
+    found = numerics(store, "tests/data/numerics_multi_output.py:make", "--no-fixes")
+    assert found["first_divergence"] is None
+    assert all(output["max_abs"] is not None and not output["note"] for output in found["kernels"]), found["kernels"]
+    by_node = {output["node"]: output for output in found["kernels"]}
+    assert {"mm", "addmm", "bmm"} <= set(by_node)
+    assert by_node["mm"]["line"] == 9 and by_node["bmm"]["line"] == 11
+    var_mean = [output for output in found["kernels"] if output["kernel"].startswith("triton_per_fused_var_mean")]
+    assert len({output["node"] for output in var_mean}) == 2  # each buffer its own output of var_mean
+    topk = [output for output in found["kernels"] if output["kernel"].startswith("torch.ops.aten.topk")]
+    assert [(output["arg"], output["dtype"]) for output in topk] == [("out[0]", "float32"), ("out[1]", "int64")]
+    assert all(output["line"] == 13 for output in topk)
+
+
 def test_train_compares_forward_and_backward(store):
     found = numerics(store, "examples/numerics_fp16_overflow.py:make", "--train", "--no-fixes")
     graphs = {output["graph"] for output in found["kernels"]}

@@ -107,6 +107,19 @@ def bf16_round_to_nearest(original):
     return cast_impl
 
 
+def one_element_index(original):
+    """The interpreter's patch of `tl.tensor` with `__index__` taking a one-element block of
+    any rank, as Triton 3.7 does: Triton 3.6 calls `int()` on the block's NumPy array, which
+    NumPy 2.4 refuses unless it has no dimensions (`for r0_offset in range(0, r0_numel, ...)`
+    of a looped reduction)."""
+
+    def patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+    return patch_lang_tensor
+
+
 @contextlib.contextmanager
 def cpu_triton_backend(execute: bool):
     """Inductor config + driver for Triton kernels on CPU tensors."""
@@ -119,4 +132,6 @@ def cpu_triton_backend(execute: bool):
         if execute:
             patches.replace(points.CPU_LIBDEVICE, LibdeviceForInterpreter())
             patches.wrap(points.CPU_INTERPRETER_CAST, bf16_round_to_nearest)
+            if points.CPU_INTERPRETER_INDEX.holds():
+                patches.wrap(points.CPU_INTERPRETER_INDEX, one_element_index)
         yield

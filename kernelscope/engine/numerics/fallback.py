@@ -1,11 +1,15 @@
 """Compiling everything but a line: the post-grad nodes of chosen model lines left to eager.
 
-Inductor lowers a post-grad node whose `meta["custom"]["fallback_to_eager"]` is set with its
-fallback handler (the aten op runs as eager runs it, `GraphLowering.call_function`). A user
-sets that tag with `torch.fx.traceback.annotate({"fallback_to_eager": True})` around the
-line; kernelscope sets it without touching the model, from a post-grad custom pass
-(`config.post_grad_custom_post_pass`, chained after one the user set) on every node whose
-innermost user frame is one of the lines. `emulate_precision_casts` is Inductor's own config.
+Inductor lowers a post-grad node whose `meta["should_fallback"]` is set with its fallback
+handler: the aten op runs as eager runs it, an extern call Inductor cannot fuse
+(`GraphLowering.call_function`). Every supported torch (2.11 on) reads that key; 2.13 on
+also reads `meta["custom"]["fallback_to_eager"]`, which a user sets with
+`torch.fx.traceback.annotate({"fallback_to_eager": True})` around a line, but 2.11 ignores it
+(torch_compat gate "inductor: fallback_to_eager node tag"). kernelscope sets `should_fallback`
+without touching the model, from a post-grad custom pass (`config.post_grad_custom_post_pass`,
+chained after one the user set, so after Inductor's own post-grad passes) on every node whose
+innermost user frame is one of the lines; patch_points.NUMERICS_NODE_FALLBACK checks that the
+installed Inductor still reads the key. `emulate_precision_casts` is Inductor's own config.
 """
 from __future__ import annotations
 
@@ -13,7 +17,12 @@ import contextlib
 from pathlib import Path
 
 from kernelscope.compile_text.stack_traces import user_frames
+from kernelscope.engine import patch_points as points
+from kernelscope.engine.patching import checked
 from kernelscope.errors import UserError
+
+# The node meta key GraphLowering.call_function reads on every supported torch (see above).
+FALLBACK_KEY = "should_fallback"
 
 
 def parse_line(spec: str, workspace: Path) -> tuple[str, int]:
@@ -41,7 +50,7 @@ def _lines_pass(lines: set[tuple[str, int]], before, tagged: list[str]):
                     continue
                 frames = user_frames(node.meta.get("stack_trace"), skip)
                 if frames and (str(Path(frames[-1].file).resolve()), frames[-1].line) in lines:
-                    node.meta.setdefault("custom", {})["fallback_to_eager"] = True
+                    node.meta[FALLBACK_KEY] = True
                     tagged.append(node.name)
 
         def uuid(self):
@@ -58,6 +67,7 @@ def numerics_config(eager_lines: list[tuple[str, int]], emulate_precision_casts:
     tagged: list[str] = []
     changes: dict = {}
     if eager_lines:
+        checked(points.NUMERICS_NODE_FALLBACK)
         changes["post_grad_custom_post_pass"] = _lines_pass(
             set(eager_lines), inductor_config.post_grad_custom_post_pass, tagged)
     if emulate_precision_casts:
