@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from kernelscope.render.text import format_bytes as size
 from kernelscope.store.parts.memory import GraphMemoryInfo, LineMemory, RunMemory
+from kernelscope.store.parts.memory_measured import MeasuredSummary
+from kernelscope.store.parts.memory_step import StepPeak
 
 
 def section_lines(memory: RunMemory | None, top: int = 10) -> list[str]:
@@ -12,6 +14,11 @@ def section_lines(memory: RunMemory | None, top: int = 10) -> list[str]:
         return ["  no memory recorded (a run recorded before kernelscope kept it, or an imported trace)"]
     out = [f"  peak {size(memory.peak_bytes)} in graph {memory.peak_graph} "
            f"(inputs included; planned by the wrapper, sizes at the example inputs)"]
+    if memory.step is not None and memory.step.graph:
+        out.append(f"  the step holds {size(memory.step.bytes)} at most above what its caller holds (parameters, "
+                   f"inputs): in {memory.step.graph} at wrapper line {memory.step.line}")
+    if memory.measured is not None:
+        out += measured_lines(memory.measured, memory.step, top)
     if any(graph.kind == "forward" for graph in memory.graphs):
         inputs = sum(graph.saved_inputs_bytes for graph in memory.graphs)
         out.append(f"  saved for backward: {size(memory.saved_for_backward_bytes)} of activations"
@@ -29,6 +36,24 @@ def section_lines(memory: RunMemory | None, top: int = 10) -> list[str]:
         out += ["    " + model_line(entry) for entry in lines[:top]]
         if len(lines) > top:
             out.append(f"    … {len(lines) - top} more (kernelscope memory RUN --all)")
+    return out
+
+
+def measured_lines(measured: MeasuredSummary, step: StepPeak | None, top: int = 10) -> list[str]:
+    """`--memory`: the measured step beside the predicted one, and the wrapper lines joined."""
+    predicted = step.bytes if step is not None else 0
+    error = f" ({(predicted - measured.peak_bytes) / measured.peak_bytes:+.1%})" if measured.peak_bytes else ""
+    out = [f"  measured on {measured.device} ({measured.method}): the step's peak {size(measured.peak_bytes)} above "
+           f"the {size(measured.before_bytes)} allocated before it; predicted {size(predicted)}{error}"]
+    if measured.device != "cuda" and not measured.joined:
+        return out
+    out.append(f"  {measured.joined} of {measured.allocations} allocations ({size(measured.joined_bytes)}) made on "
+               f"wrapper lines of the run's graphs:")
+    for line in sorted(measured.lines, key=lambda entry: -entry.bytes)[:top]:
+        where = f"{line.file}:{line.line}" + (f" ({line.module})" if line.module else "") if line.file else ""
+        guess = f"predicted {size(line.predicted_bytes)}" if line.predicted_bytes is not None else "predicted none"
+        out.append(f"    {line.graph} line {line.wrapper_line:>5} {line.buffer:<8} measured {size(line.bytes)}"
+                   f"{f' ({line.allocations} allocations)' if line.allocations > 1 else ''} · {guess}  {where}")
     return out
 
 
