@@ -12,10 +12,10 @@ gradients are set to None first, so the ones the step makes count.
   its size (the allocator's block) and Python frames.
 - On cpu-triton `--execute` (the kernels in Triton's interpreter, the wrappers really
   run): torch.profiler with `profile_memory` — each CPU allocation and free in order (the
-  peak is their running sum's highest point). Without frames: the profiler's Python stacks
-  (`with_stack`) over Triton's interpreter, which runs every kernel in Python, took more
-  than 12 minutes and all the memory of this machine for examples/mlp.py, so on the CPU
-  the peak is measured and no allocation is joined to a line. Triton's interpreter also
+  peak is their running sum's highest point). Without frames: with the profiler's Python
+  stacks (`with_stack`) over Triton's interpreter, which runs every kernel in Python, the
+  run for examples/mlp.py was killed by the system after 13 minutes on a 2-core machine,
+  so on the CPU the peak is measured and no allocation is joined to a line. Triton's interpreter also
   keeps a Triton kernel's arguments alive until about its next launch (a tensor the wrapper
   `del`s after a Triton kernel is freed a launch late), so on a model with Triton kernels
   the CPU's peak is above what a GPU's allocator holds; one with extern kernels only (mm)

@@ -43,8 +43,10 @@ def measured_lines(measured: MeasuredSummary, step: StepPeak | None, top: int = 
     """`--memory`: the measured step beside the predicted one, and the wrapper lines joined."""
     predicted = step.bytes if step is not None else 0
     error = f" ({(predicted - measured.peak_bytes) / measured.peak_bytes:+.1%})" if measured.peak_bytes else ""
+    before = (f"the {size(measured.before_bytes)} allocated before it" if measured.device == "cuda"
+              else "what was allocated before it")  # the CPU allocator's events count from the step on
     out = [f"  measured on {measured.device} ({measured.method}): the step's peak {size(measured.peak_bytes)} above "
-           f"the {size(measured.before_bytes)} allocated before it; predicted {size(predicted)}{error}"]
+           f"{before}; predicted {size(predicted)}{error}"]
     if measured.device != "cuda" and not measured.joined:
         return out
     out.append(f"  {measured.joined} of {measured.allocations} allocations ({size(measured.joined_bytes)}) made on "

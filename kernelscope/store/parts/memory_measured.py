@@ -86,14 +86,20 @@ def read_measured(conn: sqlite3.Connection, run_id: int, graphs) -> MeasuredSumm
     for line in conn.execute("""SELECT l.*, g.key FROM memory_measured_lines l JOIN graphs g ON g.id = l.graph_id
                                 WHERE l.run_id = ? ORDER BY l.graph_id, l.wrapper_line""", (run_id,)):
         graph = by_id.get(line["graph_id"])
-        event = next((e for e in graph.timeline if e["line"] == line["wrapper_line"] and e["action"] == "allocate"),
-                     None) if graph is not None else None
-        buffer = next((b for b in graph.buffers if b.name == event["buffer"]), None) if event else None
+        event, buffer = _allocated_at(graph, line["wrapper_line"]) if graph is not None else (None, None)
         summary.lines.append(MeasuredLineInfo(
             line["key"], graph.wrapper if graph is not None else "", line["wrapper_line"], line["allocations"],
             line["bytes"], event["bytes"] if event else None, event["buffer"] if event else "",
             buffer.file if buffer else None, buffer.line if buffer else None, buffer.module if buffer else ""))
     return summary
+
+
+def _allocated_at(graph, wrapper_line: int):
+    """(the timeline's allocation at a wrapper line, the buffer it allocates), or Nones."""
+    event = next((e for e in graph.timeline if e["line"] == wrapper_line and e["action"] == "allocate"), None)
+    if event is None:
+        return None, None
+    return event, next((b for b in graph.buffers if b.name == event["buffer"]), None)
 
 
 def measured_json(summary: MeasuredSummary | None, source_path=lambda path: path) -> dict | None:

@@ -28,7 +28,16 @@ from kernelscope.run_record import FxNode, GraphRecord, LineOrigin, RunRecord, S
 from kernelscope.store import paths, places
 from kernelscope.store.database import connection
 from kernelscope.store.database.sql import inserted_id
-from kernelscope.store.parts import decisions, memory, memory_measured, numerics, recompute, subgraphs, user_kernels, why
+from kernelscope.store.parts import (
+    decisions,
+    memory,
+    memory_measured,
+    numerics,
+    recompute,
+    subgraphs,
+    user_kernels,
+    why,
+)
 from kernelscope.store.parts.distributed import code_digest
 from kernelscope.store.reading import line_overviews
 from kernelscope.store.writing.coverage import compute_coverage
