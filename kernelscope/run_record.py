@@ -184,7 +184,8 @@ class Subgraph:
 @dataclass
 class MemoryBuffer:
     """One tensor of a graph's allocation timeline (docs/memory.md): a buffer the wrapper
-    allocates, or a graph input (held by the caller for the whole call)."""
+    allocates, or a graph input (held by the caller for the whole call; a backward's saved
+    activations and tangents only by the call, freed at their `del`: wrapper_memory.owned_inputs)."""
 
     name: str  # the wrapper's name: buf3, primals_1, addmm (a backward input)
     node: str  # the post-grad node that produced it ("" for an input)
@@ -193,7 +194,7 @@ class MemoryBuffer:
     dtype: str  # torch.float32
     shape: str  # "16x128"
     allocated_line: int = 0  # wrapper line that allocates it (0: an input)
-    freed_line: int = 0  # wrapper line of its `del` (0: still live when the graph returns)
+    freed_line: int = 0  # wrapper line of its `del` (0: still live when the graph returns, or held by the caller)
     reused_by: str = ""  # the buffer that took its storage over (`# reuse`)
     live_at_peak: bool = False
     is_output: bool = False

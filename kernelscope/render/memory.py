@@ -94,18 +94,26 @@ def _more_or_less(difference: int) -> str:
     return f"{size(difference)} more" if difference > 0 else (f"{size(-difference)} less" if difference else "the same")
 
 
-def timeline_lines(graph: GraphMemoryInfo) -> list[str]:
-    """Every allocation, reuse and free of one graph, with the bytes live after it."""
+def timeline_lines(graph: GraphMemoryInfo, measured: MeasuredSummary | None = None) -> list[str]:
+    """Every allocation, reuse and free of one graph, with the bytes live after it (and, with
+    `--memory`, the bytes the measured step allocated on each allocation's line)."""
     by_name = {buffer.name: buffer for buffer in graph.buffers}
-    out = [f"  {graph.key}: {graph.wrapper}  (inputs {size(graph.inputs_bytes)} live throughout)"]
+    joined = {line.wrapper_line: line for line in measured.lines if line.graph == graph.key} if measured else {}
+    held = sum(buffer.bytes for buffer in graph.buffers if buffer.kind == "input" and not buffer.freed_line)
+    owned = graph.inputs_bytes - held
+    out = [f"  {graph.key}: {graph.wrapper}  (inputs {size(graph.inputs_bytes)}"
+           + (f"; {size(owned)} of them freed at their del)" if owned and graph.kind == "backward"
+              else " live throughout)")]
     for event in graph.timeline:
         buffer = by_name.get(event["buffer"])
         where = f"{buffer.file}:{buffer.line}" if buffer is not None and buffer.file else ""
         mark = "  <- peak" if event["line"] == graph.peak_line else ""
         change = f"+{size(event['bytes'])}" if event["bytes"] > 0 else (
             f"-{size(-event['bytes'])}" if event["bytes"] < 0 else "reuse")
+        seen = joined.get(event["line"]) if event["action"] == "allocate" else None
+        seen_text = f"  measured {size(seen.bytes)}" if seen is not None else ""
         out.append(f"    line {event['line']:>5}  {event['action']:<8} {event['buffer']:<8} {change:>12}  "
-                   f"live {size(event['live_bytes']):>10}  {where}{mark}")
+                   f"live {size(event['live_bytes']):>10}{seen_text}  {where}{mark}")
     return out
 
 
