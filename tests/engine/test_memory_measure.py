@@ -6,6 +6,9 @@ fed frames that name the files the recording's wrappers really ran from."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import pickle
+import subprocess
 import sys
 
 import pytest
@@ -20,38 +23,51 @@ MODEL = DATA / "memory_matmuls.py"
 FC1 = next(number for number, text in enumerate(MODEL.read_text().splitlines(), 1) if "h = self.fc1(x)" in text)
 
 
+# Run in a fresh process: --execute needs Triton's interpreter on before torch's Triton
+# helpers are imported. It records the model, notes the files of the wrappers' `call`
+# functions the measured step really executes (a Python profile hook around the real
+# step; each file read while it exists) and pickles both.
+RECORD = """
+import pickle, sys
+from pathlib import Path
+from kernelscope.engine import memory_measure
+from kernelscope.engine.recorder import RecordOptions, record_factory
+
+loaded = {}
+measure = memory_measure.measure_step
+
+def note_wrapper_calls(frame, event, arg):
+    path = frame.f_code.co_filename
+    if event == "call" and frame.f_code.co_name == "call" and path not in loaded:
+        with open(path, encoding="utf-8") as file:
+            loaded[path] = file.read()
+
+def measure_and_note_loaded(*args, **kwargs):
+    sys.setprofile(note_wrapper_calls)
+    try:
+        return measure(*args, **kwargs)
+    finally:
+        sys.setprofile(None)
+
+memory_measure.measure_step = measure_and_note_loaded
+record = record_factory(sys.argv[1] + ":make", RecordOptions(device="cpu-triton", execute=True, train=True,
+                                                             measure_memory=True, workspace=Path(sys.argv[3])))
+with open(sys.argv[2], "wb") as file:
+    pickle.dump((record, loaded), file)
+"""
+
+
 @pytest.fixture(scope="module")
 def measured_mlp(tmp_path_factory):
-    """The recording, the files of the wrappers' `call` functions the measured step really
-    executed (seen by a Python profile hook around the real step, read while they exist)
-    and the run stored."""
-    from kernelscope.engine import memory_measure
-    from kernelscope.engine.recorder import RecordOptions, record_factory
-
-    loaded: dict[str, str] = {}
-    measure = memory_measure.measure_step
-
-    def note_wrapper_calls(frame, event, arg):
-        path = frame.f_code.co_filename
-        if event == "call" and frame.f_code.co_name == "call" and path not in loaded:
-            with open(path, encoding="utf-8") as file:
-                loaded[path] = file.read()
-
-    def measure_and_note_loaded(*args, **kwargs):
-        sys.setprofile(note_wrapper_calls)
-        try:
-            return measure(*args, **kwargs)
-        finally:
-            sys.setprofile(None)
-
-    memory_measure.measure_step = measure_and_note_loaded
-    try:
-        record = record_factory(f"{MODEL}:make",
-                                RecordOptions(device="cpu-triton", execute=True, train=True, measure_memory=True,
-                                              workspace=REPO))
-    finally:
-        memory_measure.measure_step = measure
-    store = StoreBackend(tmp_path_factory.mktemp("measured") / ".kernelscope", create=True)
+    """The recording, the wrapper files its measured step executed, and the run stored."""
+    folder = tmp_path_factory.mktemp("measured")
+    done = subprocess.run([sys.executable, "-c", RECORD, str(MODEL), str(folder / "run.pickle"), str(REPO)],
+                          env={**os.environ, "PYTHONPATH": str(REPO), "TORCHINDUCTOR_COMPILE_THREADS": "1"},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(folder / "run.pickle", "rb") as file:
+        record, loaded = pickle.load(file)
+    store = StoreBackend(folder / ".kernelscope", create=True)
     run_id = store.write_run(record)
     yield record, loaded, store.run(run_id)
     store.close()
