@@ -82,7 +82,9 @@ def _on_cuda(step) -> MeasuredStep:
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
-    torch.cuda.memory._record_memory_history(max_entries=HISTORY_ENTRIES)
+    # Python frames only (`stacks="python"`): the join needs the wrapper's file and line, and
+    # unwinding every C++ stack would slow each allocation of the step
+    torch.cuda.memory._record_memory_history(context="all", stacks="python", max_entries=HISTORY_ENTRIES)
     try:
         step()
         torch.cuda.synchronize()
