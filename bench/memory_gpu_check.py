@@ -3,33 +3,34 @@
     python bench/memory_gpu_check.py [--cases mlp,gpt2] [--modes inference,train] [--out results.json]
 
 For every bundled example and zoo model (bench/models/), inference and training, it records
-the model with `--target cuda` (kernelscope's memory: each graph's allocation timeline from
-its wrapper, sized from Inductor's IR), then runs the same compiled step again under the CUDA
-caching allocator's memory history and compares:
-- predicted: the peak the wrapper timelines give for the step, over what was allocated
-  before it (parameters, inputs, the cuBLAS workspace): inference, the graph's peak above its
-  inputs; training, the larger of the forward's peak above its inputs and, in the backward,
-  what the forward left alive (saved tensors and outputs) plus the backward's peak above its
-  inputs plus its tangents. `rounded`: the same with every allocation rounded up to the
+the model with `--target cuda --memory` (the recording's own call compiles it and pays
+what a first call allocates once, cuBLAS's workspace; then the compiled step runs again
+under the CUDA caching allocator's history: engine/memory_measure.py) and compares:
+- predicted: the step's peak the wrapper timelines give, above what the caller held before
+  it (store/parts/memory_step.py: forwards, then the backwards in reverse; a backward's
+  saved activations and tangent freed at their `del`, the forward's unsaved outputs
+  dropped with the loss). `rounded`: the same with every allocation rounded up to the
   allocator's 512-byte blocks;
 - measured: torch.cuda.max_memory_allocated() during the step, above memory_allocated()
   before it;
-- the snapshot join: each allocation the allocator's history records with a frame in a
-  compiled wrapper (the executed file's text is the stored wrapper's), joined to the wrapper
-  line kernelscope predicts an allocation at, and its size against the predicted bytes.
+- the snapshot join (profile/memory_join.py): the allocations whose frames name a wrapper
+  file the recording computed (Inductor's cache path, the hash of the wrapper text), at
+  which wrapper lines, how many of those lines the timeline predicts an allocation at, and
+  how many have the predicted size (rounded to blocks).
 Printed per case, with the error of predicted against measured; `--out` writes the rows as
 JSON. The target (issue 34): within 10% on the zoo, inference and training.
 """
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from kernelscope.store.parts import memory_step  # noqa: E402 - after the checkout is on the path
 
 EXAMPLES = ["mlp", "attention", "conv_bn", "nanogpt"]
 ZOO = ["gpt2", "bert", "llama", "small_cnn", "transformer_encoder", "moe", "nanogpt_deep"]
@@ -45,94 +46,24 @@ def rounded(count: int) -> int:
     return -(-count // BLOCK) * BLOCK
 
 
-def graph_extra(graph, round_up: bool) -> int:
-    """The most a graph's own buffers hold at once (above its inputs), from its timeline."""
-    size = rounded if round_up else (lambda count: count)
-    live = top = 0
-    for event in graph.memory.timeline:
-        if event.action == "allocate":
-            live += size(event.bytes)
-        elif event.action == "free":
-            live -= size(-event.bytes)
-        top = max(top, live)
-    return top
-
-
 def predicted_extra(run, round_up: bool) -> int:
-    size = rounded if round_up else (lambda count: count)
-    graphs = [graph for graph in run.graphs if graph.memory is not None]
-    forwards = [graph for graph in graphs if graph.kind in ("forward", "inference")]
-    top = max((graph_extra(graph, round_up) for graph in forwards), default=0)
-    for backward in (graph for graph in graphs if graph.kind == "backward"):
-        forward = next((g for g in graphs if g.kind == "forward" and g.compile_id == backward.compile_id), None)
-        left = sum(size(b.bytes) for b in forward.memory.buffers
-                   if b.kind == "buffer" and b.freed_line == 0) if forward is not None else 0
-        tangents = sum(size(b.bytes) for b in backward.memory.buffers
-                       if b.kind == "input" and b.name.startswith("tangents"))
-        top = max(top, left + tangents + graph_extra(backward, round_up))
-    return top
+    graphs = [memory_step.from_buffers(graph.key, graph.kind, graph.compile_id,
+                                       [(e.line, e.action, e.bytes) for e in graph.memory.timeline],
+                                       graph.memory.buffers)
+              for graph in run.graphs if graph.memory is not None and graph.subgraph is None]
+    return memory_step.step_peak(graphs, rounded if round_up else int).bytes
 
 
-def measure(model, inputs, train: bool, run) -> dict:
-    """The compiled step again (Dynamo's cache: the recorded code), under the allocator's history."""
-    import torch
-
-    from kernelscope.engine.user_model import scalar_loss
-
-    compiled = torch.compile(model)
-
-    def step() -> None:
-        if train:
-            scalar_loss(compiled(*inputs)).backward()
-        else:
-            with torch.no_grad():
-                compiled(*inputs)
-
-    # One step first, unmeasured: what the first call allocates once per process (cuBLAS's
-    # workspace, a compile if the cache missed) is not the step's memory.
-    step()
-    if isinstance(model, torch.nn.Module):
-        model.zero_grad(set_to_none=True)
-    gc.collect()
-    torch.cuda.synchronize()
-    before = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    torch.cuda.memory._record_memory_history(max_entries=200000)
-    step()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated()
-    snapshot = torch.cuda.memory._snapshot()
-    torch.cuda.memory._record_memory_history(enabled=None)
-    return {"before": before, "measured_extra": peak - before, "join": join_snapshot(snapshot, run)}
-
-
-def join_snapshot(snapshot: dict, run) -> dict:
-    """Allocations whose innermost frame in a compiled wrapper lands on a line kernelscope
-    predicts an allocation at, and whose size is the predicted bytes (rounded to blocks)."""
-    wrappers: dict[str, object] = {}  # executed file -> graph, by text
-    texts = {graph.wrapper_text: graph for graph in run.graphs if graph.memory is not None}
-    in_wrapper = on_line = same_size = 0
-    for device_trace in snapshot.get("device_traces", []):
-        for event in device_trace:
-            if event.get("action") != "alloc":
-                continue
-            for frame in event.get("frames", []):
-                name = frame.get("filename", "")
-                if name not in wrappers:
-                    try:
-                        wrappers[name] = texts.get(Path(name).read_text()) if name.endswith(".py") else None
-                    except OSError:
-                        wrappers[name] = None
-                graph = wrappers[name]
-                if graph is None:
-                    continue
-                in_wrapper += 1
-                predicted = {e.line: e.bytes for e in graph.memory.timeline if e.action == "allocate"}
-                if frame.get("line") in predicted:
-                    on_line += 1
-                    same_size += int(rounded(predicted[frame["line"]]) == event.get("size"))
-                break
-    return {"allocations_in_wrappers": in_wrapper, "on_predicted_line": on_line, "same_size": same_size}
+def join_summary(run) -> dict:
+    measured = run.measured_memory
+    predicted = {(graph.key, event.line): event.bytes for graph in run.graphs if graph.memory is not None
+                 for event in graph.memory.timeline if event.action == "allocate"}
+    on_line = [line for line in measured.lines if (line.graph, line.line) in predicted]
+    return {"allocations": measured.allocations, "allocations_in_wrappers": measured.joined,
+            "joined_bytes": measured.joined_bytes, "wrapper_lines": len(measured.lines),
+            "on_predicted_line": len(on_line),
+            "same_size": sum(1 for line in on_line
+                             if line.bytes == line.allocations * rounded(predicted[(line.graph, line.line)]))}
 
 
 def check(case: str, train: bool) -> dict:
@@ -144,20 +75,19 @@ def check(case: str, train: bool) -> dict:
     torch._dynamo.reset()
     target = targets.parse_factory_spec(spec_of(case))
     model, inputs = targets.load_factory(target, "cuda")
-    options = RecordOptions(device="cuda", train=train, workspace=REPO)
+    options = RecordOptions(device="cuda", train=train, workspace=REPO, measure_memory=True)
     run = record_model(model, tuple(inputs), options, f"{case}:make")
-    inputs = tuple(t.to("cuda") if isinstance(t, torch.Tensor) else t for t in inputs)
-    if train and not isinstance(model, torch.nn.Module):
-        inputs = tuple(t.detach().requires_grad_(True) if isinstance(t, torch.Tensor) and t.is_floating_point()
-                       else t for t in inputs)
-    measured = measure(model, inputs, train, run)
-    row = {"case": case, "mode": "train" if train else "inference", "before_bytes": measured["before"],
-           "measured_extra": measured["measured_extra"], "predicted_extra": predicted_extra(run, False),
-           "predicted_extra_rounded": predicted_extra(run, True), "join": measured["join"]}
+    measured = run.measured_memory
+    row = {"case": case, "mode": "train" if train else "inference", "before_bytes": measured.before_bytes,
+           "measured_extra": measured.peak_bytes, "predicted_extra": predicted_extra(run, False),
+           "predicted_extra_rounded": predicted_extra(run, True), "join": join_summary(run)}
     total_measured = row["before_bytes"] + row["measured_extra"]
     for key in ("predicted_extra", "predicted_extra_rounded"):
         total = row["before_bytes"] + row[key]
         row[key.replace("extra", "error")] = (total - total_measured) / total_measured if total_measured else None
+        # the step's own bytes, the part the prediction is about (the whole includes the weights)
+        row[key.replace("extra", "step_error")] = ((row[key] - row["measured_extra"]) / row["measured_extra"]
+                                                   if row["measured_extra"] else None)
     return row
 
 
@@ -175,7 +105,7 @@ def main() -> int:
     rows = []
     print(f"{torch.cuda.get_device_name()} · torch {torch.__version__}")
     print(f"{'case':<22}{'mode':<10}{'before MiB':>11}{'measured':>10}{'predicted':>10}{'rounded':>10}"
-          f"{'err':>8}{'err rnd':>8}  snapshot join")
+          f"{'err':>8}{'step err':>9}  snapshot join")
     for case in args.cases.split(","):
         for mode in args.modes.split(","):
             try:
@@ -190,9 +120,11 @@ def main() -> int:
             join = row["join"]
             print(f"{case:<22}{mode:<10}{row['before_bytes'] / mib:>11.1f}{row['measured_extra'] / mib:>10.2f}"
                   f"{row['predicted_extra'] / mib:>10.2f}{row['predicted_extra_rounded'] / mib:>10.2f}"
-                  f"{row['predicted_error'] * 100:>7.1f}%{row['predicted_error_rounded'] * 100:>7.1f}%  "
-                  f"{join['on_predicted_line']}/{join['allocations_in_wrappers']} on predicted lines, "
-                  f"{join['same_size']} same size")
+                  f"{row['predicted_error_rounded'] * 100:>7.1f}%"
+                  f"{(row['predicted_step_error_rounded'] or 0) * 100:>8.1f}%  "
+                  f"{join['allocations_in_wrappers']}/{join['allocations']} allocations on "
+                  f"{join['wrapper_lines']} wrapper lines, {join['on_predicted_line']} predicted there, "
+                  f"{join['same_size']} of the predicted size")
     if args.out:
         Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                                               "rows": rows}, indent=2) + "\n")

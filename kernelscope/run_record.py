@@ -184,7 +184,8 @@ class Subgraph:
 @dataclass
 class MemoryBuffer:
     """One tensor of a graph's allocation timeline (docs/memory.md): a buffer the wrapper
-    allocates, or a graph input (held by the caller for the whole call)."""
+    allocates, or a graph input (held by the caller for the whole call; a backward's saved
+    activations and tangents only by the call, freed at their `del`: wrapper_memory.owned_inputs)."""
 
     name: str  # the wrapper's name: buf3, primals_1, addmm (a backward input)
     node: str  # the post-grad node that produced it ("" for an input)
@@ -193,7 +194,7 @@ class MemoryBuffer:
     dtype: str  # torch.float32
     shape: str  # "16x128"
     allocated_line: int = 0  # wrapper line that allocates it (0: an input)
-    freed_line: int = 0  # wrapper line of its `del` (0: still live when the graph returns)
+    freed_line: int = 0  # wrapper line of its `del` (0: still live when the graph returns, or held by the caller)
     reused_by: str = ""  # the buffer that took its storage over (`# reuse`)
     live_at_peak: bool = False
     is_output: bool = False
@@ -226,6 +227,35 @@ class GraphMemory:
     timeline: list[MemoryEvent] = field(default_factory=list)
     # backward graphs: post-grad nodes the partitioner recomputes here instead of saving them
     recomputed: list[str] = field(default_factory=list)
+    # the file Inductor writes the wrapper to and runs it from (its cache: <dir>/<xx>/<hash>.py,
+    # the hash of the wrapper's text): what a measured step's allocation frames name
+    wrapper_file: str = ""
+
+
+@dataclass
+class MeasuredLine:
+    """What a measured step allocated from one wrapper line (engine/memory_measure.py)."""
+
+    graph: str  # graph key
+    line: int  # wrapper line
+    allocations: int
+    bytes: int
+
+
+@dataclass
+class MeasuredMemory:
+    """The compiled step run once more with its allocations recorded (`--memory`): the CUDA
+    caching allocator's history on a GPU, the CPU allocator through torch.profiler on
+    cpu-triton --execute; each allocation joined to the wrapper line that made it."""
+
+    device: str  # cuda | cpu
+    method: str  # how it was measured, in words
+    before_bytes: int  # allocated before the step (parameters, inputs, ...)
+    peak_bytes: int  # the most allocated during the step, above before_bytes
+    allocations: int  # allocations during the step
+    joined: int  # of them, made on a wrapper line of one of the run's graphs
+    joined_bytes: int
+    lines: list[MeasuredLine] = field(default_factory=list)
 
 
 @dataclass
@@ -495,6 +525,7 @@ class RunRecord:
     replay: DecisionReplay | None = None
     guards: list[Guard] = field(default_factory=list)  # every guard each compile installed (why)
     eager_memory: EagerMemory | None = None  # --against-eager: what eager saves for the backward
+    measured_memory: MeasuredMemory | None = None  # --memory: the step's allocations, measured
     numerics: NumericsReport | None = None  # `kernelscope numerics` (docs/numerics.md)
 
     def to_dict(self) -> dict:

@@ -24,6 +24,7 @@ def add_parser(subparsers) -> None:
         "  kernelscope compile examples/function.py:make --target cpu-triton --execute\n"
         "  kernelscope compile model.py:make --json > run.json\n"
         "  kernelscope compile examples/mlp.py:make --target cuda --profile --steps 20   # on a GPU\n"
+        "  kernelscope compile examples/mlp.py:make --train --target cuda --memory   # measured memory, on a GPU\n"
         "  kernelscope compile model.py:make --decisions gpu-run.json   # a GPU's pad_mm/autotune choices\n"
         "  kernelscope compile examples/distributed/llama_tp.py:make --world-size 8   # rank 0 of 8, faked",
     )
@@ -36,6 +37,10 @@ def add_parser(subparsers) -> None:
                         help="with --train: also run the model's forward eagerly under saved-tensor hooks (on the "
                              "CPU, or free on the meta device), so `kernelscope memory` sets what eager saves for "
                              "the backward beside what the compiled graphs save, per model line")
+    parser.add_argument("--memory", action="store_true",
+                        help="--target cuda (or cpu-triton --execute): then run the compiled step once more with "
+                             "every allocation recorded (the CUDA caching allocator's history), so `kernelscope "
+                             "memory` sets the measured peak and each wrapper line's bytes beside the predicted")
     parser.add_argument("--profile", action="store_true",
                         help="on a GPU: then run the compiled model (warm-up, then --steps steps) under "
                              "torch.profiler and attach each kernel's device time to the run")
@@ -47,6 +52,8 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     if args.against_eager and not args.train:
         raise UserError("--against-eager compares what the backward keeps: add --train")
+    if args.profile and args.memory:
+        raise UserError("--memory and --profile each run the compiled step again: give one of them")
     if args.profile:
         from kernelscope.cli.profile_cmd import compile_and_profile
 
@@ -60,7 +67,7 @@ def run(args) -> int:
         options = RecordOptions(
             device=args.target_device, train=args.train, dynamic=args.dynamic,
             execute=args.execute, workspace=Path.cwd(), on_phase=on_phase, decisions=decisions,
-            against_eager=args.against_eager, **distributed_args.record_options(args),
+            against_eager=args.against_eager, measure_memory=args.memory, **distributed_args.record_options(args),
         )
         return record_factory(args.target, options)
 

@@ -65,6 +65,6 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         if args.timeline and memory is not None:
             for graph in memory.graphs:
-                for line in timeline_lines(graph):
+                for line in timeline_lines(graph, memory.measured):
                     print(line)
     return 0

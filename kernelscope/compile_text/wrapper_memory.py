@@ -8,8 +8,11 @@ The wrapper says when memory is taken and given back, one line each:
   buf7 = reinterpret_tensor(buf6, ...)   /   buf7 = buf6              a view of a live buffer: no new bytes
   del buf0                                                           free (when no other name holds the storage)
 Names the wrapper binds that are not tensors Inductor sized (streams, a fallback op's tuple)
-take no bytes. Graph inputs are held by the caller for the whole call: they are the
-timeline's floor, never freed by the graph's own `del`.
+take no bytes. Graph inputs are held by the caller for the whole call (parameters, the
+batch): they are the timeline's floor, never freed by the graph's own `del` — except the
+`owned` ones, which only the call holds (a backward's saved activations and tangents:
+AOTAutograd clears the autograd context's saved tensors and hands the backward its
+arguments as a list the wrapper `clear()`s), freed at their `del`.
 """
 from __future__ import annotations
 
@@ -23,6 +26,16 @@ _REUSE = re.compile(r"^\s*(\w+) = (.+); del (\w+)\s*# reuse\s*$")
 _DEL = re.compile(r"^\s*del (\w+(?:\s*,\s*\w+)*)\s*$")
 _ASSIGN = re.compile(r"^\s*(\w+) = (.+)$")
 _VIEW_OF = re.compile(r"^(?:reinterpret_tensor\()?(\w+)\b(?!\[)")  # `buf6`, `reinterpret_tensor(buf6, ...)`
+
+
+def owned_inputs(is_backward: bool, inputs: list[str]) -> frozenset[str]:
+    """The inputs only the call holds: a backward's saved activations (named after the
+    forward nodes that made them) and its `tangents_N` (the loss's gradient, which
+    AOTAutograd restrides into a tensor of its own). Its `primals_N` (weights, the batch)
+    and every input of a forward or inference graph are held by the caller."""
+    if not is_backward:
+        return frozenset()
+    return frozenset(name for name in inputs if not name.startswith("primals_"))
 
 
 @dataclass
@@ -44,22 +57,30 @@ class Timeline:
     inputs_bytes: int = 0
 
 
-def read_timeline(wrapper_text: str, sizes: dict[str, int], inputs: list[str]) -> Timeline:
+def read_timeline(wrapper_text: str, sizes: dict[str, int], inputs: list[str],
+                  owned: frozenset[str] = frozenset()) -> Timeline:
     """`sizes`: bytes of every buffer and input Inductor sized (name -> bytes); `inputs`: the
-    graph's tensor inputs. Every allocation, reuse and free of the call body, in order, with
-    the bytes live after it; the peak and the names whose storage is live there."""
+    graph's tensor inputs; `owned`: those of them only the call holds (freed at their `del`).
+    Every allocation, reuse and free of the call body, in order, with the bytes live after
+    it; the peak and the names whose storage is live there."""
     layout = read_layout(wrapper_text)
     lines = wrapper_text.splitlines()
     start, end = layout.call_start, layout.call_end or len(lines)
     timeline = Timeline(inputs_bytes=sum(sizes.get(name, 0) for name in inputs))
-    input_names = set(inputs)
+    all_inputs = set(inputs)
+    input_names = all_inputs - owned  # held by the caller: never freed here
     storage_of: dict[str, int] = {}  # live name -> storage id
     storage_bytes: dict[int, int] = {}
     holders: dict[int, set[str]] = {}
     owner: dict[int, str] = {}  # the name a storage's bytes count for (a view adds none)
     new_storage = itertools.count(1)
+    for name in inputs:  # the call's own inputs: live from the start, each its own storage
+        if name in owned and name in sizes:
+            storage = next(new_storage)
+            storage_of[name], storage_bytes[storage], holders[storage], owner[storage] = (storage, sizes[name],
+                                                                                          {name}, name)
     live = timeline.inputs_bytes
-    timeline.peak_bytes, peak_names = live, set()
+    timeline.peak_bytes, peak_names = live, set(owner.values())
 
     def release(name: str) -> tuple[int, str]:
         """Drop a name; (bytes freed, the name they counted for) when it was the storage's last."""
@@ -97,7 +118,7 @@ def read_timeline(wrapper_text: str, sizes: dict[str, int], inputs: list[str]) -
                     timeline.events.append((number, "free", counted_for, -freed, live))
             continue
         assigned = _ASSIGN.match(text)
-        if not assigned or assigned.group(1) in input_names or assigned.group(1) not in sizes:
+        if not assigned or assigned.group(1) in all_inputs or assigned.group(1) not in sizes:
             continue
         name, value = assigned.group(1), assigned.group(2).strip()
         if name in storage_of:
@@ -118,5 +139,5 @@ def read_timeline(wrapper_text: str, sizes: dict[str, int], inputs: list[str]) -
             timeline.peak_bytes, timeline.peak_line = live, number
             peak_names = {owner[storage] for storage in storage_bytes}
     for name in peak_names:
-        timeline.spans[name].live_at_peak = True
+        timeline.spans.setdefault(name, BufferSpan()).live_at_peak = True
     return timeline

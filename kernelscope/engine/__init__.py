@@ -51,6 +51,8 @@ Seeing what Inductor does
   the allocation timeline, what each forward saves for its backward (docs/memory.md).
 - `eager_memory`    — `--against-eager`: what eager saves for the backward, per model line
   (the forward under saved-tensor hooks).
+- `memory_measure`  — `--memory`: the compiled step run again with its allocations recorded
+  (the CUDA allocator's history; the CPU allocator on cpu-triton --execute), joined to wrapper lines.
 - `rank_info`       — which rank of which distributed job this process is.
 - `asm_launches`    — `--target cuda`: the launch config each kernel's autotuner chose.
 - `asm_build`       — a stored Triton kernel compiled below Triton (PTX, SASS) without a GPU.

@@ -104,3 +104,12 @@ def user_triton_kernels() -> dict[int, Any]:
     from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
     return dict(kernel_side_table.id_to_kernel)
+
+
+def wrapper_file(text: str) -> str:
+    """The path Inductor writes a graph's wrapper to and imports it from (its code cache:
+    `PyCodeCache.write` names the file after the hash of the stripped text), computed the
+    same way without writing anything."""
+    from torch._inductor.codecache import get_hash, get_path
+
+    return get_path(get_hash(text.strip(), "", "code"), "py")[2]

@@ -37,6 +37,12 @@ class MemoryCapture:
     inputs: list[str] = field(default_factory=list)  # tensor inputs, in order
     outputs: list[tuple[str, str]] = field(default_factory=list)  # (post-grad node, buffer name) per output
     recomputed: list[str] = field(default_factory=list)  # backward: forward nodes recomputed here
+    is_backward: bool = False
+
+    @property
+    def owned_inputs(self) -> frozenset[str]:
+        """Inputs only the call holds, freed at the wrapper's `del` (wrapper_memory.owned_inputs)."""
+        return wrapper_memory.owned_inputs(self.is_backward, self.inputs)
 
 
 def capture(graph_lowering) -> MemoryCapture:
@@ -66,7 +72,8 @@ def capture(graph_lowering) -> MemoryCapture:
         names = graph_lowering.get_output_names()
         if len(values) == len(names):
             found.outputs = [(getattr(value, "name", ""), name) for value, name in zip(values, names)]
-    if getattr(graph_lowering, "is_backward", False):
+    found.is_backward = bool(getattr(graph_lowering, "is_backward", False))
+    if found.is_backward:
         # the partitioner tags the joint graph's nodes; a forward node in the backward is recomputed
         found.recomputed = [node.name for node in graph_lowering.module.graph.nodes
                             if node.op == "call_function" and node.meta.get("partitioner_tag") == "is_forward"]
@@ -120,11 +127,16 @@ def _producer(buffer) -> str:
 
 def graph_memory(found: MemoryCapture, wrapper_text: str) -> GraphMemory:
     sizes = {name: size.bytes for name, size in found.sizes.items()}
-    timeline = wrapper_memory.read_timeline(wrapper_text, sizes, found.inputs)
+    owned = found.owned_inputs
+    timeline = wrapper_memory.read_timeline(wrapper_text, sizes, found.inputs, owned)
     outputs = {name for _, name in found.outputs}
-    buffers = [MemoryBuffer(name, "", "input", found.sizes[name].bytes, found.sizes[name].dtype,
-                            found.sizes[name].shape, live_at_peak=True, is_output=name in outputs)
-               for name in found.inputs]  # held by the caller through the whole call
+    buffers = []
+    for name in found.inputs:  # held by the caller through the whole call, unless owned (freed at its del)
+        span = timeline.spans.get(name) if name in owned else None
+        buffers.append(MemoryBuffer(name, "", "input", found.sizes[name].bytes, found.sizes[name].dtype,
+                                    found.sizes[name].shape, freed_line=span.freed_line if span else 0,
+                                    live_at_peak=span.live_at_peak if span else name not in owned,
+                                    is_output=name in outputs))
     for name, span in timeline.spans.items():
         size = found.sizes.get(name)
         if size is None or name in found.inputs:

@@ -98,6 +98,7 @@ class GraphCapture:
     is_inference: bool
     post_grad_gm: Any = None
     wrapper_text: str = ""
+    wrapper_file: str = ""  # where Inductor writes and runs the wrapper (inductor_reads.wrapper_file)
     # (first wrapper line, post-grad origins of the scheduler node, the nodes it computes)
     wrapper_regions: list[tuple[int, list[str], list[str]]] = field(default_factory=list)
     kernels: dict[str, KernelLineCapture] = field(default_factory=dict)
@@ -532,6 +533,7 @@ class Probes:
     def _finish_graph(self, capture: GraphCapture, result) -> None:
         wrapper = result[0]
         capture.wrapper_text = wrapper.value
+        capture.wrapper_file = self._guarded("graph_codegen", inductor_reads.wrapper_file, wrapper.value) or ""
         capture.trace_position = self.trace_position()
         capture.wrapper_regions = [
             (line_number, list(context.origins), list(context.computes))

@@ -32,6 +32,10 @@ class RecordOptions:
     # --train --against-eager: also run the forward eagerly under saved-tensor hooks
     # (engine/eager_memory.py), to compare what eager saves for the backward per model line.
     against_eager: bool = False
+    # --memory (engine/memory_measure.py): run the compiled step once more with every
+    # allocation recorded (the CUDA allocator's history; the CPU allocator on cpu-triton
+    # --execute) and join them to wrapper lines.
+    measure_memory: bool = False
     # `kernelscope numerics` (engine/numerics/; docs/numerics.md): compare every kernel's
     # outputs with eager (cpu-triton runs the kernels in Triton's interpreter, cuda on the
     # GPU); rtol/atol None: per dtype. A recompile that tries a fix leaves model lines

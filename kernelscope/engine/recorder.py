@@ -66,7 +66,7 @@ def record_model(model, inputs: tuple, options: RecordOptions, target: str,
     (`examples/mlp.py:MLP`); `source_file` is where an error without a user frame points."""
     import_seconds = import_torch(options)
     device = resolve_device(options.device)
-    _check_numerics(options, device)
+    _check_options(options, device)
     with _fake_job(options):
         return _record_model(model, tuple(inputs), target, source_file, options, device, import_seconds)
 
@@ -78,7 +78,7 @@ def _record_factory(target, options: RecordOptions, device: str, import_seconds:
     import torch._dynamo.config as dynamo_config
 
     options.on_phase("import", str(target.path))
-    _check_numerics(options, device)
+    _check_options(options, device)
     shown = f"{targets.display_path(target.path, options.workspace)}:{target.factory}"
     saved = dynamo_config.save_config()
     try:
@@ -102,6 +102,7 @@ class _Called:
     inputs: tuple
     max_error: float | None
     seconds: float
+    measured: object = None  # memory_measure.MeasuredStep (--memory)
 
 
 def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, options: RecordOptions, device: str,
@@ -112,6 +113,11 @@ def _record_model(model, inputs: tuple, shown: str, source_file: Path | None, op
     with Recording(device, options) as recording:
         max_error = _call_compiled(model, inputs, source_file, options, device, recording)
         called = _Called(model, inputs, max_error, time.perf_counter() - started)
+        if options.measure_memory:  # the compiled step again, inside the recording's target
+            from kernelscope.engine import memory_measure
+
+            options.on_phase("capture", "the compiled step again, its allocations recorded (--memory)")
+            called.measured = memory_measure.measure_step(model, inputs, options.train, device)
     return _finished_run(recording, shown, source_file, options, device, import_seconds, started,
                          called, on_meta, notes=[])
 
@@ -158,6 +164,10 @@ def _finished_run(recording: Recording, shown: str, source_file: Path | None, op
         options.on_phase("capture", "eager forward under saved-tensor hooks")
         run.eager_memory = eager_memory.measure(called.model, called.inputs,
                                                 "meta" if on_meta else _eager_device(called.inputs))
+    if called.measured is not None:
+        from kernelscope.engine import memory_measure
+
+        run.measured_memory = memory_measure.joined(called.measured, run.graphs)
     _attach_numerics(run, recording, device, options, called.seconds)
     if on_meta:
         from kernelscope.engine.devices import meta_models
@@ -176,7 +186,12 @@ def _eager_device(inputs: tuple) -> str:
     return next((str(t.device.type) for t in inputs if isinstance(t, torch.Tensor)), "cpu")
 
 
-def _check_numerics(options: RecordOptions, device: str) -> None:
+def _check_options(options: RecordOptions, device: str) -> None:
+    """Options that need the compiled kernels to run (numerics, --memory) on a target where they do."""
+    if options.measure_memory:
+        from kernelscope.engine import memory_measure
+
+        memory_measure.check_target(device, options.execute)
     if options.numerics and not (device == "cuda" or (device == "cpu-triton" and options.execute)):
         raise UserError(f"numerics need kernels that run: --target cpu-triton (in Triton's interpreter) or "
                         f"--target cuda (on a GPU), not {device}")
@@ -213,7 +228,7 @@ def record_block(options: RecordOptions, target: str, source_file: Path | None, 
     import_seconds = import_torch(options)
     device = resolve_device(options.device)
     started = time.perf_counter()
-    _check_numerics(options, device)
+    _check_options(options, device)
     block = RecordedBlock(device)
     with _fake_job(options), Recording(device, options) as recording:
         try:

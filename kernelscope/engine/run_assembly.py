@@ -144,6 +144,7 @@ def _add_memory(captures, built: dict[int, GraphRecord]) -> list[str]:
             continue
         try:
             graph.memory = memory.graph_memory(capture.memory, capture.wrapper_text)
+            graph.memory.wrapper_file = capture.wrapper_file
         except Exception as error:  # noqa: BLE001 - reported as a warning of the run
             problems.append(f"memory of graph {graph.key} unavailable: {type(error).__name__}: {error}")
             continue

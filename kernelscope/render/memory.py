@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from kernelscope.render.text import format_bytes as size
 from kernelscope.store.parts.memory import GraphMemoryInfo, LineMemory, RunMemory
+from kernelscope.store.parts.memory_measured import MeasuredSummary
+from kernelscope.store.parts.memory_step import StepPeak
 
 
 def section_lines(memory: RunMemory | None, top: int = 10) -> list[str]:
@@ -12,6 +14,11 @@ def section_lines(memory: RunMemory | None, top: int = 10) -> list[str]:
         return ["  no memory recorded (a run recorded before kernelscope kept it, or an imported trace)"]
     out = [f"  peak {size(memory.peak_bytes)} in graph {memory.peak_graph} "
            f"(inputs included; planned by the wrapper, sizes at the example inputs)"]
+    if memory.step is not None and memory.step.graph:
+        out.append(f"  the step holds {size(memory.step.bytes)} at most above what its caller holds (parameters, "
+                   f"inputs): in {memory.step.graph} at wrapper line {memory.step.line}")
+    if memory.measured is not None:
+        out += measured_lines(memory.measured, memory.step, top)
     if any(graph.kind == "forward" for graph in memory.graphs):
         inputs = sum(graph.saved_inputs_bytes for graph in memory.graphs)
         out.append(f"  saved for backward: {size(memory.saved_for_backward_bytes)} of activations"
@@ -29,6 +36,26 @@ def section_lines(memory: RunMemory | None, top: int = 10) -> list[str]:
         out += ["    " + model_line(entry) for entry in lines[:top]]
         if len(lines) > top:
             out.append(f"    … {len(lines) - top} more (kernelscope memory RUN --all)")
+    return out
+
+
+def measured_lines(measured: MeasuredSummary, step: StepPeak | None, top: int = 10) -> list[str]:
+    """`--memory`: the measured step beside the predicted one, and the wrapper lines joined."""
+    predicted = step.bytes if step is not None else 0
+    error = f" ({(predicted - measured.peak_bytes) / measured.peak_bytes:+.1%})" if measured.peak_bytes else ""
+    before = (f"the {size(measured.before_bytes)} allocated before it" if measured.device == "cuda"
+              else "what was allocated before it")  # the CPU allocator's events count from the step on
+    out = [f"  measured on {measured.device} ({measured.method}): the step's peak {size(measured.peak_bytes)} above "
+           f"{before}; predicted {size(predicted)}{error}"]
+    if measured.device != "cuda" and not measured.joined:
+        return out
+    out.append(f"  {measured.joined} of {measured.allocations} allocations ({size(measured.joined_bytes)}) made on "
+               f"wrapper lines of the run's graphs:")
+    for line in sorted(measured.lines, key=lambda entry: -entry.bytes)[:top]:
+        where = f"{line.file}:{line.line}" + (f" ({line.module})" if line.module else "") if line.file else ""
+        guess = f"predicted {size(line.predicted_bytes)}" if line.predicted_bytes is not None else "predicted none"
+        out.append(f"    {line.graph} line {line.wrapper_line:>5} {line.buffer:<8} measured {size(line.bytes)}"
+                   f"{f' ({line.allocations} allocations)' if line.allocations > 1 else ''} · {guess}  {where}")
     return out
 
 
@@ -67,18 +94,26 @@ def _more_or_less(difference: int) -> str:
     return f"{size(difference)} more" if difference > 0 else (f"{size(-difference)} less" if difference else "the same")
 
 
-def timeline_lines(graph: GraphMemoryInfo) -> list[str]:
-    """Every allocation, reuse and free of one graph, with the bytes live after it."""
+def timeline_lines(graph: GraphMemoryInfo, measured: MeasuredSummary | None = None) -> list[str]:
+    """Every allocation, reuse and free of one graph, with the bytes live after it (and, with
+    `--memory`, the bytes the measured step allocated on each allocation's line)."""
     by_name = {buffer.name: buffer for buffer in graph.buffers}
-    out = [f"  {graph.key}: {graph.wrapper}  (inputs {size(graph.inputs_bytes)} live throughout)"]
+    joined = {line.wrapper_line: line for line in measured.lines if line.graph == graph.key} if measured else {}
+    held = sum(buffer.bytes for buffer in graph.buffers if buffer.kind == "input" and not buffer.freed_line)
+    owned = graph.inputs_bytes - held
+    out = [f"  {graph.key}: {graph.wrapper}  (inputs {size(graph.inputs_bytes)}"
+           + (f"; {size(owned)} of them freed at their del)" if owned and graph.kind == "backward"
+              else " live throughout)")]
     for event in graph.timeline:
         buffer = by_name.get(event["buffer"])
         where = f"{buffer.file}:{buffer.line}" if buffer is not None and buffer.file else ""
         mark = "  <- peak" if event["line"] == graph.peak_line else ""
         change = f"+{size(event['bytes'])}" if event["bytes"] > 0 else (
             f"-{size(-event['bytes'])}" if event["bytes"] < 0 else "reuse")
+        seen = joined.get(event["line"]) if event["action"] == "allocate" else None
+        seen_text = f"  measured {size(seen.bytes)}" if seen is not None else ""
         out.append(f"    line {event['line']:>5}  {event['action']:<8} {event['buffer']:<8} {change:>12}  "
-                   f"live {size(event['live_bytes']):>10}  {where}{mark}")
+                   f"live {size(event['live_bytes']):>10}{seen_text}  {where}{mark}")
     return out
 
 

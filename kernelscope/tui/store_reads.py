@@ -91,7 +91,7 @@ def collectives_at(store: StoreBackend, run_id: int, path: str, line: int, origi
 
 
 def memory_at(store: StoreBackend, run_id: int, path: str, line: int) -> str:
-    """What a model line holds ("saves 8.0 KiB for backward · 40.5 KiB live at peak"; '' for nothing)."""
+    """What a model line holds ("saves 8.0 KiB for backward · 32.5 KiB live at peak"; '' for nothing)."""
     from kernelscope.render.memory import line_brief
 
     view = store.run(run_id)

@@ -216,7 +216,7 @@ async def test_code_lenses_over_model_lines_and_kernel_definitions(examples):
     assert "fw" in lenses[gelu] and "bw" in lenses[gelu] and "fused with L" in lenses[gelu]
     assert "extern call" in lenses[line_of(MLP, "self.fc1(x)")]
     # the memory the line holds (docs/memory.md): fc1's addmm output, saved for the backward
-    assert lenses[line_of(MLP, "self.fc1(x)")].endswith("saves 8.0 KiB for backward · 40.5 KiB live at peak")
+    assert lenses[line_of(MLP, "self.fc1(x)")].endswith("saves 8.0 KiB for backward · 32.5 KiB live at peak")
     target = next(t for t in await examples.definition(MLP, gelu) if "/kernels/" in t.uri)
     kernel_lenses = await examples.lenses(target.uri)
     assert len(kernel_lenses) == 1 and f"mlp.py:{gelu + 1}" in kernel_lenses[0].command.title.replace(" ", "")

@@ -290,13 +290,15 @@ WHY_TABLES = ("guard_failure_lines", "guard_failures", "guards", "fusion_refusal
 # every table version 6 added: a version-5 store has none of them
 ADDED_IN_6 = ("user_kernel_lines", "user_kernels", "recomputed_nodes", *WHY_TABLES, "graph_memory", "memory_buffers",
               "eager_memory", "eager_memory_lines", "numerics_runs", "numerics_outputs")
+# version 7: where each wrapper ran from, and --memory's measured step (docs/memory.md)
+ADDED_IN_7 = ("graph_wrapper_files", "memory_measured", "memory_measured_lines")
 
 
 def test_version_5_store_gains_the_why_tables(mlp_store, workspace):
     """A version-5 store (before guards and fusion refusals were recorded) opens with its runs
     as they were; they answer with no guard, recompile failure or refusal."""
     conn = mlp_store.conn
-    for table in ADDED_IN_6:
+    for table in (*ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -313,7 +315,8 @@ def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
     tables empty."""
     conn = mlp_store.conn
     for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm", "collectives", "graph_code",
-                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6):
+                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6,
+                  *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
@@ -335,7 +338,7 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6):
+    for table in ("decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -358,7 +361,7 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("graph_subgraphs", *ADDED_IN_6):
+    for table in ("graph_subgraphs", *ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -382,7 +385,7 @@ def test_version_5_store_gains_the_version_6_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ADDED_IN_6:
+    for table in (*ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -407,6 +410,37 @@ def test_version_5_store_gains_the_version_6_tables(mlp_store, workspace, monkey
         assert rows(store, "SELECT COUNT(*) FROM user_kernels") == [(0,)]
         assert rows(store, "SELECT COUNT(*) FROM recomputed_nodes") == [(0,)]
         assert rows(store, "SELECT COUNT(*) FROM memory_buffers") == [(0,)]
+
+
+@pytest.mark.slow
+def test_version_6_store_gains_the_measured_memory_tables(recordings, tmp_path, monkeypatch):
+    """A version-6 store (memory predicted, never measured, wrapper files not kept) opens with
+    its runs' memory as it was, measuring nothing; writable, it gains the tables."""
+    from kernelscope.store.database import connection
+
+    root = tmp_path / ".kernelscope"
+    record = recordings.get("mlp", train=True)
+    with StoreBackend(root, create=True) as store:
+        store.write_run(record)
+        # kept since version 7 (read by SQL: a RunView's answers are cached per process)
+        assert rows(store, "SELECT COUNT(*) FROM graph_wrapper_files") == [(len(record.graphs),)]
+        for table in ADDED_IN_7:
+            store.conn.execute(f"DROP TABLE {table}")
+        store.conn.execute("UPDATE meta SET value = '6' WHERE key = 'store_schema_version'")
+        store.conn.commit()
+    with monkeypatch.context() as patched:
+        patched.setattr(connection, "writable_store", lambda root: False)
+        with StoreBackend(root, create=False) as store:
+            old = store.run(1).memory()
+            peak = max(graph.memory.peak_bytes for graph in record.graphs)
+            assert (old.peak_bytes, old.step.graph, old.measured) == (peak, "0_0_0-backward", None)
+            assert all(graph.wrapper_file == "" for graph in old.graphs)
+            assert store.run(1).dump()["run"]["memory"]["measured"] is None
+    with StoreBackend(root) as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
+        assert rows(store, "SELECT COUNT(*) FROM memory_measured_lines") == [(0,)]
+        assert rows(store, "SELECT COUNT(*) FROM graph_wrapper_files") == [(0,)]
 
 
 def test_json_columns_round_trip(mlp_store):

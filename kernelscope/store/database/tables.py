@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
 # 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES, MEMORY_TABLES, NUMERICS_TABLES
-STORE_SCHEMA_VERSION = 6
+STORE_SCHEMA_VERSION = 7
 
 TABLES = """
 CREATE TABLE meta (
@@ -620,6 +620,45 @@ CREATE INDEX numerics_outputs_by_source ON numerics_outputs (source_file, source
 """
 # -- end of numerics --------------------------------------------------------------------
 
+# -- measured memory (docs/memory.md; store/parts/memory_measured.py) -----------------
+# Where each graph's wrapper runs from (Inductor's code cache), and `--memory`: the compiled
+# step run again with its allocations recorded, joined to wrapper lines.
+MEMORY_MEASURED_TABLES = """
+CREATE TABLE graph_wrapper_files (
+    graph_id INTEGER PRIMARY KEY REFERENCES graphs(id) ON DELETE CASCADE,
+    run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    path     TEXT NOT NULL  -- <inductor cache>/<xx>/<hash of the wrapper text>.py
+);
+
+CREATE TABLE memory_measured (
+    run_id       INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    device       TEXT NOT NULL,     -- cuda | cpu
+    method       TEXT NOT NULL,     -- how it was measured, in words
+    before_bytes INTEGER NOT NULL,  -- allocated before the step
+    peak_bytes   INTEGER NOT NULL,  -- the most allocated during the step, above before_bytes
+    allocations  INTEGER NOT NULL,
+    joined       INTEGER NOT NULL,  -- allocations made on a wrapper line of the run's graphs
+    joined_bytes INTEGER NOT NULL
+);
+
+CREATE TABLE memory_measured_lines (
+    id           INTEGER PRIMARY KEY,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    graph_id     INTEGER NOT NULL REFERENCES graphs(id) ON DELETE CASCADE,
+    wrapper_line INTEGER NOT NULL,
+    allocations  INTEGER NOT NULL,
+    bytes        INTEGER NOT NULL
+);
+"""
+
+MEMORY_MEASURED_INDEXES = """
+CREATE INDEX wrapper_files_by_run         ON graph_wrapper_files (run_id);
+CREATE INDEX memory_measured_lines_by_run ON memory_measured_lines (run_id);
+CREATE INDEX memory_measured_lines_by_graph ON memory_measured_lines (graph_id);
+"""
+ADDED_IN_7 = MEMORY_MEASURED_TABLES + MEMORY_MEASURED_INDEXES
+# -- end of measured memory -------------------------------------------------------------
+
 # What version 6 added: a program's own Triton kernels, why (guards, recompile failures,
 # fusion refusals), recomputed backward nodes, memory and numerics. An older store's runs
 # read as having recorded none of them (their memory and numerics as not recorded).
@@ -632,10 +671,11 @@ ADDED_IN_6 = (USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXE
 # reads as a graph of its own, as it was recorded), and each of them version 6's.
 ADDED_SINCE_VERSION = {
     "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES
-    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
-    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
-    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
-    "5": ADDED_IN_6,
+    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
+    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
+    "5": ADDED_IN_6 + ADDED_IN_7,
+    "6": ADDED_IN_7,  # measured memory: a version-6 run reads as measuring none, with no wrapper files
 }
 
 # -- end of timing decisions ----------------------------------------------------------
@@ -679,4 +719,4 @@ ADDED_COLUMNS = {
 
 # Everything a new store is made of, in the order it is created.
 ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + INDEXES + ASM_INDEXES
-       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + ADDED_IN_6)
+       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7)

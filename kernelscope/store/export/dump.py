@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v7.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v8.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -46,11 +46,12 @@ from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
 # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute, memory, numerics
-SCHEMA_VERSION = "7.0"
+# 8.0: run.memory's step peak and measured memory (`compile --memory`)
+SCHEMA_VERSION = "8.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
                     "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
-                    "7.0": ("schema", "dump-v7.json")}
+                    "7.0": ("schema", "dump-v7.json"), "8.0": ("schema", "dump-v8.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -93,11 +94,16 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     "UserKernel": {"$def": "user_kernel", "renamed": {}, "dropped": set(), "added": set()},
     "UserKernelLine": {"$def": "user_kernel_line", "renamed": {}, "dropped": set(), "added": set()},
     # memory (docs/memory.md): the graph's timeline, and per model line the run's `memory`
-    "GraphMemory": {"$def": "graph_memory", "renamed": {}, "dropped": set(), "added": set()},
+    # the wrapper's file in Inductor's cache is this machine's temporary path: not dumped
+    "GraphMemory": {"$def": "graph_memory", "renamed": {}, "dropped": {"wrapper_file"}, "added": set()},
     "MemoryBuffer": {"$def": "memory_buffer", "renamed": {}, "dropped": set(), "added": set()},
     "MemoryEvent": {"$def": "memory_event", "renamed": {}, "dropped": set(), "added": set()},
     "EagerMemory": {"$def": "eager_memory", "renamed": {}, "dropped": set(), "added": set()},
     "EagerLine": {"$def": "eager_line", "renamed": {}, "dropped": set(), "added": set()},
+    # --memory: dumped as run.memory.measured, each line with the timeline's prediction and model line
+    "MeasuredMemory": {"$def": "memory_measured", "renamed": {}, "dropped": set(), "added": set()},
+    "MeasuredLine": {"$def": "memory_measured_line", "renamed": {"line": "wrapper_line"}, "dropped": set(),
+                     "added": {"predicted_bytes", "buffer", "file", "line", "module"}},
     # numerics (store/parts/numerics.py)
     "NumericsReport": {"$def": "numerics", "renamed": {"outputs": "kernels"}, "dropped": {"seconds"},
                        "added": {"lines"}},
@@ -108,6 +114,8 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     "NumericsFix": {"$def": "numerics_fix", "renamed": {}, "dropped": set(), "added": set()},
 }
 DUMP_FIELD_CHANGES["RunRecord"]["added"] = DUMP_FIELD_CHANGES["RunRecord"]["added"] | {"memory"}
+# --memory's measurement is dumped inside run.memory (beside the prediction), as `measured`
+DUMP_FIELD_CHANGES["RunRecord"]["dropped"] = DUMP_FIELD_CHANGES["RunRecord"]["dropped"] | {"measured_memory"}
 
 # `# kernel path: /tmp/tmpab12/tmpcd34/ti/cti66....py`: Inductor's cache dir is a fresh
 # temporary directory per recording; the last two components name the code itself.

@@ -25,6 +25,9 @@ Map
   partitioner's choice), their forward twin and kernels (`recomputes_of`, `dump_recomputes`).
 - `memory`      — each graph's allocation timeline, peak and saved-for-backward tensors, per
   model line (`RunMemory`, `file_memory`), eager's saved bytes beside them, and its dump.
+- `memory_step` — the whole step's peak from the graphs' timelines (pure: `step_peak`).
+- `memory_measured` — where each wrapper ran from, and `--memory`'s measured step joined to
+  wrapper lines beside the predicted bytes (`MeasuredSummary`).
 
 A new part: a module here with its dataclasses, `write_*` (called from
 `writing/writer.py` in the run's transaction, or on its own like `profiles`), its reads

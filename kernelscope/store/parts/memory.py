@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 
 from kernelscope.run_record import EagerMemory, GraphRecord
 from kernelscope.store.database import connection
+from kernelscope.store.parts import memory_measured, memory_step
+from kernelscope.store.parts.memory_measured import MeasuredSummary
+from kernelscope.store.parts.memory_step import StepPeak
 
 
 @dataclass
@@ -59,6 +62,8 @@ class GraphMemoryInfo:
     timeline: list[dict] = field(default_factory=list)  # {line, action, buffer, bytes, live_bytes}
     buffers: list[BufferMemory] = field(default_factory=list)
     recomputed: list[tuple[str, str | None, int | None]] = field(default_factory=list)  # node, file, line
+    wrapper_file: str = ""  # where Inductor wrote the wrapper and ran it from ("" if not recorded)
+    subgraph: bool = False  # a higher-order op's subgraph (its timeline is not the step's)
 
     @property
     def saved_bytes(self) -> int:
@@ -104,6 +109,8 @@ class RunMemory:
     graphs: list[GraphMemoryInfo] = field(default_factory=list)
     lines: list[LineMemory] = field(default_factory=list)  # most bytes first
     eager: EagerSummary | None = None  # --against-eager
+    step: StepPeak | None = None  # the whole step's peak above what its caller held (memory_step.py)
+    measured: MeasuredSummary | None = None  # --memory: the step measured, joined to wrapper lines
 
     @property
     def saved_for_backward_bytes(self) -> int:
@@ -167,6 +174,8 @@ def read_run_memory(conn: sqlite3.Connection, run_id: int) -> RunMemory | None:
     if not rows:
         return None
     buffers = _buffers(conn, "b.run_id = ?", (run_id,))
+    files = memory_measured.wrapper_files(conn, run_id)
+    subgraph_ids = _subgraph_ids(conn, run_id)
     graphs = []
     for row in rows:
         timeline = [dict(zip(("line", "action", "buffer", "bytes", "live_bytes"), event))
@@ -174,11 +183,22 @@ def read_run_memory(conn: sqlite3.Connection, run_id: int) -> RunMemory | None:
         graphs.append(GraphMemoryInfo(row["graph_id"], row["key"], row["compile_id"], row["kind"], row["wrapper"] or "",
                                       row["peak_bytes"], row["peak_line"], row["inputs_bytes"], timeline,
                                       buffers.get(row["graph_id"], []),
-                                      _recomputed(conn, row["graph_id"], json.loads(row["recomputed_json"]))))
+                                      _recomputed(conn, row["graph_id"], json.loads(row["recomputed_json"])),
+                                      files.get(row["key"], ""), row["graph_id"] in subgraph_ids))
     peak = max(graphs, key=lambda graph: graph.peak_bytes)
     memory = RunMemory(peak.peak_bytes, peak.key, graphs, _lines(graphs, peak))
+    memory.step = memory_step.step_peak([memory_step.from_buffers(
+        graph.key, graph.kind, graph.compile_id, [(e["line"], e["action"], e["bytes"]) for e in graph.timeline],
+        graph.buffers) for graph in graphs if not graph.subgraph])
+    memory.measured = memory_measured.read_measured(conn, run_id, graphs)
     _add_eager(conn, run_id, memory)
     return memory
+
+
+def _subgraph_ids(conn: sqlite3.Connection, run_id: int) -> set[int]:
+    if not connection.has_table(conn, "graph_subgraphs"):
+        return set()
+    return {row[0] for row in conn.execute("SELECT graph_id FROM graph_subgraphs WHERE run_id = ?", (run_id,))}
 
 
 def _add_eager(conn: sqlite3.Connection, run_id: int, memory: RunMemory) -> None:
@@ -319,8 +339,14 @@ def dump_run_memory(conn: sqlite3.Connection, run_id: int, source_path) -> dict 
               "eager_saved_for_backward_bytes": entry.eager_saved_bytes}
              for entry in memory.lines]
     return {"peak_bytes": memory.peak_bytes, "peak_graph": memory.peak_graph,
-            "saved_for_backward_bytes": memory.saved_for_backward_bytes,
+            "saved_for_backward_bytes": memory.saved_for_backward_bytes, **_step_json(memory),
+            "measured": memory_measured.measured_json(memory.measured, source_path),
             "lines": sorted(lines, key=lambda line: (line["file"], line["line"], line["module"]))}
+
+
+def _step_json(memory: RunMemory) -> dict:
+    step = memory.step or StepPeak(0, "", 0)
+    return {"step_peak_bytes": step.bytes, "step_peak_graph": step.graph, "step_peak_line": step.line}
 
 
 def memory_json(memory: RunMemory) -> dict:
@@ -329,11 +355,14 @@ def memory_json(memory: RunMemory) -> dict:
         "peak_bytes": memory.peak_bytes,
         "peak_graph": memory.peak_graph,
         "saved_for_backward_bytes": memory.saved_for_backward_bytes,
+        **_step_json(memory),
+        "measured": memory_measured.measured_json(memory.measured),
         "graphs": [{
             "graph": graph.key,
             "compile_id": graph.compile_id,
             "kind": graph.kind,
             "wrapper": graph.wrapper,
+            "wrapper_file": graph.wrapper_file,
             "peak_bytes": graph.peak_bytes,
             "peak_line": graph.peak_line,
             "inputs_bytes": graph.inputs_bytes,

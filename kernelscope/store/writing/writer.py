@@ -28,7 +28,16 @@ from kernelscope.run_record import FxNode, GraphRecord, LineOrigin, RunRecord, S
 from kernelscope.store import paths, places
 from kernelscope.store.database import connection
 from kernelscope.store.database.sql import inserted_id
-from kernelscope.store.parts import decisions, memory, numerics, recompute, subgraphs, user_kernels, why
+from kernelscope.store.parts import (
+    decisions,
+    memory,
+    memory_measured,
+    numerics,
+    recompute,
+    subgraphs,
+    user_kernels,
+    why,
+)
 from kernelscope.store.parts.distributed import code_digest
 from kernelscope.store.reading import line_overviews
 from kernelscope.store.writing.coverage import compute_coverage
@@ -160,6 +169,9 @@ class _RunWriter:
         memory.write_memory(self.conn, self.run_id, [(graph, ids.graph_id, ids.post_nodes)
                                                      for graph, ids in zip(self.record.graphs, graph_ids)])
         memory.write_eager(self.conn, self.run_id, self.record.eager_memory, self._source_columns)
+        memory_measured.write_measured(self.conn, self.run_id, [(graph, ids.graph_id) for graph, ids
+                                                                in zip(self.record.graphs, graph_ids)],
+                                       self.record.measured_memory)
         numerics.write_numerics(self.conn, self.run_id, self.record)
         self.conn.executemany(
             "INSERT INTO files (run_id, path, kind) VALUES (?, ?, 'source')",
