@@ -290,13 +290,15 @@ WHY_TABLES = ("guard_failure_lines", "guard_failures", "guards", "fusion_refusal
 # every table version 6 added: a version-5 store has none of them
 ADDED_IN_6 = ("user_kernel_lines", "user_kernels", "recomputed_nodes", *WHY_TABLES, "graph_memory", "memory_buffers",
               "eager_memory", "eager_memory_lines", "numerics_runs", "numerics_outputs")
+# every table version 7 added (below a C++ kernel): older stores have none of them
+ADDED_IN_7 = ("kernel_cpu_asm",)
 
 
 def test_version_5_store_gains_the_why_tables(mlp_store, workspace):
     """A version-5 store (before guards and fusion refusals were recorded) opens with its runs
     as they were; they answer with no guard, recompile failure or refusal."""
     conn = mlp_store.conn
-    for table in ADDED_IN_6:
+    for table in (*ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -313,7 +315,7 @@ def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
     tables empty."""
     conn = mlp_store.conn
     for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm", "collectives", "graph_code",
-                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6):
+                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
@@ -335,7 +337,7 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6):
+    for table in ("decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -358,7 +360,7 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("graph_subgraphs", *ADDED_IN_6):
+    for table in ("graph_subgraphs", *ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -382,7 +384,7 @@ def test_version_5_store_gains_the_version_6_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ADDED_IN_6:
+    for table in (*ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -407,6 +409,34 @@ def test_version_5_store_gains_the_version_6_tables(mlp_store, workspace, monkey
         assert rows(store, "SELECT COUNT(*) FROM user_kernels") == [(0,)]
         assert rows(store, "SELECT COUNT(*) FROM recomputed_nodes") == [(0,)]
         assert rows(store, "SELECT COUNT(*) FROM memory_buffers") == [(0,)]
+
+
+def test_version_6_store_gains_the_x86_stage(mlp_store, workspace):
+    """A version-6 store (before C++ kernels were built for the CPU) opens with its builds as
+    they were: `asm_files` is made again with the 'x86' stage allowed, its rows kept, and
+    the CPU facts table is added."""
+    conn = mlp_store.conn
+    conn.execute("DROP TABLE kernel_cpu_asm")
+    conn.execute("DROP TABLE asm_files")
+    conn.execute("""CREATE TABLE asm_files (
+        kernel_id INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        stage TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass')),
+        path TEXT NOT NULL, line_count INTEGER NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (kernel_id, stage))""")
+    kernel_id = rows(mlp_store, "SELECT id FROM kernels WHERE run_id = 1 ORDER BY id")[0][0]
+    conn.execute("INSERT INTO asm_files VALUES (?, 1, 'ptx', 'runs/1/asm/k.ptx', 3, 'x')", (kernel_id,))
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("INSERT INTO asm_files VALUES (?, 1, 'x86', 'runs/1/asm/k.x86', 3, 'x')", (kernel_id,))
+    conn.execute("UPDATE meta SET value = '6' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    with StoreBackend(workspace / ".kernelscope") as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
+        assert rows(store, "SELECT stage, path FROM asm_files") == [("ptx", "runs/1/asm/k.ptx")]
+        store.conn.execute("INSERT INTO asm_files VALUES (?, 1, 'x86', 'runs/1/asm/k.x86', 3, 'x')", (kernel_id,))
+        assert rows(store, "SELECT COUNT(*) FROM kernel_cpu_asm") == [(0,)]
+        assert {row[1] for row in store.conn.execute("PRAGMA index_list(asm_files)")} >= {
+            "asm_files_by_path", "asm_files_by_run"}
 
 
 def test_json_columns_round_trip(mlp_store):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
 # 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES, MEMORY_TABLES, NUMERICS_TABLES
-STORE_SCHEMA_VERSION = 6
+STORE_SCHEMA_VERSION = 7
 
 TABLES = """
 CREATE TABLE meta (
@@ -221,7 +221,7 @@ CREATE TABLE kernel_asm (
 CREATE TABLE asm_files (
     kernel_id  INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
     run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    stage      TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass')),
+    stage      TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass', 'x86')),
     path       TEXT NOT NULL,  -- runs/<id>/asm/<graph key>/<kernel>/<kernel>.<stage>
     line_count INTEGER NOT NULL,
     sha256     TEXT NOT NULL,
@@ -259,6 +259,52 @@ CREATE INDEX asm_lines_by_kernel_line ON asm_lines (kernel_id, kernel_line);
 CREATE INDEX asm_lines_by_stage_line  ON asm_lines (kernel_id, stage, line);
 """
 # ---- end of below the kernel ---------------------------------------------------------
+
+# ---- below a C++ kernel (kernelscope/asm/x86.py, store/parts/asm_builds.py) ------------
+# A C++ kernel (Inductor's cpp backend) built for the CPU is a `kernel_asm` row with arch
+# 'x86-64' and no GPU facts, one `asm_files` row of stage 'x86' (its disassembly), its
+# `asm_lines` (instruction -> .cpp line), and its CPU facts here.
+CPU_ASM_TABLES = """
+CREATE TABLE kernel_cpu_asm (
+    kernel_id    INTEGER PRIMARY KEY REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    isa          TEXT NOT NULL,     -- Inductor's pick: avx512, avx2, ...
+    isa_bits     INTEGER NOT NULL,  -- its vector width
+    vector_bits  INTEGER NOT NULL,  -- the widest vector register the instructions use
+    instructions INTEGER NOT NULL,
+    mix_json     TEXT NOT NULL,     -- instruction class -> count
+    loops_json   TEXT NOT NULL,     -- the kernel's loops (model.CppLoop)
+    remarks_json TEXT NOT NULL,     -- the compiler's vectorization remarks: [{line, text}]
+    compiler     TEXT NOT NULL,
+    command      TEXT NOT NULL      -- Inductor's compile command for the kernel
+);
+
+CREATE INDEX kernel_cpu_asm_by_run ON kernel_cpu_asm (run_id);
+"""
+
+# A store of version 3-6 made `asm_files` before stage 'x86' existed: the table is made again
+# with the new CHECK (SQLite cannot change a CHECK in place), its rows kept.
+ASM_FILES_WITH_X86 = """
+CREATE TABLE asm_files_with_x86 (
+    kernel_id  INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    stage      TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass', 'x86')),
+    path       TEXT NOT NULL,
+    line_count INTEGER NOT NULL,
+    sha256     TEXT NOT NULL,
+    PRIMARY KEY (kernel_id, stage)
+);
+INSERT INTO asm_files_with_x86 (kernel_id, run_id, stage, path, line_count, sha256)
+    SELECT kernel_id, run_id, stage, path, line_count, sha256 FROM asm_files;
+DROP TABLE asm_files;
+ALTER TABLE asm_files_with_x86 RENAME TO asm_files;
+CREATE INDEX asm_files_by_path        ON asm_files (path);
+CREATE INDEX asm_files_by_run         ON asm_files (run_id);
+"""
+
+# What version 7 added to a version 3-6 store (version 2 makes ASM_TABLES as they are now).
+ADDED_IN_7 = ASM_FILES_WITH_X86 + CPU_ASM_TABLES
+# ---- end of below a C++ kernel ---------------------------------------------------------
 
 # -- distributed jobs (docs/distributed.md) ------------------------------------------
 # A run's place in a torch.distributed job, the collectives of its graphs, and the
@@ -632,10 +678,11 @@ ADDED_IN_6 = (USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXE
 # reads as a graph of its own, as it was recorded), and each of them version 6's.
 ADDED_SINCE_VERSION = {
     "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES
-    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
-    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
-    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
-    "5": ADDED_IN_6,
+    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + CPU_ASM_TABLES,
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
+    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
+    "5": ADDED_IN_6 + ADDED_IN_7,
+    "6": ADDED_IN_7,
 }
 
 # -- end of timing decisions ----------------------------------------------------------
@@ -679,4 +726,4 @@ ADDED_COLUMNS = {
 
 # Everything a new store is made of, in the order it is created.
 ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + INDEXES + ASM_INDEXES
-       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + ADDED_IN_6)
+       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + ADDED_IN_6 + CPU_ASM_TABLES)
