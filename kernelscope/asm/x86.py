@@ -10,7 +10,8 @@ instructions of each source location, the innermost location (`.../vec512_float.
 then the chain of call sites it was inlined into (`inlined by /.../k.cpp:27 (kernel)`).
 An instruction belongs to the innermost kernel-file line of that chain, so the loads,
 `exp` and stores that `at::vec::Vectorized<float>` inlines from ATen's headers land on the
-kernel line that called them, and `via` names the header line.
+kernel line that called them, and `via` names the header lines (`inlined from
+avx512fintrin.h:6333 <- ATen/cpu/vec/vec512/vec512_float.h:178`).
 """
 from __future__ import annotations
 
@@ -117,8 +118,10 @@ def _kernel_line(frames: list[tuple[str, int]], kernel_path: str, source_lines: 
                 return None, ""  # the Python bindings Inductor appends to the kernel's text
             if depth == 0:
                 return line, ""
-            helper_path, helper_line = frames[0]
-            return line, f"inlined from {_short(helper_path)}:{helper_line}"
+            chain = [f"{_short(path)}:{line}" for path, line in frames[:depth]]
+            if len(chain) > 3:  # the innermost two and the one the kernel line called
+                chain = [*chain[:2], "...", chain[-1]]
+            return line, f"inlined from {' <- '.join(chain)}"
     return None, ""
 
 

@@ -315,7 +315,8 @@ def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
     tables empty."""
     conn = mlp_store.conn
     for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm", "collectives", "graph_code",
-                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6, *ADDED_IN_7):
+                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs",
+                  *ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
@@ -337,7 +338,8 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6, *ADDED_IN_7):
+    for table in ("decisions", "run_decision_info", "graph_subgraphs",
+                  *ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -360,7 +362,8 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("graph_subgraphs", *ADDED_IN_6, *ADDED_IN_7):
+    for table in ("graph_subgraphs",
+                  *ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'store_schema_version'")
     mlp_store.close()
