@@ -185,7 +185,7 @@ def test_cli_query_goes_down_to_x86_and_back_up(cpp_store, run_cli, workspace): 
     """`query MODEL:LINE --asm` reaches the C++ kernel's erf line and its x86-64 instructions
     with the vector width; a line of the stored .x86 file goes back up to the model line."""
     store, run_id, name, erf = cpp_store
-    [info] = store.asm.run_infos(run_id).values()
+    [info] = [info for info in store.asm.run_infos(run_id).values() if info.name == name]
     assert info.built and info.facts is None and info.cpu.isa_bits in (256, 512)
     assert info.files["x86"].endswith(f"/{name}/{name}.x86")
     root = str(workspace / ".kernelscope")
@@ -217,3 +217,18 @@ def test_path_of_a_cpp_kernel_is_a_cpp_file():
 
     assert paths.kernel_file(3, "0_0_0-inference", "cpp_fused_mul_0", "cpp").endswith("/kernels/cpp_fused_mul_0.cpp")
     assert Path(paths.kernel_file(3, "g", "triton_poi_0")).suffix == ".py"
+
+
+def test_dump_carries_the_cpu_build_and_validates(cpp_store):
+    """The dump (schema 8.0) gives the C++ kernel's `asm`: ISA, vector width, loops and its
+    x86 file, portable (no run directory in its hash), and validates against the schema."""
+    from kernelscope.store import validate_dump
+
+    store, run_id, name, _ = cpp_store
+    dumped = store.run(run_id).dump()
+    validate_dump(dumped)
+    [asm] = [kernel["asm"] for graph in dumped["run"]["graphs"] for kernel in graph["kernels"]
+             if kernel["name"] == name]
+    assert asm["arch"] == "x86-64" and asm["vector_bits"] == asm["isa_bits"]
+    assert any(loop["kind"] == "vectorized" for loop in asm["loops"])
+    assert asm["files"]["x86"]["path"].endswith(f"{name}.x86") and "command" not in asm
