@@ -14,7 +14,7 @@ from kernelscope.asm import text as asm_text
 from kernelscope.asm.model import AsmFacts, AsmLine
 from kernelscope.lsp.render import Link, generated_hover, spans
 from kernelscope.store import RunView
-from kernelscope.store.parts.asm_builds import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu
+from kernelscope.store.parts.asm_builds import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu, is_cpp_kernel
 from kernelscope.store.reading.source_index import KernelHit, LineAnswer
 
 BUILDABLE = ("triton", "template", "cpp")  # extern calls run library code: nothing below them
@@ -43,11 +43,12 @@ def buildable(view: RunView) -> bool:
 
 
 def kernel_hits(answer: LineAnswer) -> list:
-    """The Triton kernels a model line reached (KernelHit), one per kernel."""
+    """The Triton and C++ kernels a model line reached (KernelHit), one per kernel."""
     seen, hits = set(), []
     for graph in answer.graphs:
         for hit in graph.kernels:
-            if hit.kernel.kind in BUILDABLE and hit.kernel.file and hit.kernel.id not in seen:
+            if (hit.kernel.kind in BUILDABLE or is_cpp_kernel(hit.kernel.file)) and hit.kernel.file \
+                    and hit.kernel.id not in seen:
                 seen.add(hit.kernel.id)
                 hits.append(hit)
     return hits

@@ -201,6 +201,10 @@ def test_cli_query_goes_down_to_x86_and_back_up(cpp_store, run_cli, workspace): 
     assert up.returncode == 0, up.stderr
     assert f"(X86 of kernel {name}, run {run_id})" in up.stdout
     assert f"from kernel line {info.kernel_file}:{erf}" in up.stdout and f"mlp.py:{GELU_LINE}" in up.stdout
+    shown = run_cli(["show", str(run_id), "--store", root], cwd=workspace)
+    assert shown.returncode == 0, shown.stderr
+    row = next(text for text in shown.stdout.splitlines() if name in text and "x86-64" in text)
+    assert f"  {info.cpu.instructions}  " in row and register in row
 
 
 def test_an_unknown_kernel_file_fails_with_the_file_named(tmp_path):
@@ -232,3 +236,22 @@ def test_dump_carries_the_cpu_build_and_validates(cpp_store):
     assert asm["arch"] == "x86-64" and asm["vector_bits"] == asm["isa_bits"]
     assert any(loop["kind"] == "vectorized" for loop in asm["loops"])
     assert asm["files"]["x86"]["path"].endswith(f"{name}.x86") and "command" not in asm
+
+
+def test_language_server_hover_text_of_a_cpp_line_names_its_x86(cpp_store):
+    """The language server's hover part for a C++ kernel line (below.kernel_line_text): the
+    kernel's ISA and vector width, the vectorized loop the line is in, and a link to its
+    x86-64 lines; an .x86 line's lens names the kernel's facts."""
+    from kernelscope.lsp import below
+
+    store, run_id, name, erf = cpp_store
+    view = store.run(run_id)
+    [info] = [info for info in view.asm_builds().values() if info.name == name]
+    text = below.kernel_line_text(view, info.kernel_file, erf, lambda path, line: f"{path}#L{line}")
+    register = _isa_register(info.cpu.isa_bits)
+    assert text.startswith(f"**below the kernel**: x86-64 · ISA {info.cpu.isa} ({info.cpu.isa_bits}-bit) · "
+                           f"widest vectors {register}"), text
+    assert "- vectorized loop x0 (line " in text
+    assert re.search(rf"- \[x86-64 :[^\]]+\]\({re.escape(info.files['x86'])}#L\d+\) \d+ instructions?: "
+                     rf".*{register} \d+", text), text
+    assert below.stage_file_lens(view, view.locate(info.files["x86"])).startswith(f"x86-64 of {name} · x86-64 · ISA")

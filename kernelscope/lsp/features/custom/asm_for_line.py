@@ -27,6 +27,7 @@ def setup(server) -> None:
 def asm_for_line(server, uri: str, position: types.Position) -> dict:
     from kernelscope.asm.text import cpu_facts_line, facts_line
     from kernelscope.lsp.below import BUILDABLE, SHOWN_STAGES, buildable, how_to_build, kernel_hits
+    from kernelscope.store.parts.asm_builds import is_cpp_kernel
 
     document, answer = answer_at(server, uri, position)
     if document is None:
@@ -39,7 +40,7 @@ def asm_for_line(server, uri: str, position: types.Position) -> dict:
             wanted = [(hit.kernel.id, hit.kernel.name, hit.kernel.file, hit.lines) for hit in kernel_hits(answer)]
     elif document.location.kind == "kernel":
         kernel = view.kernel_of_file(document.location.path)
-        if kernel is not None and kernel.kind in BUILDABLE:
+        if kernel is not None and (kernel.kind in BUILDABLE or is_cpp_kernel(kernel.file)):
             wanted = [(kernel.id, kernel.name, kernel.file, [line])]
     elif document.location.kind == ASM:
         ref = view.asm_file(document.location)
