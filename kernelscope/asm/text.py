@@ -110,6 +110,8 @@ def stage_files(files: dict[str, str]) -> str:
     paths = [files[stage] for stage in ALL_STAGES if stage in files]
     if not paths:
         return "(none)"
+    if len(paths) == 1:  # a C++ kernel's one file: runs/3/asm/<graph>/<kernel>/<kernel>.x86
+        return paths[0]
     stem = paths[0].rsplit(".", 1)[0]
     if all(path.rsplit(".", 1)[0] == stem for path in paths):
         return f"{stem}.{{{','.join(path.rsplit('.', 1)[1] for path in paths)}}}"
