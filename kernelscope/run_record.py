@@ -111,7 +111,7 @@ class UserKernel:
 @dataclass
 class Kernel:
     name: str
-    kind: str  # "triton" | "extern" | "template"
+    kind: str  # "triton" | "extern" | "template" | "cpp" (Inductor's C++ backend: stored as a .cpp file)
     source: str  # full kernel module text ("" for extern calls)
     nodes: list[str]  # kernel-level set of post-grad nodes (our probes)
     lines: list[LineOrigin] = field(default_factory=list)  # kernel body lines

@@ -1,5 +1,5 @@
-"""What a kernel's build below Triton produces, as plain data (the engine fills it,
-the store writes it)."""
+"""What a kernel's build below Triton (or below Inductor's C++ for the CPU) produces, as
+plain data (the engine fills it, the store writes it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -100,8 +100,68 @@ class KernelAsm:
     """One kernel compiled for one GPU: its stage texts, line maps and facts."""
 
     kernel_name: str
-    facts: AsmFacts
-    stages: dict[str, str]  # stage -> text (STAGES)
+    facts: AsmFacts | CpuFacts  # CpuFacts: a C++ kernel built for the CPU (stage "x86")
+    stages: dict[str, str]  # stage -> text (STAGES, or CPU_STAGES for a C++ kernel)
     lines: list[AsmLine] = field(default_factory=list)
     build_seconds: float = 0.0
     tools: dict[str, str] = field(default_factory=dict)  # triton, ptxas, nvdisasm versions
+
+
+# -- C++ kernels (Inductor's cpp backend): x86-64 below the kernel --------------------------
+
+CPU_STAGES = ("x86",)  # the object code's disassembly (objdump -d -l --inlines), one file per kernel
+ALL_STAGES = STAGES + CPU_STAGES
+
+
+@dataclass(frozen=True)
+class CppLoop:
+    """A loop of an Inductor C++ kernel (a `for(` line of the .cpp file) and how Inductor
+    vectorized it."""
+
+    line: int  # the `for(` line
+    end_line: int  # the line of its closing brace
+    variable: str  # x0, x1, ...
+    step: int  # the loop's step: the vector's lanes in a vectorized loop, 1 in a scalar one
+    kind: str  # "vectorized" (its body uses at::vec::Vectorized) | "scalar"
+    tail_lines: tuple[int, ...] = ()  # lines of its masked tail blocks (`if(C10_UNLIKELY(...))`)
+    reduction: bool = False  # it accumulates into a `tmp_acc` (a reduction loop)
+
+    def to_dict(self) -> dict:
+        return {"line": self.line, "end_line": self.end_line, "variable": self.variable, "step": self.step,
+                "kind": self.kind, "tail_lines": list(self.tail_lines), "reduction": self.reduction}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CppLoop:
+        return cls(int(data["line"]), int(data["end_line"]), str(data["variable"]), int(data["step"]),
+                   str(data["kind"]), tuple(int(line) for line in data.get("tail_lines", ())),
+                   bool(data.get("reduction", False)))
+
+
+@dataclass
+class CpuFacts:
+    """A C++ kernel compiled for this machine's CPU as Inductor compiles it: the ISA Inductor
+    picked, the widest vector registers the code uses, its loops and the compiler's own
+    vectorization remarks."""
+
+    arch: str  # x86-64
+    isa: str  # Inductor's pick (cpu_vec_isa.pick_vec_isa): avx512, avx2, ...
+    isa_bits: int  # the ISA's vector width (Inductor's Vectorized<float> is this wide)
+    vector_bits: int  # the widest vector register the kernel's instructions use (512: zmm, 256: ymm, 128: xmm, 0)
+    instructions: int  # instructions of the kernel's functions
+    mix: dict[str, int]  # instruction class -> count (x86.INSTRUCTION_CLASSES)
+    loops: list[CppLoop]  # the kernel's loops, in source order
+    remarks: list[dict]  # the compiler's -fopt-info-vec-optimized remarks on the kernel file: {line, text}
+    compiler: str  # g++ (Debian 12.2.0-14) 12.2.0
+    command: str  # Inductor's compile command for the kernel (the build adds -g, -S-free object + objdump)
+
+    def to_dict(self) -> dict:
+        return {"arch": self.arch, "isa": self.isa, "isa_bits": self.isa_bits, "vector_bits": self.vector_bits,
+                "instructions": self.instructions, "mix": dict(self.mix),
+                "loops": [loop.to_dict() for loop in self.loops], "remarks": list(self.remarks),
+                "compiler": self.compiler, "command": self.command}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CpuFacts:
+        return cls(data["arch"], data["isa"], int(data["isa_bits"]), int(data["vector_bits"]),
+                   int(data["instructions"]), dict(data["mix"]), [CppLoop.from_dict(loop) for loop in data["loops"]],
+                   list(data["remarks"]), data["compiler"], data["command"])

@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections import Counter
 
 from kernelscope.asm.facts import instruction_class
-from kernelscope.asm.model import AsmFacts, AsmLine
+from kernelscope.asm.model import AsmFacts, AsmLine, CpuFacts
+from kernelscope.asm.x86 import instruction_mix, vector_bits
 
 # Instruction classes worth naming first when a line's instructions are summarized.
 NOTABLE_CLASSES = ("tensor core", "special function", "local memory", "global load", "global store",
@@ -104,12 +105,80 @@ def line_ranges(numbers: list[int], limit: int = 8) -> str:
 
 def stage_files(files: dict[str, str]) -> str:
     """`runs/1/asm/0_0_0-inference/k/k.{ttir,ttgir,ptx,sass}`."""
-    from kernelscope.asm.model import STAGES
+    from kernelscope.asm.model import ALL_STAGES
 
-    paths = [files[stage] for stage in STAGES if stage in files]
+    paths = [files[stage] for stage in ALL_STAGES if stage in files]
     if not paths:
         return "(none)"
+    if len(paths) == 1:  # a C++ kernel's one file: runs/3/asm/<graph>/<kernel>/<kernel>.x86
+        return paths[0]
     stem = paths[0].rsplit(".", 1)[0]
     if all(path.rsplit(".", 1)[0] == stem for path in paths):
         return f"{stem}.{{{','.join(path.rsplit('.', 1)[1] for path in paths)}}}"
     return ", ".join(paths)
+
+
+# -- C++ kernels built for the CPU (kernelscope.asm.x86) -------------------------------------
+
+_REGISTER_NAMES = {512: "zmm", 256: "ymm", 128: "xmm"}
+
+
+def vector_text(bits: int) -> str:
+    """512 -> `zmm (512-bit)`; 0 -> `no vector registers`."""
+    return f"{_REGISTER_NAMES[bits]} ({bits}-bit)" if bits in _REGISTER_NAMES else "no vector registers"
+
+
+def cpu_facts_line(facts: CpuFacts) -> str:
+    """`x86-64 · ISA avx512 (512-bit) · widest vectors zmm (512-bit) · 272 instructions ·
+    3 loops, 2 vectorized (16 lanes), 2 masked tails`."""
+    vectorized = [loop for loop in facts.loops if loop.kind == "vectorized"]
+    tails = sum(len(loop.tail_lines) for loop in vectorized)
+    lanes = sorted({loop.step for loop in vectorized})
+    loops = f"{len(facts.loops)} loop{'s' if len(facts.loops) != 1 else ''}"
+    if vectorized:
+        loops += (f", {len(vectorized)} vectorized ({'/'.join(map(str, lanes))} lanes)"
+                  f"{f', {tails} masked tail' + ('s' if tails != 1 else '') if tails else ''}")
+    remarks = f" · compiler vectorized {len(facts.remarks)} more" if facts.remarks else ""
+    return (f"{facts.arch} · ISA {facts.isa} ({facts.isa_bits}-bit) · widest vectors {vector_text(facts.vector_bits)}"
+            f" · {facts.instructions} instructions · {loops}{remarks}")
+
+
+def cpu_kernels_summary(all_facts: list[CpuFacts]) -> str:
+    """`2 C++ kernels · x86-64 avx512 · widest vectors zmm (512-bit)`."""
+    if not all_facts:
+        return ""
+    count = len(all_facts)
+    widest = max(facts.vector_bits for facts in all_facts)
+    return (f"{count} C++ kernel{'s' if count != 1 else ''} · {all_facts[0].arch} {all_facts[0].isa} · "
+            f"widest vectors {vector_text(widest)}")
+
+
+def loops_at(facts: CpuFacts, line: int) -> str:
+    """Where a .cpp line sits in the kernel's loops: `vectorized loop x1 (line 50, 16 lanes) ·
+    masked tail (line 58)`; "" outside every loop."""
+    inside = [loop for loop in facts.loops if loop.line <= line <= loop.end_line]
+    if not inside:
+        return ""
+    loop = max(inside, key=lambda found: found.line)  # the innermost
+    if loop.kind == "vectorized":
+        text = f"vectorized loop {loop.variable} (line {loop.line}, {loop.step} lanes"
+        text += ", a reduction)" if loop.reduction else ")"
+        tails = [tail for tail in loop.tail_lines if tail <= line]
+        if tails:
+            text += f" · masked tail (line {tails[-1]})"
+    else:
+        text = f"scalar loop {loop.variable} (line {loop.line})"
+    remarks = [remark["text"] for remark in facts.remarks if remark["line"] == line]
+    return text + (f" · compiler: {remarks[0]}" if remarks else "")
+
+
+def width_summary(lines: list[AsmLine]) -> str:
+    """`12 instructions: zmm 8 · other 3 · call 1`: a .cpp line's x86 instructions by class."""
+    unique = {line.line: line for line in lines}.values()
+    mix = instruction_mix([line.text for line in unique])
+    return f"{len(unique)} instruction{'s' if len(unique) != 1 else ''}: {mix_text(mix)}"
+
+
+def most_vector(lines: list[AsmLine]) -> AsmLine:
+    """The first instruction using the widest vector registers among `lines` (a link's target)."""
+    return min(lines, key=lambda line: (-vector_bits(line.text), line.line))

@@ -2,9 +2,11 @@
 
 Down: the chain through FILE:LINE, then for each Triton kernel it reaches, what the
 kernel lines of its ops became for the run's GPU — the facts of the kernel (config,
-registers, spills, shared memory, occupancy), its PTX lines and its SASS instructions.
-Kernels not compiled below Triton yet are compiled first (by the engine worker).
-Up: a line of a stage file (`runs/3/asm/.../k.sass:82`) -> its kernel line(s) -> the chain.
+registers, spills, shared memory, occupancy), its PTX lines and its SASS instructions;
+for each C++ kernel, its x86-64 instructions, the vector width and the loop each line is in.
+Kernels not compiled yet are compiled first (by the engine worker).
+Up: a line of a stage file (`runs/3/asm/.../k.sass:82`, `.../k.x86:40`) -> its kernel
+line(s) -> the chain.
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import argparse
 from dataclasses import asdict
 
 from kernelscope.asm import text as asm_text
-from kernelscope.asm.model import STAGES
+from kernelscope.asm.model import ALL_STAGES
+from kernelscope.asm.x86 import vector_bits as x86_vector_bits
 from kernelscope.cli import asm_ask
 from kernelscope.cli.common import open_store, parse_file_line, print_json, print_tree
 from kernelscope.render.query_tree import Branch, build_tree
@@ -20,7 +23,7 @@ from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store.parts.asm_builds import KernelBelow
 from kernelscope.store.results import ASM, LineRef
 
-STAGE_SUFFIXES = tuple(f".{stage}" for stage in STAGES)
+STAGE_SUFFIXES = tuple(f".{stage}" for stage in ALL_STAGES)
 SASS_SHOWN = 16  # SASS instructions listed per kernel line before the rest is summarized
 
 
@@ -78,7 +81,9 @@ def _kernel_line_refs(result) -> dict[str, dict[int, LineRef]]:
 
 def below_branch(belows: list[KernelBelow], line_refs: dict[str, dict[int, LineRef]] | None = None):
     built = [below.info.facts for below in belows if below.info is not None and below.info.facts]
-    root = Branch(f"below the kernel: {asm_text.kernels_summary(built) or 'nothing built'}", "bold magenta")
+    cpu = [below.info.cpu for below in belows if below.info is not None and below.info.cpu]
+    summary = " · ".join(part for part in (asm_text.kernels_summary(built), asm_text.cpu_kernels_summary(cpu)) if part)
+    root = Branch(f"below the kernel: {summary or 'nothing built'}", "bold magenta")
     for below in belows:
         root.children.append(_kernel_branch(below, (line_refs or {}).get(below.kernel_file, {})))
     return root
@@ -88,6 +93,8 @@ def _kernel_branch(below: KernelBelow, refs: dict[int, LineRef]):
     info = below.info
     if info is None:
         return Branch(f"kernel {below.kernel}: not compiled below Triton", "yellow")
+    if info.cpu is not None:
+        return _cpu_kernel_branch(below, refs)
     if info.facts is None:
         return Branch(f"kernel {below.kernel}: could not be compiled below Triton: {info.error}", "red")
     facts = info.facts
@@ -121,6 +128,45 @@ def _kernel_branch(below: KernelBelow, refs: dict[int, LineRef]):
             rest = [line for line in sass if line not in shown]
             line_branch.children.append(Branch(f"... {len(rest)} more SASS: {asm_text.opcode_summary(rest)} "
                                                "(--json lists all)", "dim"))
+        branch.children.append(line_branch)
+    return branch
+
+
+def _cpu_kernel_branch(below: KernelBelow, refs: dict[int, LineRef]):
+    """A C++ kernel built for the CPU: its facts, then per .cpp line its loop, its x86-64
+    instructions by class and the widest-vector ones first."""
+    info = below.info
+    facts = info.cpu
+    branch = Branch(f"kernel {below.kernel}", "bold yellow", [
+        Branch(asm_text.cpu_facts_line(facts), "yellow"),
+        Branch(f"compiled as Inductor compiles it: {facts.compiler} {facts.command}", "dim"),
+        Branch(f"instruction mix ({facts.instructions} x86-64): {asm_text.mix_text(facts.mix, limit=20)}", "dim"),
+        Branch(f"files: {asm_text.stage_files(info.files)}", "dim"),
+    ])
+    for kernel_line in below.kernel_lines:
+        ref = refs.get(kernel_line)
+        label = f"kernel line {kernel_line}"
+        if ref is not None:
+            label += f"  [{ref.reason}{' ' + ', '.join(ref.nodes) if ref.nodes else ''}]  | {ref.text.strip()}"
+        line_branch = Branch(label, "bold cyan")
+        where = asm_text.loops_at(facts, kernel_line)
+        if where:
+            line_branch.children.append(Branch(where, "cyan"))
+        x86 = [line for line in below.lines if line.kernel_line == kernel_line and line.stage == "x86"]
+        if not x86:
+            line_branch.children.append(Branch("x86: no instruction carries this line (folded into another "
+                                               "line's, or optimized away)", "dim"))
+        else:
+            line_branch.children.append(Branch(f"x86 :{asm_text.line_ranges([line.line for line in x86])}  "
+                                               f"{asm_text.width_summary(x86)}", "cyan"))
+        shown = sorted(sorted(x86, key=lambda line: (-x86_vector_bits(line.text), line.line))[:SASS_SHOWN],
+                       key=lambda line: line.line)
+        for line in shown:
+            via = f"  [{line.via}]" if line.via else ""
+            line_branch.children.append(Branch(f"x86 :{line.line}  {line.text}{via}", "cyan"))
+        if len(x86) > len(shown):
+            line_branch.children.append(Branch(f"... {len(x86) - len(shown)} more instructions (--json lists all)",
+                                               "dim"))
         branch.children.append(line_branch)
     return branch
 

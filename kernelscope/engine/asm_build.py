@@ -49,7 +49,9 @@ from kernelscope.asm.assemble import CompiledStages, assemble
 from kernelscope.asm.model import KernelAsm, LaunchConfig
 from kernelscope.engine import patch_points as points
 from kernelscope.engine import patching
+from kernelscope.engine.cpu_asm_build import build_cpp_kernel
 from kernelscope.errors import UserError
+from kernelscope.store.parts.asm_builds import is_cpp_kernel
 
 # What Inductor reads to keep one config without timing (torch/_inductor/runtime/triton_heuristics.py).
 NO_TIMING_META = {"autotune_pointwise": False, "force_filter_reduction_configs": True}
@@ -310,7 +312,9 @@ class BuildSummary:
 def build_run_asm(store, run_id: int, kernel_ids: list[int] | None = None,
                   on_kernel: Callable[[int, int, str], None] = lambda done, total, name: None) -> BuildSummary:
     """Build every kernel of run `run_id` (or those of `kernel_ids`) the store has no build of,
-    storing each as soon as it is built; a kernel that fails is stored with its error."""
+    storing each as soon as it is built; a kernel that fails is stored with its error. A
+    C++ kernel (a stored `.cpp` file) is built for the CPU (cpu_asm_build.build_cpp_kernel),
+    a Triton kernel below Triton for the GPU."""
     started = time.perf_counter()
     pending = store.asm.pending(run_id, kernel_ids)
     summary = BuildSummary(0, [], 0.0, [])
@@ -320,7 +324,10 @@ def build_run_asm(store, run_id: int, kernel_ids: list[int] | None = None,
         kernel_started = time.perf_counter()
         try:
             source = Path(path).read_text(encoding="utf-8")
-            built = build_kernel(KernelToBuild(kernel.name, str(path), source, kernel.launch))
+            if is_cpp_kernel(kernel.file):  # Inductor's cpp backend: built for this machine's CPU
+                built = build_cpp_kernel(kernel.name, source, str(path))
+            else:
+                built = build_kernel(KernelToBuild(kernel.name, str(path), source, kernel.launch))
         except Exception as error:  # noqa: BLE001 - stored with the kernel, the others go on
             message = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
             store.asm.write(kernel, None, message[:1000], time.perf_counter() - kernel_started)

@@ -1,5 +1,6 @@
 """Below the kernel in the language server: what a model line's kernels use (registers,
-spills), the PTX and SASS lines of a kernel line, and a stage file's line up the chain.
+spills; a C++ kernel's vector width), the PTX and SASS lines of a kernel line (a C++
+kernel line's x86-64 instructions), and a stage file's line up the chain.
 
 Everything is read through the read model (RunView.asm_*); nothing is built here. A
 kernel without a build is answered with how to build it (the `kernelscope.buildAsm`
@@ -13,12 +14,13 @@ from kernelscope.asm import text as asm_text
 from kernelscope.asm.model import AsmFacts, AsmLine
 from kernelscope.lsp.render import Link, generated_hover, spans
 from kernelscope.store import RunView
-from kernelscope.store.parts.asm_builds import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu
+from kernelscope.store.parts.asm_builds import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu, is_cpp_kernel
 from kernelscope.store.reading.source_index import KernelHit, LineAnswer
 
-BUILDABLE = ("triton", "template")  # extern calls run library code: nothing below them
-STAGE_NAMES = {"ttir": "TTIR", "ttgir": "TTGIR", "ptx": "PTX", "sass": "SASS"}
-SHOWN_STAGES = ("ptx", "sass")  # what hovers, definitions and highlights go to
+BUILDABLE = ("triton", "template", "cpp")  # extern calls run library code: nothing below them
+STAGE_NAMES = {"ttir": "TTIR", "ttgir": "TTGIR", "ptx": "PTX", "sass": "SASS", "x86": "x86-64"}
+# What hovers, definitions and highlights go to: a Triton kernel's PTX and SASS, a C++ kernel's x86-64.
+SHOWN_STAGES = ("ptx", "sass", "x86")
 MAX_KERNELS = 3  # kernels listed with their facts in a model line's hover
 MAX_RANGES = 100  # runs of consecutive lines per stage file in a definition answer
 UNTRUSTED_HINT = ("building is off until the workspace is trusted "
@@ -35,16 +37,18 @@ def how_to_build(path: str, line: int, trusted: bool = True) -> str:
 
 
 def buildable(view: RunView) -> bool:
-    """Whether the run's kernels can be compiled below Triton at all (cpu-triton kernels run on the CPU)."""
-    return for_a_gpu(view.summary().device)
+    """Whether the run's kernels can be compiled below the kernel at all: Triton kernels for a
+    GPU (cpu-triton kernels run on the CPU: none), C++ kernels for this CPU."""
+    return for_a_gpu(view.summary().device) or view.asm_status().buildable > 0
 
 
 def kernel_hits(answer: LineAnswer) -> list:
-    """The Triton kernels a model line reached (KernelHit), one per kernel."""
+    """The Triton and C++ kernels a model line reached (KernelHit), one per kernel."""
     seen, hits = set(), []
     for graph in answer.graphs:
         for hit in graph.kernels:
-            if hit.kernel.kind in BUILDABLE and hit.kernel.file and hit.kernel.id not in seen:
+            if (hit.kernel.kind in BUILDABLE or is_cpp_kernel(hit.kernel.file)) and hit.kernel.file \
+                    and hit.kernel.id not in seen:
                 seen.add(hit.kernel.id)
                 hits.append(hit)
     return hits
@@ -60,15 +64,22 @@ def source_line_text(view: RunView, answer: LineAnswer, link: Link, trusted: boo
         return ""
     builds = view.asm_builds([hit.kernel.id for hit in hits])
     built: list[tuple[KernelHit, KernelAsmInfo, AsmFacts]] = []  # (hit, its build, the build's facts)
+    cpu: list[tuple[KernelHit, KernelAsmInfo]] = []  # C++ kernels built for the CPU
     failed: list[KernelAsmInfo] = []
     for hit in hits:
         info = builds.get(hit.kernel.id)
         if info is not None and info.facts:
             built.append((hit, info, info.facts))
+        elif info is not None and info.cpu:
+            cpu.append((hit, info))
         elif info is not None:
             failed.append(info)
-    missing = len(hits) - len(built) - len(failed)
+    missing = len(hits) - len(built) - len(cpu) - len(failed)
     lines = []
+    if cpu:
+        lines.append(f"**below the kernel**: {asm_text.cpu_kernels_summary([info.cpu for _, info in cpu])}")
+        for hit, info in cpu[:MAX_KERNELS]:
+            lines.append(f"- {_cpu_kernel_facts(view, hit, info, link)}")
     if built:
         head = asm_text.kernels_summary([facts for _, _, facts in built])
         lines.append(f"**below the kernel** ({built[0][2].arch}): {head}")
@@ -98,6 +109,36 @@ def _kernel_facts(view: RunView, hit, info: KernelAsmInfo, facts: AsmFacts, link
     return text
 
 
+def _cpu_kernel_facts(view: RunView, hit, info: KernelAsmInfo, link: Link) -> str:
+    """`cpp_fused_gelu_0` ISA avx512 · widest vectors zmm (512-bit) · [x86 :44 `vmulps`] (...)."""
+    text = f"`{info.name}` ISA {info.cpu.isa} · widest vectors {asm_text.vector_text(info.cpu.vector_bits)}"
+    x86 = view.asm_below(hit.kernel.file, sorted(set(hit.lines)), ("x86",)).stage_lines("x86")
+    if x86 and info.files.get("x86"):
+        first = asm_text.most_vector(x86)
+        text += f" · [x86 :{first.line} `{first.opcode}`]({link(info.files['x86'], first.line)})"
+        text += f" ({asm_text.width_summary(x86)})"
+    return text
+
+
+def _cpu_kernel_line_text(below: KernelBelow, line: int, link: Link) -> str:
+    """A C++ kernel line's hover part: the kernel's facts, the loop the line is in and its
+    x86-64 instructions by class, linked to the widest-vector one."""
+    info = below.info
+    out = [f"**below the kernel**: {asm_text.cpu_facts_line(info.cpu)}"]
+    where = asm_text.loops_at(info.cpu, line)
+    if where:
+        out.append(f"- {where}")
+    x86 = below.stage_lines("x86")
+    path = info.files.get("x86")
+    if not x86 or not path:
+        out.append("- x86-64: no instruction comes from this line (folded into another line's, or optimized away)")
+        return "\n".join(out)
+    first = asm_text.most_vector(x86)
+    numbers = asm_text.line_ranges([asm_line.line for asm_line in x86], limit=4)
+    out.append(f"- [x86-64 :{numbers}]({link(path, first.line)}) {asm_text.width_summary(x86)}")
+    return "\n".join(out)
+
+
 def kernel_line_text(view: RunView, kernel_file: str, line: int, link: Link, trusted: bool = True) -> str:
     """The hover's part about one kernel line: its PTX and SASS lines and the kernel's facts,
     or how to build them (`trusted`: see how_to_build)."""
@@ -107,10 +148,12 @@ def kernel_line_text(view: RunView, kernel_file: str, line: int, link: Link, tru
     info = below.info
     if info is None:
         return f"**PTX/SASS**: not built yet — {how_to_build(kernel_file, line, trusted)}"
+    if info.cpu is not None:
+        return _cpu_kernel_line_text(below, line, link)
     if info.facts is None:
         return f"**PTX/SASS**: could not be built: {info.error}"
     out = [f"**below the kernel**: {asm_text.facts_line(info.facts)}"]
-    for stage in SHOWN_STAGES:
+    for stage in ("ptx", "sass"):
         stage_lines = below.stage_lines(stage)
         path = info.files.get(stage)
         if not stage_lines or not path:
@@ -175,13 +218,19 @@ def stage_file_lens(view: RunView, location) -> str:
         return ""
     builds = view.asm_builds([ref.kernel_id])
     info = builds.get(ref.kernel_id)
-    facts = f" · {asm_text.facts_line(info.facts)}" if info is not None and info.facts else ""
+    facts = ""
+    if info is not None and info.facts:
+        facts = f" · {asm_text.facts_line(info.facts)}"
+    elif info is not None and info.cpu:
+        facts = f" · {asm_text.cpu_facts_line(info.cpu)}"
     return f"{STAGE_NAMES.get(ref.stage, ref.stage)} of {ref.kernel_name}{facts}"
 
 
 def kernel_facts_suffix(view: RunView, kernel_id: int) -> str:
     """` · 40 registers · 0 spills` for a kernel's lens when it is built ("" otherwise)."""
     info = view.asm_builds([kernel_id]).get(kernel_id)
+    if info is not None and info.cpu is not None:
+        return f" · {info.cpu.isa} · widest vectors {asm_text.vector_text(info.cpu.vector_bits)}"
     if info is None or info.facts is None:
         return ""
     return f" · {info.facts.registers} registers · {asm_text.spills_text(info.facts)}"

@@ -185,12 +185,17 @@ def runs_rows(runs: list[RunSummary], ranks: dict[int, RankRef]) -> tuple[list[s
 
 
 def resources_table(infos) -> str:
-    """One row per kernel built below Triton: what `show --asm` lists."""
+    """One row per kernel built below the kernel: what `show --asm` lists (a C++ kernel: its
+    instruction count, and its ISA and widest vectors in the config column)."""
     from kernelscope.asm import text as asm_text
 
     rows = []
     for info in infos:
         facts = info.facts
+        if info.cpu is not None:
+            rows.append([info.graph_key, info.name, "-", "-", "-", "-", "-", str(info.cpu.instructions),
+                         f"x86-64 {info.cpu.isa} · {asm_text.vector_text(info.cpu.vector_bits)}"])
+            continue
         if facts is None:
             rows.append([info.graph_key, info.name, "-", "-", "-", "-", "-", "-", f"not built: {info.error[:60]}"])
             continue
@@ -198,8 +203,8 @@ def resources_table(infos) -> str:
                      asm_text.size_text(facts.shared_bytes),
                      f"{facts.occupancy.share:.0%} ({facts.occupancy.limited_by})",
                      str(facts.instructions), facts.config.label])
-    return format_table(["graph", "kernel", "regs", "spill B", "local B", "shared", "occupancy", "SASS", "config"],
-                        rows)
+    return format_table(["graph", "kernel", "regs", "spill B", "local B", "shared", "occupancy", "instructions",
+                         "config"], rows)
 
 
 def _indent(text: str) -> str:

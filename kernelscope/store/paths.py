@@ -37,8 +37,14 @@ def graph_file(run_id: int, graph_key: str, kind: str) -> str:
     return f"{graph_dir(run_id, graph_key)}/{kind}.py"
 
 
-def kernel_file(run_id: int, graph_key: str, kernel_name: str) -> str:
-    return f"{graph_dir(run_id, graph_key)}/kernels/{safe_file_name(kernel_name)}.py"
+# A kernel's file suffix by its kind: a C++ kernel (Inductor's cpp backend) is a .cpp file,
+# every other kernel a .py file (Triton, templates).
+KERNEL_FILE_SUFFIXES = {"cpp": ".cpp"}
+
+
+def kernel_file(run_id: int, graph_key: str, kernel_name: str, kind: str = "triton") -> str:
+    suffix = KERNEL_FILE_SUFFIXES.get(kind, ".py")
+    return f"{graph_dir(run_id, graph_key)}/kernels/{safe_file_name(kernel_name)}{suffix}"
 
 
 class OutsideStore(StoreError):

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from kernelscope.asm.model import STAGES
+from kernelscope.asm.model import ALL_STAGES
 from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
@@ -318,7 +318,7 @@ class RunView:
         return [kernel.file for kernel in asm.pending(self.id, kernel_ids)]
 
     def asm_below(self, kernel_file: str, kernel_lines: Sequence[int],
-                  stages: tuple[str, ...] = STAGES) -> KernelBelow:
+                  stages: tuple[str, ...] = ALL_STAGES) -> KernelBelow:
         """The build of the kernel stored at `kernel_file` (info None: not built yet) and the
         stage lines its `kernel_lines` became."""
         return self._asm().below(kernel_file, list(kernel_lines), stages)
@@ -334,7 +334,7 @@ class RunView:
         each (`query` of the kernel file's line, in `direction`, with `module` and `direct_only`)."""
         ref = self.asm_file(path)
         if ref is None:
-            raise UserError(f"{path} is not a stage file (PTX, SASS, TTIR, TTGIR) of run {self.id}")
+            raise UserError(f"{path} is not a stage file (PTX, SASS, TTIR, TTGIR, x86) of run {self.id}")
         if line < 1 or line > ref.line_count:
             raise UserError(f"line {line} is out of range for {ref.path}: give a line 1-{ref.line_count}")
         lines = self._asm().lines_at(ref, line)

@@ -1,7 +1,8 @@
-"""Below the kernel: the fourth pane as the kernel's SASS or PTX.
+"""Below the kernel: the fourth pane as the kernel's SASS or PTX (a C++ kernel's x86-64).
 
 `a` cycles the fourth pane: wrapper -> the kernel pane's kernel in SASS -> in PTX ->
-wrapper (`toggle`); the ASM pane takes the wrapper pane's place. After each
+wrapper (`toggle`); for a C++ kernel wrapper -> x86-64 -> wrapper; the ASM pane takes the
+wrapper pane's place. After each
 set of links (and each build) `refresh` reads the stage file's lines of the kernel
 pane's lines in the "asm" worker, with a generation like the link follower's, and
 `show` lights them. `B` (`build`) compiles kernels to PTX and SASS in an engine
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernelscope.store.parts.asm_builds import is_cpp_kernel
 from kernelscope.store.results import KERNEL, WRAPPER
 from kernelscope.tui.controller import Controller, thread_worker
 from kernelscope.tui.gateway import Stale
@@ -19,6 +21,7 @@ from kernelscope.tui.messages import AsmBuilt, AsmLoaded, AsmProgress
 from kernelscope.tui.store_reads import asm_of_kernel
 
 STAGES = (None, "sass", "ptx")  # what `a` cycles the fourth pane through (None: the wrapper)
+CPP_STAGES = (None, "x86")  # the same for a C++ kernel (a .cpp file in the kernel pane)
 
 
 class AsmMode(Controller):
@@ -39,7 +42,8 @@ class AsmMode(Controller):
     def toggle(self) -> None:
         """The fourth pane: wrapper -> the kernel's SASS -> its PTX -> wrapper."""
         app = self.app
-        self.stage = STAGES[(STAGES.index(self.stage) + 1) % len(STAGES)]
+        stages = CPP_STAGES if is_cpp_kernel(app.view(KERNEL).path) else STAGES
+        self.stage = stages[(stages.index(self.stage) + 1) % len(stages)] if self.stage in stages else None
         shown = self.shown
         focused = app.focused
         app.pane(WRAPPER).display = not shown
@@ -67,7 +71,9 @@ class AsmMode(Controller):
         last_query = app.links.last_query
         from_kernel = last_query is not None and last_query[0] == KERNEL
         lines = [kernel.cursor_line] if from_kernel or not kernel.linked else sorted(kernel.linked)
-        self.load_asm(self.generation, app.run_id, kernel.path, lines, self.stage)
+        cpp = is_cpp_kernel(kernel.path)
+        stage = "x86" if cpp else ("sass" if self.stage == "x86" else self.stage)  # the kind the pane now holds
+        self.load_asm(self.generation, app.run_id, kernel.path, lines, stage)
 
     @thread_worker("asm", "load PTX/SASS")
     def load_asm(self, generation: int, run_id: int, kernel: str, lines: list[int], stage: str) -> None:

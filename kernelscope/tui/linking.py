@@ -22,7 +22,7 @@ from kernelscope.tui.run_data import in_instance
 
 PANES = (SOURCE, POST_GRAD, KERNEL, WRAPPER)  # left to right, top to bottom
 ASM = "asm"  # the PTX/SASS pane: shown in the wrapper pane's place (`a`), linked to the kernel pane
-STAGE_NAMES = {"sass": "SASS", "ptx": "PTX"}  # the stages below the kernel the ASM pane shows
+STAGE_NAMES = {"sass": "SASS", "ptx": "PTX", "x86": "x86-64"}  # the stages below the kernel the ASM pane shows
 PANE_TITLES = {SOURCE: "model source", POST_GRAD: "post-grad graph", KERNEL: "kernel", WRAPPER: "wrapper",
                ASM: "below the kernel"}
 

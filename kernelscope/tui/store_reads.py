@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelscope.asm.text import spills_text
+from kernelscope.asm.text import spills_text, vector_text
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import StoreBackend
-from kernelscope.store.parts.asm_builds import for_a_gpu
+from kernelscope.store.parts.asm_builds import for_a_gpu, is_cpp_kernel
 from kernelscope.store.results import SOURCE, RunDetails
 from kernelscope.tui.linking import STAGE_NAMES
 from kernelscope.tui.run_data import display_path, target_file
@@ -109,6 +109,11 @@ def asm_of_kernel(store: StoreBackend, run_id: int, kernel: str, lines: list[int
     below = view.asm_below(kernel, lines, (stage,))
     name = STAGE_NAMES[stage]
     info = below.info
+    if info is None and is_cpp_kernel(kernel):
+        return None, [], f"{name}: not built", (
+            f"{name}: the C++ kernel {below.kernel} is not compiled yet — press B to compile it with Inductor's "
+            f"compiler command in the engine worker (seconds a kernel), or run "
+            f"`kernelscope query {kernel}:{lines[0] if lines else 1} --asm`")
     if info is None and not for_a_gpu(view.summary().device):
         return None, [], f"{name}: none", (f"{name}: this run's kernels run on the CPU ({view.summary().device}): "
                                            "there is no PTX or SASS")
@@ -116,15 +121,19 @@ def asm_of_kernel(store: StoreBackend, run_id: int, kernel: str, lines: list[int
         return None, [], f"{name}: not built", (
             f"{name}: {below.kernel} is not compiled below Triton yet — press B to compile it in the engine "
             f"worker (about 1-2 s a kernel), or run `kernelscope query {kernel}:{lines[0] if lines else 1} --asm`")
-    if info.facts is None:
+    if not info.built:
         return None, [], f"{name}: could not be built", f"{name}: {below.kernel} could not be built: {info.error}"
     path = info.files.get(stage)
     if path is None:
         return None, [], f"{name}: none", f"{name}: the build stored no {name} file"
     file = OpenFile(path, path.rsplit("/", 1)[-1], _read_text(str(view.absolute_path(path))))
     facts = info.facts
-    title = (f"{name} · {facts.registers} regs · {spills_text(facts)} · occupancy {facts.occupancy.share:.0%}: "
-             f"{file.label}")
+    if info.cpu is not None:
+        title = (f"{name} · {info.cpu.isa} · widest vectors {vector_text(info.cpu.vector_bits)} · "
+                 f"{info.cpu.instructions} instructions: {file.label}")
+    else:
+        title = (f"{name} · {facts.registers} regs · {spills_text(facts)} · occupancy {facts.occupancy.share:.0%}: "
+                 f"{file.label}")
     return file, sorted({line.line for line in below.stage_lines(stage)}), title, ""
 
 

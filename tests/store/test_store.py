@@ -290,8 +290,9 @@ WHY_TABLES = ("guard_failure_lines", "guard_failures", "guards", "fusion_refusal
 # every table version 6 added: a version-5 store has none of them
 ADDED_IN_6 = ("user_kernel_lines", "user_kernels", "recomputed_nodes", *WHY_TABLES, "graph_memory", "memory_buffers",
               "eager_memory", "eager_memory_lines", "numerics_runs", "numerics_outputs")
-# version 7: where each wrapper ran from, and --memory's measured step (docs/memory.md)
-ADDED_IN_7 = ("graph_wrapper_files", "memory_measured", "memory_measured_lines")
+# version 7: where each wrapper ran from, --memory's measured step (docs/memory.md), and the
+# x86-64 facts of C++ kernels (docs/below-the-kernel.md)
+ADDED_IN_7 = ("graph_wrapper_files", "memory_measured", "memory_measured_lines", "kernel_cpu_asm")
 
 
 def test_version_5_store_gains_the_why_tables(mlp_store, workspace):
@@ -441,6 +442,35 @@ def test_version_6_store_gains_the_measured_memory_tables(recordings, tmp_path, 
             (str(STORE_SCHEMA_VERSION),)]
         assert rows(store, "SELECT COUNT(*) FROM memory_measured_lines") == [(0,)]
         assert rows(store, "SELECT COUNT(*) FROM graph_wrapper_files") == [(0,)]
+
+
+def test_version_6_store_gains_the_x86_stage(mlp_store, workspace):
+    """A version-6 store (before C++ kernels were built for the CPU) opens with its builds as
+    they were: `asm_files` is made again with the 'x86' stage allowed, its rows kept, and
+    the CPU facts table is added."""
+    conn = mlp_store.conn
+    for table in ADDED_IN_7:
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("DROP TABLE asm_files")
+    conn.execute("""CREATE TABLE asm_files (
+        kernel_id INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        stage TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass')),
+        path TEXT NOT NULL, line_count INTEGER NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (kernel_id, stage))""")
+    kernel_id = rows(mlp_store, "SELECT id FROM kernels WHERE run_id = 1 ORDER BY id")[0][0]
+    conn.execute("INSERT INTO asm_files VALUES (?, 1, 'ptx', 'runs/1/asm/k.ptx', 3, 'x')", (kernel_id,))
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("INSERT INTO asm_files VALUES (?, 1, 'x86', 'runs/1/asm/k.x86', 3, 'x')", (kernel_id,))
+    conn.execute("UPDATE meta SET value = '6' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    with StoreBackend(workspace / ".kernelscope") as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
+        assert rows(store, "SELECT stage, path FROM asm_files") == [("ptx", "runs/1/asm/k.ptx")]
+        store.conn.execute("INSERT INTO asm_files VALUES (?, 1, 'x86', 'runs/1/asm/k.x86', 3, 'x')", (kernel_id,))
+        assert rows(store, "SELECT COUNT(*) FROM kernel_cpu_asm") == [(0,)]
+        assert {row[1] for row in store.conn.execute("PRAGMA index_list(asm_files)")} >= {
+            "asm_files_by_path", "asm_files_by_run"}
 
 
 def test_json_columns_round_trip(mlp_store):

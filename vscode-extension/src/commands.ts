@@ -223,14 +223,14 @@ export function registerCommands(
         }
         answer = await ask();
       }
-      const built = answer.kernels.filter((k) => k.status === 'built' && k.stages.sass);
+      const built = answer.kernels.filter((k) => k.status === 'built' && (k.stages.sass ?? k.stages.x86));
       if (built.length === 0) {
         const failed = answer.kernels.find((k) => k.error);
         void vscode.window.showWarningMessage(`kernelscope: no SASS for line ${line}${failed ? `: ${failed.error}` : ''}.`);
         return;
       }
       const kernel = built.length === 1 ? built[0] : await pickAsmKernel(built);
-      const sass = kernel?.stages.sass;
+      const sass = kernel?.stages.sass ?? kernel?.stages.x86; // a C++ kernel: its x86-64
       if (!kernel || !sass) return;
       const first = sass.focus ?? sass.ranges[0]?.start.line ?? 0;
       const beside = editor.viewColumn === vscode.ViewColumn.One ? vscode.ViewColumn.Beside : vscode.ViewColumn.One;

@@ -207,7 +207,7 @@ export interface AsmKernel {
   status: 'built' | 'not built' | 'failed';
   facts: string | null;
   error: string | null;
-  stages: { ptx?: AsmStageLines; sass?: AsmStageLines };
+  stages: { ptx?: AsmStageLines; sass?: AsmStageLines; x86?: AsmStageLines }; // x86: a C++ kernel's
 }
 
 /** Answer of `kernelscope/asmForLine`. */

@@ -164,10 +164,10 @@ export class ServerManager implements vscode.Disposable {
       options: { cwd: launch.cwd, env: { ...process.env, ...launch.env } },
     };
     const clientOptions: LanguageClientOptions = {
-      // Python files, and kernels' PTX/SASS files in the store (the server answers in them too).
+      // Python files, and kernels' PTX/SASS (a C++ kernel's x86) files in the store (the server answers in them too).
       documentSelector: [
         { scheme: 'file', language: 'python' },
-        { scheme: 'file', pattern: '**/.kernelscope/runs/*/asm/**/*.{sass,ptx,ttgir,ttir}' },
+        { scheme: 'file', pattern: '**/.kernelscope/runs/*/asm/**/*.{sass,ptx,ttgir,ttir,x86}' },
       ],
       outputChannel: this.output,
       traceOutputChannel: this.output,

@@ -30,7 +30,7 @@ export function isGeneratedPath(fsPath: string): boolean {
   return /[\\/]\.kernelscope[\\/]runs[\\/]\d+[\\/]/.test(fsPath);
 }
 
-/** Whether a path is a kernel's stage file below Triton (`.kernelscope/runs/<id>/asm/.../k.sass`). */
+/** Whether a path is a kernel's stage file below the kernel (`.kernelscope/runs/<id>/asm/.../k.sass`, `k.x86`). */
 export function isAsmPath(fsPath: string): boolean {
-  return isGeneratedPath(fsPath) && /[\\/]asm[\\/].*\.(sass|ptx|ttgir|ttir)$/.test(fsPath);
+  return isGeneratedPath(fsPath) && /[\\/]asm[\\/].*\.(sass|ptx|ttgir|ttir|x86)$/.test(fsPath);
 }

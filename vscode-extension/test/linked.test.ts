@@ -89,6 +89,7 @@ test('a kernel\'s PTX and SASS files are stage files of the store; other files a
   const { isAsmPath } = await import('../src/uris');
   assert.equal(isAsmPath('/ws/.kernelscope/runs/3/asm/0_0_0-inference/k/k.sass'), true);
   assert.equal(isAsmPath('C:\\ws\\.kernelscope\\runs\\3\\asm\\g\\k\\k.ptx'), true);
+  assert.equal(isAsmPath('/ws/.kernelscope/runs/3/asm/0_0_0-inference/cpp_fused_gelu_0/cpp_fused_gelu_0.x86'), true);
   assert.equal(isAsmPath('/ws/.kernelscope/runs/3/graphs/0_0_0-forward/kernels/k.py'), false);
   assert.equal(isAsmPath('/ws/styles/site.sass'), false);
 });

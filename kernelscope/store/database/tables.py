@@ -221,7 +221,7 @@ CREATE TABLE kernel_asm (
 CREATE TABLE asm_files (
     kernel_id  INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
     run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    stage      TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass')),
+    stage      TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass', 'x86')),
     path       TEXT NOT NULL,  -- runs/<id>/asm/<graph key>/<kernel>/<kernel>.<stage>
     line_count INTEGER NOT NULL,
     sha256     TEXT NOT NULL,
@@ -259,6 +259,50 @@ CREATE INDEX asm_lines_by_kernel_line ON asm_lines (kernel_id, kernel_line);
 CREATE INDEX asm_lines_by_stage_line  ON asm_lines (kernel_id, stage, line);
 """
 # ---- end of below the kernel ---------------------------------------------------------
+
+# ---- below a C++ kernel (kernelscope/asm/x86.py, store/parts/asm_builds.py) ------------
+# A C++ kernel (Inductor's cpp backend) built for the CPU is a `kernel_asm` row with arch
+# 'x86-64' and no GPU facts, one `asm_files` row of stage 'x86' (its disassembly), its
+# `asm_lines` (instruction -> .cpp line), and its CPU facts here.
+CPU_ASM_TABLES = """
+CREATE TABLE kernel_cpu_asm (
+    kernel_id    INTEGER PRIMARY KEY REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    isa          TEXT NOT NULL,     -- Inductor's pick: avx512, avx2, ...
+    isa_bits     INTEGER NOT NULL,  -- its vector width
+    vector_bits  INTEGER NOT NULL,  -- the widest vector register the instructions use
+    instructions INTEGER NOT NULL,
+    mix_json     TEXT NOT NULL,     -- instruction class -> count
+    loops_json   TEXT NOT NULL,     -- the kernel's loops (model.CppLoop)
+    remarks_json TEXT NOT NULL,     -- the compiler's vectorization remarks: [{line, text}]
+    compiler     TEXT NOT NULL,
+    command      TEXT NOT NULL      -- Inductor's compile command for the kernel
+);
+
+CREATE INDEX kernel_cpu_asm_by_run ON kernel_cpu_asm (run_id);
+"""
+
+# A store of version 3-6 made `asm_files` before stage 'x86' existed: the table is made again
+# with the new CHECK (SQLite cannot change a CHECK in place), its rows kept.
+ASM_FILES_WITH_X86 = """
+CREATE TABLE asm_files_with_x86 (
+    kernel_id  INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    stage      TEXT NOT NULL CHECK (stage IN ('ttir', 'ttgir', 'ptx', 'sass', 'x86')),
+    path       TEXT NOT NULL,
+    line_count INTEGER NOT NULL,
+    sha256     TEXT NOT NULL,
+    PRIMARY KEY (kernel_id, stage)
+);
+INSERT INTO asm_files_with_x86 (kernel_id, run_id, stage, path, line_count, sha256)
+    SELECT kernel_id, run_id, stage, path, line_count, sha256 FROM asm_files;
+DROP TABLE asm_files;
+ALTER TABLE asm_files_with_x86 RENAME TO asm_files;
+CREATE INDEX asm_files_by_path        ON asm_files (path);
+CREATE INDEX asm_files_by_run         ON asm_files (run_id);
+"""
+
+# ---- end of below a C++ kernel ---------------------------------------------------------
 
 # -- distributed jobs (docs/distributed.md) ------------------------------------------
 # A run's place in a torch.distributed job, the collectives of its graphs, and the
@@ -656,7 +700,7 @@ CREATE INDEX wrapper_files_by_run         ON graph_wrapper_files (run_id);
 CREATE INDEX memory_measured_lines_by_run ON memory_measured_lines (run_id);
 CREATE INDEX memory_measured_lines_by_graph ON memory_measured_lines (graph_id);
 """
-ADDED_IN_7 = MEMORY_MEASURED_TABLES + MEMORY_MEASURED_INDEXES
+MEMORY_MEASURED = MEMORY_MEASURED_TABLES + MEMORY_MEASURED_INDEXES
 # -- end of measured memory -------------------------------------------------------------
 
 # What version 6 added: a program's own Triton kernels, why (guards, recompile failures,
@@ -665,6 +709,12 @@ ADDED_IN_7 = MEMORY_MEASURED_TABLES + MEMORY_MEASURED_INDEXES
 ADDED_IN_6 = (USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXES + RECOMPUTE_TABLES
               + RECOMPUTE_INDEXES + MEMORY_TABLES + MEMORY_INDEXES + NUMERICS_TABLES + NUMERICS_INDEXES)
 
+# What version 7 added: C++ kernels' x86-64 facts and measured memory. A version 3-6 store
+# also has its `asm_files` made again with stage 'x86' allowed (REMADE_IN_7); version 2 makes
+# ASM_TABLES as they are now.
+ADDED_IN_7 = CPU_ASM_TABLES + MEMORY_MEASURED
+REMADE_IN_7 = ASM_FILES_WITH_X86
+
 # A store of an older version gains the tables added since, when opened: version 2 the
 # below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and
 # subgraph tables, version 4 the subgraph tables (its runs recorded none: a subgraph of theirs
@@ -672,10 +722,10 @@ ADDED_IN_6 = (USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXE
 ADDED_SINCE_VERSION = {
     "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES
     + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
-    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
-    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
-    "5": ADDED_IN_6 + ADDED_IN_7,
-    "6": ADDED_IN_7,  # measured memory: a version-6 run reads as measuring none, with no wrapper files
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + REMADE_IN_7 + ADDED_IN_7,
+    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + REMADE_IN_7 + ADDED_IN_7,
+    "5": ADDED_IN_6 + REMADE_IN_7 + ADDED_IN_7,
+    "6": REMADE_IN_7 + ADDED_IN_7,  # a version-6 run reads as measuring no memory, building no x86
 }
 
 # -- end of timing decisions ----------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Below the kernel in a dump (schema 4.0): each kernel's `launch` (--target cuda) and
-`asm` (its build for the run's GPU: facts and stage files), or null."""
+"""Below the kernel in a dump (schema 4.0; 8.0 added C++ kernels): each kernel's `launch`
+(--target cuda) and `asm` (its build for the run's GPU: facts and stage files; a C++
+kernel's build for the CPU: ISA, vector width, loops and its x86 file), or null."""
 from __future__ import annotations
 
 import hashlib
@@ -8,10 +9,11 @@ import re
 import sqlite3
 from pathlib import Path
 
-from kernelscope.asm.model import STAGES
+from kernelscope.asm.model import CPU_STAGES, STAGES
 from kernelscope.errors import StoreError
 from kernelscope.store import paths
 from kernelscope.store.parts import decisions
+from kernelscope.store.parts.asm_builds import CPU_ARCH
 
 _PACKAGE_PREFIX = re.compile(r"[^\s\"'()\[\]]*?/(?:site|dist)-packages/")
 
@@ -57,6 +59,9 @@ def builds(conn: sqlite3.Connection, root: Path, run_id: int, graph_id: int, por
         if row["error"] is not None:
             found[row["kernel_id"]] = {"error": row["error"]}
             continue
+        if row["arch"] == CPU_ARCH:
+            found[row["kernel_id"]] = _cpu_build(conn, row["kernel_id"], files.get(row["kernel_id"], {}))
+            continue
         found[row["kernel_id"]] = {
             "arch": row["arch"], "config": json.loads(row["config_json"]),
             "candidates": json.loads(row["candidates_json"]), "chosen_by": row["chosen_by"],
@@ -70,6 +75,16 @@ def builds(conn: sqlite3.Connection, root: Path, run_id: int, graph_id: int, por
             "files": {stage: files.get(row["kernel_id"], {}).get(stage) for stage in STAGES},
         }
     return found
+
+
+def _cpu_build(conn: sqlite3.Connection, kernel_id: int, files: dict[str, dict]) -> dict:
+    """A C++ kernel's `asm`: its CPU facts and x86 file (the compile command, which names this
+    machine's include directories, stays in the store)."""
+    row = conn.execute("SELECT * FROM kernel_cpu_asm WHERE kernel_id = ?", (kernel_id,)).fetchone()
+    return {"arch": CPU_ARCH, "isa": row["isa"], "isa_bits": row["isa_bits"], "vector_bits": row["vector_bits"],
+            "instructions": row["instructions"], "mix": json.loads(row["mix_json"]),
+            "loops": json.loads(row["loops_json"]), "remarks": json.loads(row["remarks_json"]),
+            "compiler": row["compiler"], "files": {stage: files.get(stage) for stage in CPU_STAGES}}
 
 
 def _file_ref(row: sqlite3.Row, root: Path, run_id: int, portable, absolute_paths: bool) -> dict:

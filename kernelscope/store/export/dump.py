@@ -46,7 +46,8 @@ from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
 # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute, memory, numerics
-# 8.0: run.memory's step peak and measured memory (`compile --memory`)
+# 8.0: run.memory's step peak and measured memory (`compile --memory`); kernel.asm of a C++ kernel
+#      built for the CPU (arch x86-64: ISA, vector width, loops; docs/below-the-kernel.md)
 SCHEMA_VERSION = "8.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),

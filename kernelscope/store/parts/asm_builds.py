@@ -1,5 +1,7 @@
 """Below the kernel in the store: each Triton kernel of a run compiled for the run's GPU
-(kernelscope.asm), added to the stored run when first asked for.
+(kernelscope.asm), and each C++ kernel (a stored `.cpp` kernel file: Inductor's cpp backend)
+compiled for this machine's CPU (stage `x86`, its facts in `kernel_cpu_asm`), added to the
+stored run when first asked for.
 
 A run is written once (writing/writer.py); its kernels' builds come later, one kernel per
 transaction, so an answer can be shown as soon as its kernels are built and two
@@ -18,13 +20,19 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelscope.asm.model import STAGES, AsmFacts, AsmLine, KernelAsm, LaunchConfig, Occupancy
+from kernelscope.asm.model import ALL_STAGES, AsmFacts, AsmLine, CpuFacts, KernelAsm, LaunchConfig, Occupancy
 from kernelscope.store import paths
 from kernelscope.store.database import connection
 from kernelscope.store.database.sql import select_in
 from kernelscope.store.parts import decisions
 
 BUILDABLE_KINDS = ("triton", "template")  # extern calls run library code: nothing to build
+CPP_SUFFIX = ".cpp"  # a kernel stored as a C++ file (Inductor's cpp backend) is built for the CPU: x86
+
+
+def is_cpp_kernel(kernel_file: str | None) -> bool:
+    """Whether a stored kernel file is a C++ kernel (built to x86-64, not below Triton)."""
+    return bool(kernel_file) and str(kernel_file).endswith(CPP_SUFFIX)
 
 
 def for_a_gpu(device: str) -> bool:
@@ -46,7 +54,7 @@ class PendingKernel:
     run_id: int
     name: str
     graph_key: str
-    file: str  # the stored kernel file (`runs/3/graphs/.../kernels/<name>.py`)
+    file: str  # the stored kernel file (`runs/3/graphs/.../kernels/<name>.py`, or `.cpp`: a C++ kernel)
     # --target cuda (or replayed from a GPU's decisions: `replayed_from`):
     # {"config", "candidates", "registers", "spills", "shared_bytes", "replayed_from"}
     launch: dict | None
@@ -61,9 +69,15 @@ class KernelAsmInfo:
     graph_key: str
     kernel_file: str | None
     error: str | None
-    facts: AsmFacts | None
+    facts: AsmFacts | None  # a Triton kernel's build for the GPU
     files: dict[str, str] = field(default_factory=dict)  # stage -> stored path
     build_seconds: float = 0.0
+    cpu: CpuFacts | None = None  # a C++ kernel's build for the CPU (stage "x86"; `facts` is None)
+
+    @property
+    def built(self) -> bool:
+        """Whether the kernel was built (for the GPU or the CPU), not stopped by an error."""
+        return self.facts is not None or self.cpu is not None
 
     @property
     def key(self) -> str:
@@ -97,14 +111,14 @@ class AsmStore:
     # -- what is left to build ---------------------------------------------------------
 
     def pending(self, run_id: int, kernel_ids: list[int] | None = None) -> list[PendingKernel]:
-        """The run's Triton kernels (or those of `kernel_ids`) with no build stored yet."""
+        """The run's Triton and C++ kernels (or those of `kernel_ids`) with no build stored yet."""
         sql = """SELECT k.id, k.name, k.file, g.key, l.config_json, l.candidates_json, l.registers, l.spills,
                         l.shared_bytes
                  FROM kernels k JOIN graphs g ON g.id = k.graph_id
                  LEFT JOIN kernel_asm a ON a.kernel_id = k.id
                  LEFT JOIN kernel_launches l ON l.kernel_id = k.id
                  WHERE k.run_id = ? AND a.kernel_id IS NULL AND k.file IS NOT NULL
-                   AND k.kind IN ('triton', 'template')"""
+                   AND (k.kind IN ('triton', 'template') OR k.file LIKE '%.cpp')"""
         rows = self.conn.execute(sql + " ORDER BY g.id, k.position", (run_id,)).fetchall()
         wanted = None if kernel_ids is None else set(kernel_ids)
         rows = [row for row in rows if wanted is None or row[0] in wanted]
@@ -165,22 +179,15 @@ class AsmStore:
                           (kernel.kernel_id, kernel.run_id, error, seconds))
 
     def _insert_build(self, kernel: PendingKernel, built: KernelAsm, directory: str, staging: Path) -> None:
-        facts = built.facts
-        self.conn.execute(
-            """INSERT INTO kernel_asm (kernel_id, run_id, error, arch, config_json, candidates_json, chosen_by,
-                   registers, spill_bytes, spill_load_bytes, local_bytes, local_stores, local_loads, shared_bytes,
-                   num_warps, num_stages, occupancy_json, instructions, mix_json, gpu_json, build_seconds, tools_json)
-               VALUES (?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (kernel.kernel_id, kernel.run_id, facts.arch, _json(facts.config.to_dict()),
-             _json([config.to_dict() for config in facts.candidates]), facts.chosen_by, facts.registers,
-             facts.spill_bytes, facts.spill_load_bytes, facts.local_bytes, facts.local_stores, facts.local_loads,
-             facts.shared_bytes, facts.num_warps,
-             facts.num_stages, _json(_occupancy_dict(facts.occupancy)), facts.instructions, _json(facts.mix),
-             None if facts.gpu is None else _json(facts.gpu), round(built.build_seconds, 4), _json(built.tools)),
-        )
+        if isinstance(built.facts, CpuFacts):
+            self._insert_cpu_facts(kernel, built)
+        else:
+            self._insert_gpu_facts(kernel, built)
         file_name = paths.safe_file_name(kernel.name)
-        for stage in STAGES:
-            text = built.stages.get(stage, "")
+        for stage in ALL_STAGES:
+            if stage not in built.stages:
+                continue
+            text = built.stages[stage]
             data = text.encode("utf-8")
             (staging / f"{file_name}.{stage}").write_bytes(data)
             self.conn.execute(
@@ -193,6 +200,35 @@ class AsmStore:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(kernel.kernel_id, line.stage, line.line, line.kernel_line, line.text, line.opcode, line.via)
              for line in built.lines],
+        )
+
+    def _insert_cpu_facts(self, kernel: PendingKernel, built: KernelAsm) -> None:
+        facts = built.facts
+        self.conn.execute(
+            """INSERT INTO kernel_asm (kernel_id, run_id, error, arch, instructions, mix_json, build_seconds,
+                   tools_json) VALUES (?, ?, NULL, ?, ?, ?, ?, ?)""",
+            (kernel.kernel_id, kernel.run_id, facts.arch, facts.instructions, _json(facts.mix),
+             round(built.build_seconds, 4), _json(built.tools)))
+        self.conn.execute(
+            """INSERT INTO kernel_cpu_asm (kernel_id, run_id, isa, isa_bits, vector_bits, instructions, mix_json,
+                   loops_json, remarks_json, compiler, command) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (kernel.kernel_id, kernel.run_id, facts.isa, facts.isa_bits, facts.vector_bits, facts.instructions,
+             _json(facts.mix), _json([loop.to_dict() for loop in facts.loops]), _json(facts.remarks), facts.compiler,
+             facts.command))
+
+    def _insert_gpu_facts(self, kernel: PendingKernel, built: KernelAsm) -> None:
+        facts = built.facts
+        self.conn.execute(
+            """INSERT INTO kernel_asm (kernel_id, run_id, error, arch, config_json, candidates_json, chosen_by,
+                   registers, spill_bytes, spill_load_bytes, local_bytes, local_stores, local_loads, shared_bytes,
+                   num_warps, num_stages, occupancy_json, instructions, mix_json, gpu_json, build_seconds, tools_json)
+               VALUES (?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (kernel.kernel_id, kernel.run_id, facts.arch, _json(facts.config.to_dict()),
+             _json([config.to_dict() for config in facts.candidates]), facts.chosen_by, facts.registers,
+             facts.spill_bytes, facts.spill_load_bytes, facts.local_bytes, facts.local_stores, facts.local_loads,
+             facts.shared_bytes, facts.num_warps,
+             facts.num_stages, _json(_occupancy_dict(facts.occupancy)), facts.instructions, _json(facts.mix),
+             None if facts.gpu is None else _json(facts.gpu), round(built.build_seconds, 4), _json(built.tools)),
         )
 
     # -- reading -------------------------------------------------------------------------
@@ -213,20 +249,27 @@ class AsmStore:
         return self._infos(rows)
 
     def _infos(self, rows: list[sqlite3.Row]) -> dict[int, KernelAsmInfo]:
+        def gpu_built(row) -> bool:
+            return not row["error"] and row["arch"] != CPU_ARCH
+
         infos = {row["kernel_id"]: KernelAsmInfo(row["kernel_id"], row["name"], row["graph_key"], row["kernel_file"],
-                                                 row["error"], None if row["error"] else _facts(row),
+                                                 row["error"], _facts(row) if gpu_built(row) else None,
                                                  build_seconds=row["build_seconds"]) for row in rows}
+        cpu_ids = [row["kernel_id"] for row in rows if not row["error"] and row["arch"] == CPU_ARCH]
+        for row in select_in(self.conn, "SELECT * FROM kernel_cpu_asm WHERE kernel_id IN ({})", cpu_ids):
+            infos[row["kernel_id"]].cpu = _cpu_facts(row)
         for kernel_id, stage, path in select_in(
                 self.conn, "SELECT kernel_id, stage, path FROM asm_files WHERE kernel_id IN ({})", infos, plain=True):
             infos[kernel_id].files[stage] = path
         return infos
 
-    def lines_down(self, kernel_id: int, kernel_lines: list[int], stages: tuple[str, ...] = STAGES) -> list[AsmLine]:
+    def lines_down(self, kernel_id: int, kernel_lines: list[int],
+                   stages: tuple[str, ...] = ALL_STAGES) -> list[AsmLine]:
         """The stage lines that came from these kernel lines, in stage then file order."""
         rows = select_in(self.conn, f"""SELECT stage, line, kernel_line, text, opcode, via FROM asm_lines
                                         WHERE kernel_id = {int(kernel_id)} AND kernel_line IN ({{}})""",
                          kernel_lines, plain=True)
-        order = {stage: index for index, stage in enumerate(STAGES)}
+        order = {stage: index for index, stage in enumerate(ALL_STAGES)}
         found = [AsmLine(*row) for row in rows if row[0] in stages]
         return sorted(found, key=lambda line: (order[line.stage], line.line, line.kernel_line))
 
@@ -249,23 +292,28 @@ class AsmStore:
         return [AsmLine(*row) for row in rows]
 
     def status(self, run_id: int) -> AsmStatus:
-        """How many of the run's Triton kernels can be built below Triton (none when they were
-        generated for the CPU: cpu-triton), are built, failed."""
+        """How many of the run's kernels can be built: its Triton kernels below Triton (none when
+        they were generated for the CPU: cpu-triton) and its C++ kernels to x86-64; how many
+        are built, failed."""
         device = self.conn.execute("SELECT device FROM runs WHERE id = ?", (run_id,)).fetchone()
-        buildable = 0 if device is not None and not for_a_gpu(device[0]) else self.conn.execute(
-            "SELECT COUNT(*) FROM kernels WHERE run_id = ? AND file IS NOT NULL AND kind IN ('triton', 'template')",
-            (run_id,)).fetchone()[0]
+        triton = 0 if device is not None and not for_a_gpu(device[0]) else self.conn.execute(
+            """SELECT COUNT(*) FROM kernels WHERE run_id = ? AND file IS NOT NULL AND kind IN ('triton', 'template')
+                 AND file NOT LIKE '%.cpp'""", (run_id,)).fetchone()[0]
+        cpp = self.conn.execute("SELECT COUNT(*) FROM kernels WHERE run_id = ? AND file LIKE '%.cpp'",
+                                (run_id,)).fetchone()[0]
+        buildable = triton + cpp
         built, failed = self.conn.execute(
             "SELECT COUNT(*) - COUNT(error), COUNT(error) FROM kernel_asm WHERE run_id = ?", (run_id,)).fetchone()
         return AsmStatus(buildable, built or 0, failed or 0)
 
-    def below(self, kernel_file: str, kernel_lines: list[int], stages: tuple[str, ...] = STAGES) -> KernelBelow:
+    def below(self, kernel_file: str, kernel_lines: list[int], stages: tuple[str, ...] = ALL_STAGES) -> KernelBelow:
         """The build of the kernel stored at `kernel_file` and the stage lines of `kernel_lines`."""
         kernel_id = self.kernel_ids_of_files([kernel_file]).get(kernel_file)
         info = None if kernel_id is None else self.infos([kernel_id]).get(kernel_id)
-        name = info.name if info is not None else kernel_file.rsplit("/", 1)[-1].removesuffix(".py")
+        name = info.name if info is not None else kernel_file.rsplit("/", 1)[-1].removesuffix(".py").removesuffix(
+            CPP_SUFFIX)
         lines = (self.lines_down(kernel_id, kernel_lines, stages)
-                 if kernel_id is not None and info is not None and info.facts else [])
+                 if kernel_id is not None and info is not None and info.built else [])
         return KernelBelow(name, kernel_file, sorted(set(kernel_lines)), info, lines)
 
 
@@ -299,6 +347,17 @@ def _facts(row: sqlite3.Row) -> AsmFacts:
     )
 
 
+CPU_ARCH = "x86-64"  # kernel_asm.arch of a C++ kernel's build
+
+
+def _cpu_facts(row: sqlite3.Row) -> CpuFacts:
+    return CpuFacts.from_dict({
+        "arch": CPU_ARCH, "isa": row["isa"], "isa_bits": row["isa_bits"], "vector_bits": row["vector_bits"],
+        "instructions": row["instructions"], "mix": json.loads(row["mix_json"]),
+        "loops": json.loads(row["loops_json"]), "remarks": json.loads(row["remarks_json"]),
+        "compiler": row["compiler"], "command": row["command"]})
+
+
 def _occupancy_dict(occupancy: Occupancy) -> dict:
     return {"blocks_per_sm": occupancy.blocks_per_sm, "active_warps": occupancy.active_warps,
             "max_warps": occupancy.max_warps, "limited_by": occupancy.limited_by}
@@ -316,7 +375,7 @@ class KernelBelow:
     kernel_file: str
     kernel_lines: list[int]  # the kernel lines asked about
     info: KernelAsmInfo | None  # None: not built yet
-    lines: list[AsmLine] = field(default_factory=list)  # their stage lines (STAGES order)
+    lines: list[AsmLine] = field(default_factory=list)  # their stage lines (ALL_STAGES order)
 
     def stage_lines(self, stage: str) -> list[AsmLine]:
         return [line for line in self.lines if line.stage == stage]

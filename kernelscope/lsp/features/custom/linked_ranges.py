@@ -76,7 +76,7 @@ def _linked_from_source(server, position: types.Position, document, answer) -> d
     built = view.asm_builds([hit.kernel.id for hit in hits]) if hits else {}
     for hit in hits:
         info = built.get(hit.kernel.id)
-        if info is not None and info.facts is not None:
+        if info is not None and info.built:
             below = view.asm_below(hit.kernel.file, hit.lines, SHOWN_STAGES)
             for stage in SHOWN_STAGES:
                 add(info.files.get(stage), sorted({line.line for line in below.stage_lines(stage)}), "asm",
@@ -122,10 +122,11 @@ def _sorted_links(groups: dict) -> list[dict]:
 
 
 def _add_below(server, add, below) -> None:
-    """The PTX and SASS lines of a KernelBelow (role `asm`, labelled `SASS of <kernel>`)."""
+    """The PTX and SASS lines (a C++ kernel's x86-64 lines) of a KernelBelow (role `asm`,
+    labelled `SASS of <kernel>`)."""
     from kernelscope.lsp.below import SHOWN_STAGES, STAGE_NAMES
 
-    if below.info is None or below.info.facts is None:
+    if below.info is None or not below.info.built:
         return
     for stage in SHOWN_STAGES:
         path = below.info.files.get(stage)
