@@ -46,11 +46,12 @@ from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
 # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute, memory, numerics
-SCHEMA_VERSION = "7.0"
+# 8.0: graph.not_fused[].cause, other_graph (extern calls, templates, realized buffers, graph breaks)
+SCHEMA_VERSION = "8.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
                     "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
-                    "7.0": ("schema", "dump-v7.json")}
+                    "7.0": ("schema", "dump-v7.json"), "8.0": ("schema", "dump-v8.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
