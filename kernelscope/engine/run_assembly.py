@@ -104,7 +104,8 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         warnings += recording.why.warnings()
     # why (docs/why.md); off only to measure its cost (bench/why_cost.py)
     guards, user_files = why_assembly.guards(trace, skip) if recording.why is not None else ([], set())
-    graph_breaks = [parse_graph_break(r.payload, r.compile_id) for r in trace.of_kind("artifact:dynamo_graph_break_reason")]
+    graph_breaks = [parse_graph_break(record.payload, record.compile_id)
+                    for record in trace.of_kind("artifact:dynamo_graph_break_reason")]
     if recording.why is not None:  # ops kept apart by a break (why_assembly.graph_break_pairs)
         why_assembly.graph_break_pairs(graphs, graph_breaks)
     warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))

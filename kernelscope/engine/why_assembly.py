@@ -135,7 +135,7 @@ def _realized_apart(realized: dict[str, str], nodes: dict, kernel_of: dict[str, 
             if not own & kernel_of[user.name]:
                 for other_kernel in sorted(kernel_of[user.name]):
                     apart.setdefault(other_kernel, []).append(user.name)
-        for other_kernel, users in apart.items():
+        for users in apart.values():
             found.append(NotFused("", "", [name], list(dict.fromkeys(users)), reason, "realized buffer"))
     return found
 
@@ -175,22 +175,23 @@ def graph_break_pairs(graphs: list[GraphRecord], breaks: list) -> None:
         if not before:
             continue
         first = compiled[before[-1]]
-        side1 = _line_nodes(first, where.file, lambda line: line <= where.line, last=True)
+        side1 = _line_nodes(first, where.file, where.line, before_break=True)
         after = next((graph for graph in compiled[before[-1] + 1:] if str(graph.frame_id) != frame
-                      and _line_nodes(graph, where.file, lambda line: line >= where.line, last=False)), None)
+                      and _line_nodes(graph, where.file, where.line, before_break=False)), None)
         if not side1 or after is None:
             continue
-        side2 = _line_nodes(after, where.file, lambda line: line >= where.line, last=False)
+        side2 = _line_nodes(after, where.file, where.line, before_break=False)
         reason = f"graph break at line {where.line}: {graph_break.reason}"
         first.not_fused.append(NotFused("", "", side1, side2, reason, "graph break", other_graph=after.key))
 
 
-def _line_nodes(graph: GraphRecord, file: str, keep, last: bool) -> list[str]:
-    """The post-grad nodes of the graph's last (or first) user line in `file` that `keep`
-    accepts, in graph order; none when the graph has no such line."""
+def _line_nodes(graph: GraphRecord, file: str, break_line: int, before_break: bool) -> list[str]:
+    """The post-grad nodes of the graph's last user line in `file` up to the break (or its
+    first from the break on), in graph order; none when the graph has no such line."""
     placed = [node for node in graph.post_grad_nodes if node.op == "call_function" and node.source is not None
-              and node.source.file == file and keep(node.source.line)]
+              and node.source.file == file
+              and (node.source.line <= break_line if before_break else node.source.line >= break_line)]
     if not placed:
         return []
-    line = (placed[-1] if last else placed[0]).source.line
+    line = (placed[-1] if before_break else placed[0]).source.line
     return [node.name for node in placed if node.source.line == line]

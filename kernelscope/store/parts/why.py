@@ -357,8 +357,9 @@ def dump_not_fused(conn: sqlite3.Connection, graph_id: int) -> list[dict]:
     if not _recorded(conn):
         return []
     causes = connection.has_column(conn, "fusion_refusals", "cause")
+    columns = "r.cause AS why_cause, g.key AS other_key" if causes else "NULL AS why_cause, NULL AS other_key"
     rows = conn.execute(
-        "SELECT r.*, " + ("r.cause AS why_cause, g.key AS other_key" if causes else "NULL AS why_cause, NULL AS other_key")
+        "SELECT r.*, " + columns
         + " FROM fusion_refusals r" + (" LEFT JOIN graphs g ON g.id = r.other_graph_id" if causes else "")
         + " WHERE r.graph_id = ?", (graph_id,)).fetchall()
     return sorted(({"node1": row["node1"], "node2": row["node2"], "nodes1": json.loads(row["nodes1_json"]),
