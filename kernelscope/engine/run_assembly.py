@@ -86,6 +86,10 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         f"({'; '.join(probes.disabled)})"
     ])
     warnings += recording.device_warnings
+    if device == "cuda":  # graphs a GPU did not compile: CPU inputs, a backward never run
+        from kernelscope.engine import cuda_target_notes
+
+        warnings += cuda_target_notes.notes(probes.graphs, built)
     warnings += recording.fixes.warnings(torch.__version__)
     warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
     warnings += _distributed_warnings(recording.distributed, graphs)
