@@ -3,8 +3,8 @@
 (why_probes.py) attached."""
 from __future__ import annotations
 
-from kernelscope.compile_text.guards import GuardReader, TraceEntry, failures, resolve_lines, sources_in
-from kernelscope.run_record import GraphRecord, Guard, GuardFailure, NotFused, Recompile
+from kernelscope.compile_text.guards import GuardReader, TraceEntry, attach_failures
+from kernelscope.run_record import GraphRecord, Guard, NotFused, Recompile
 
 
 def _entries(trace) -> list[TraceEntry]:
@@ -33,36 +33,10 @@ def guards(trace, skip: tuple[str, ...]) -> tuple[list[Guard], set[str]]:
 
 def with_failures(recompiles: list[Recompile], trace, why, user_files: set[str],
                   guards: list[Guard]) -> list[Recompile]:
-    """Each recompile with the guards that failed (torch's `recompile_reasons`), the values
-    the failing call had (why_probes) and the user lines Dynamo names for them (a tensor
-    check Dynamo names no line for: the line of the failed compile's guard on that tensor)."""
+    """Each recompile with the guards that failed, the values the failing call had
+    (why_probes) and their user lines (compile_text/guards.py's `attach_failures`)."""
     values = why.failure_values if why is not None else {}
-    by_id = {recompile.compile_id: recompile for recompile in recompiles}
-    for entry in _entries(trace):
-        if entry.kind != "artifact:recompile_reasons":
-            continue
-        compile_id = entry.compile_id.split("_", 1)[0]
-        recompile = by_id.get(compile_id)
-        if recompile is None:  # torch wrote the reasons but no metrics: a recompile all the same
-            recompile = by_id[compile_id] = Recompile(compile_id, "")
-            recompiles.append(recompile)
-        found = failures(entry.payload, values)
-        resolve_lines(found, user_files)
-        for failure in found:
-            if not failure.lines:
-                failure.lines = _tensor_guard_lines(failure, guards)
-        recompile.failures = found
-        if not recompile.reason:
-            recompile.reason = "; ".join(f"{f.failed_compile_id}: {f.guard}" for f in found)
-    return recompiles
-
-
-def _tensor_guard_lines(failure: GuardFailure, guards: list[Guard]) -> list:
-    names = {name for name, _, _ in sources_in(failure.guard)}
-    return list(dict.fromkeys(
-        guard.source for guard in guards
-        if guard.compile_id == failure.failed_compile_id and guard.kind == "TENSOR_MATCH"
-        and guard.source is not None and any(guard.expression.startswith(f"check_tensor({n},") for n in names)))
+    return attach_failures(recompiles, _entries(trace), values, user_files, guards)
 
 
 def not_fused(capture, graph: GraphRecord, why) -> list[NotFused]:
