@@ -16,6 +16,7 @@ nothing here can fail a compile (an error in a hook is recorded, never raised).
 """
 from __future__ import annotations
 
+import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable
@@ -38,6 +39,10 @@ class WhyProbes:
         self.realized: dict[int, dict[str, str]] = {}
         self.disabled: list[str] = []
         self.errors: list[str] = []
+        # The hooks' own time (their work after torch's call returns) and how often torch
+        # called them: what bench/why_cost.py reports as the capture's cost.
+        self.seconds = 0.0
+        self.calls = 0
         self._patches = Patches()
         # id(WhyNoFuse) -> its two scheduler nodes (WhyNoFuse has slots: no attribute of
         # ours fits on it). One is made per fusion asked about: the latest few are kept.
@@ -59,6 +64,10 @@ class WhyProbes:
         lines = [f"why: not recorded on this torch ({line})" for line in self.disabled]
         return lines + [f"why: a hook failed and was skipped: {error.splitlines()[0]}" for error in self.errors[:3]]
 
+    def _spent(self, began: float) -> None:
+        self.seconds += time.perf_counter() - began
+        self.calls += 1
+
     def _guarded(self, fn: Callable, *args) -> None:
         try:
             fn(*args)
@@ -70,12 +79,16 @@ class WhyProbes:
     def _wrap_init(self, original):
         nodes_of = self._nodes_of
 
+        probes = self
+
         def __init__(why, node1, node2, *args, **kwargs):
             original(why, node1, node2, *args, **kwargs)
+            began = time.perf_counter()
             nodes_of[id(why)] = (node1, node2)
             nodes_of.move_to_end(id(why))
             if len(nodes_of) > 64:
                 nodes_of.popitem(last=False)
+            probes._spent(began)
 
         return __init__
 
@@ -84,7 +97,9 @@ class WhyProbes:
 
         def __call__(why, reason, *args, **kwargs):
             result = original(why, reason, *args, **kwargs)
+            began = time.perf_counter()
             probes._guarded(probes._record_refusal, why, reason, args)
+            probes._spent(began)
             return result
 
         return __call__
@@ -109,8 +124,10 @@ class WhyProbes:
         def mark_reuse(box, users, *args, **kwargs):
             before = box.data
             original(box, users, *args, **kwargs)
+            began = time.perf_counter()
             if box.data is not before:  # realized: a ComputedBuffer now holds `before`
                 probes._guarded(probes._record_realized, before, lambda: _reuse_reason(before, users))
+            probes._spent(began)
 
         return mark_reuse
 
@@ -120,8 +137,10 @@ class WhyProbes:
         def realize_hint(box, *args, **kwargs):
             before = box.data
             original(box, *args, **kwargs)
+            began = time.perf_counter()
             if box.data is not before:
                 probes._guarded(probes._record_realized, before, lambda: _hint_reason(before))
+            probes._spent(began)
 
         return realize_hint
 
@@ -142,7 +161,9 @@ class WhyProbes:
 
         def get_guard_fail_reason_helper(guard_manager, f_locals, *args, **kwargs):
             reason = original(guard_manager, f_locals, *args, **kwargs)
+            began = time.perf_counter()
             probes._guarded(probes._record_values, reason, f_locals)
+            probes._spent(began)
             return reason
 
         return get_guard_fail_reason_helper
