@@ -71,3 +71,28 @@ def test_the_dump_holds_the_why_records_and_validates(why_store):
     run = dict(data["run"])
     run.pop("coverage")
     assert canonical(run) == canonical(expected_run(make_why_run(workspace)))
+
+
+def test_a_store_from_before_the_cause_column_answers_its_refusals_as_the_schedulers(why_store):
+    """A version-6 store written before `fusion_refusals.cause` and `other_graph_id`: read as
+    it is (a read-only store), each refusal is the scheduler's; opened for writing, it gains
+    the columns and their index."""
+    from kernelscope.store.parts import why
+
+    store, workspace = why_store
+    conn = store.conn
+    conn.execute("DROP INDEX fusion_refusals_by_other_graph")
+    conn.execute("ALTER TABLE fusion_refusals DROP COLUMN other_graph_id")
+    conn.execute("ALTER TABLE fusion_refusals DROP COLUMN cause")
+    conn.commit()
+    [refusal] = why.line_why(conn, 1, MLP_PATH, FC1_LINE).not_fused
+    assert (refusal.cause, refusal.other_line, refusal.other_graph) == ("scheduler", GELU_LINE, "")
+    assert [ref.cause for ref in why.run_not_fused(conn, 1)] == ["scheduler"]
+    assert [r["cause"] for r in why.dump_not_fused(conn, 1)] == ["scheduler"]
+    store.close()
+    with StoreBackend(workspace / ".kernelscope") as reopened:
+        columns = {row[1] for row in reopened.conn.execute("PRAGMA table_info(fusion_refusals)")}
+        assert {"cause", "other_graph_id"} <= columns
+        indexes = {row[1] for row in reopened.conn.execute("PRAGMA index_list(fusion_refusals)")}
+        assert "fusion_refusals_by_other_graph" in indexes
+        assert [ref.cause for ref in reopened.run(1).not_fused()] == ["scheduler"]  # NULL: the scheduler's
