@@ -7,7 +7,8 @@ it, interleaved.
 Per case, one fresh process (fresh Inductor caches) records the case once to warm up
 (imports, first-call costs), then `--repeat` pairs, each pair one recording without the
 capture and one with it, the order alternating pair by pair (A B, B A, ...) so that a
-drift of the machine's load hits both sides alike. Every recording compiles from scratch
+drift of the machine's load hits both sides alike; garbage is collected before each (not
+timed). Every recording compiles from scratch
 (a recording disables Inductor's caches and resets Dynamo). Timed: the recording and its
 store write (`record_factory` or `record_script`, then `write_run`), wall and CPU time.
 "Without" is `RecordOptions(why=False)`: no hooks, no guard parsing, no why rows.
@@ -37,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CASES = ["mlp", "not_fused", "kept_apart", "nanogpt:train", "recompile_shape"]
 
 _CHILD = r"""
-import functools, json, sys, time, timeit
+import functools, gc, json, sys, time, timeit
 sys.path.insert(0, {repo!r})
 import torch
 from pathlib import Path
@@ -81,6 +82,7 @@ def record(why, store):
     options = RecordOptions(device={device!r}, train={train!r}, why=why, workspace=Path({repo!r}))
     assembly[0] = 0.0
     hooks.clear()
+    gc.collect()  # the last recording's garbage is not this one's time
     wall, cpu = time.perf_counter(), time.process_time()
     if {script!r}:
         run = recorder.record_script(Path({spec!r}), [], options)
