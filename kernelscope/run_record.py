@@ -413,13 +413,22 @@ class GuardFailure:
 
 @dataclass
 class NotFused:
-    """Two scheduler nodes Inductor considered fusing and did not, with the scheduler's reason."""
+    """Two groups of post-grad nodes that ended in different kernels, and why (docs/why.md).
 
-    node1: str  # scheduler names (op3, op2_op6_op7)
+    `cause`: "scheduler" (Inductor's scheduler considered fusing them and refused:
+    WhyNoFuse's reason), "extern" (one side is an extern call, e.g. `extern_kernels.mm`,
+    which fuses nothing), "template" (the scheduler refused a template's epilogue or
+    prologue), "realized buffer" (Inductor stored side 1's value in a buffer instead of
+    computing it inside side 2's kernel) or "graph break" (the two sides are in different
+    graphs: `other_graph` names side 2's)."""
+
+    node1: str  # scheduler names (op3, op2_op6_op7); the kernel's name for an extern side; "" else
     node2: str
     nodes1: list[str]  # the post-grad nodes each computes
     nodes2: list[str]
-    reason: str  # WhyNoFuse's reason, e.g. "no shared data"
+    reason: str  # WhyNoFuse's reason, e.g. "no shared data"; for the other causes, ours
+    cause: str = "scheduler"
+    other_graph: str = ""  # side 2's graph key when it is not this graph's (a graph break)
 
 
 @dataclass

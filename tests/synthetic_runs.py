@@ -380,7 +380,7 @@ def make_why_run(workspace: Path) -> RunRecord:
     forward = record.graphs[0]
     addmm = next(node.name for node in forward.post_grad_nodes if node.source == fc1)
     gelu_nodes = [node.name for node in forward.post_grad_nodes if node.source == gelu]
-    forward.not_fused = [NotFused("op0", "op1", [addmm], gelu_nodes, "node1 is extern or nop")]
+    forward.not_fused = [NotFused("op0", "op1", [addmm], gelu_nodes, "node1 is extern or nop", "extern")]
     return record
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import DEFAULT_STORE_DIR
-from kernelscope.store.parts.why import GuardRef, LineWhy, RecompileRef
+from kernelscope.store.parts.why import GuardRef, LineWhy, NotFusedRef, RecompileRef
 
 if TYPE_CHECKING:
     from kernelscope.api.answer import Answer
@@ -219,6 +219,11 @@ class Run:
         """Every failed guard of every recompile (RecompileRef: values, lines, advice)."""
         return self.view.guard_failures()
 
+    @property
+    def not_fused(self) -> list[NotFusedRef]:
+        """Every pair of ops kept in different kernels (NotFusedRef: cause, reason, both lines and kernels)."""
+        return self.view.not_fused()
+
     def why(self, path: str, line: int) -> LineWhy:
         """A model line's guards, the recompiles it caused and the fusions refused for its ops (LineWhy)."""
         return self.view.why_at(path, line)
@@ -319,6 +324,7 @@ class Run:
         data = asdict(self.details)
         data["guard_failures"] = [asdict(failure) for failure in self.guard_failures]  # docs/why.md
         data["guard_count"] = len(self.guards)
+        data["not_fused"] = [asdict(ref) for ref in self.not_fused]
         profile = self.profile
         if profile is not None:
             from kernelscope.profile.report import profile_data
@@ -355,7 +361,7 @@ class Run:
         from kernelscope.render.report import run_report
 
         report = run_report(self.details, self.asm, self.distributed, self.profile, self.decisions,
-                            self.guard_failures, self.guards, self.memory, self.numerics)
+                            self.guard_failures, self.guards, self.memory, self.numerics, self.not_fused)
         user_kernels = self.user_kernels
         if user_kernels:
             from kernelscope.render.user_kernels import run_section

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kernelscope.run_record import Guard, GuardFailure, SourceLocation
+from kernelscope.run_record import Guard, GuardFailure, Recompile, SourceLocation
 
 # Frames of the shape environment's own machinery: who *asked* for a guard is the first
 # frame outside them (as torch's own recompile message names it).
@@ -222,6 +222,61 @@ def resolve_lines(found: list[GuardFailure], user_files: Iterable[str]) -> None:
                            line.line, line.function, line.code)
             for line in failure.lines
         ]
+
+
+def attach_failures(recompiles: list[Recompile], entries: Iterable[TraceEntry], values: dict[str, dict[str, str]],
+                    user_files: set[str], guards: list[Guard]) -> list[Recompile]:
+    """Each recompile with the guards that failed (torch's `recompile_reasons`), the values
+    the failing call had (`values`: a live recording's, none for a log) and the user lines
+    Dynamo names for them (a tensor check Dynamo names no line for: the line of the failed
+    compile's guard on that tensor)."""
+    by_id = {recompile.compile_id: recompile for recompile in recompiles}
+    for entry in entries:
+        if entry.kind != "artifact:recompile_reasons":
+            continue
+        compile_id = entry.compile_id.split("_", 1)[0]
+        recompile = by_id.get(compile_id)
+        if recompile is None:  # torch wrote the reasons but no metrics: a recompile all the same
+            recompile = by_id[compile_id] = Recompile(compile_id, "")
+            recompiles.append(recompile)
+        found = failures(entry.payload, values)
+        resolve_lines(found, user_files)
+        for failure in found:
+            if not failure.lines:
+                failure.lines = _tensor_guard_lines(failure, guards)
+        recompile.failures = found
+        if not recompile.reason:
+            recompile.reason = "; ".join(f"{f.failed_compile_id}: {f.guard}" for f in found)
+    return recompiles
+
+
+def _tensor_guard_lines(failure: GuardFailure, guards: list[Guard]) -> list:
+    names = {name for name, _, _ in sources_in(failure.guard)}
+    return list(dict.fromkeys(
+        guard.source for guard in guards
+        if guard.compile_id == failure.failed_compile_id and guard.kind == "TENSOR_MATCH"
+        and guard.source is not None and any(guard.expression.startswith(f"check_tensor({n},") for n in names)))
+
+
+# torch's own files, wherever it is installed: `<prefix>torch/_dynamo/...`
+_TORCH_DIR = re.compile(r"^(.*[/\\]torch[/\\])(?:_dynamo|_inductor|_functorch|_subclasses|_logging|_ops\.py|fx|nn|"
+                        r"utils|_refs|_decomp|_prims_common|overrides\.py|__init__\.py)")
+
+
+def torch_dirs(entries: Iterable[TraceEntry]) -> tuple[str, ...]:
+    """The torch install directories a log's stacks name (a log from another machine: its
+    torch is not this one's), for GuardReader's `skip`."""
+    found: dict[str, None] = {}
+    for entry in entries:
+        for body in entry.metadata.values():
+            if not isinstance(body, dict):
+                continue
+            for key in ("stack", "user_stack"):
+                for frame in body.get(key) or []:
+                    match = _TORCH_DIR.match(str(frame.get("filename", ""))) if isinstance(frame, dict) else None
+                    if match:
+                        found.setdefault(match[1])
+    return tuple(found)
 
 
 _SIZE_SOURCE = re.compile(r"\b([A-Za-z_]\w*)\.(size|stride)\(\)\[(\d+)\]")

@@ -31,9 +31,12 @@ Seeing what Inductor does
   wrapper line came from (hooks into Inductor).
 - `distributed_probes` — DDP's graph splits, passes that move collectives, the rank.
 - `trace_capture`   — torch's structured-trace records received in-process.
-- `why_probes`      — why: the fusions Inductor's scheduler refused and the values a call had
-  when a guard failed; `why_assembly` adds them and the trace's guards and recompile
+- `why_probes`      — why: the fusions Inductor's scheduler refused, the buffers its lowering
+  realized and the values a call had when a guard failed; `why_assembly` adds them, the
+  extern calls' neighbours, the graph breaks' pairs and the trace's guards and recompile
   reasons (compile_text/guards.py) to the RunRecord (docs/why.md).
+- `cuda_target_notes` — `--target cuda`: the run's warnings about graphs compiled for the CPU
+  (CPU tensors) and forwards whose backward never ran.
 - `links`           — probes + trace -> GraphRecords with links, each with its reason.
 - `subgraphs`       — higher-order ops' subgraphs (cond branches, while_loop, nested compile
   regions): their call sites, label, pre-grad subgraph, and their code inside the parent's wrapper.

@@ -61,6 +61,12 @@ WHY_NO_FUSE_INIT = PatchPoint(_WHY, "torch._inductor.scheduler.WhyNoFuse", "__in
                               parameters=("self", "node1", "node2"))
 WHY_NO_FUSE_CALL = PatchPoint(_WHY, "torch._inductor.scheduler.WhyNoFuse", "__call__",
                               "each fusion the scheduler refuses, with its reason", parameters=("self", "reason"))
+REALIZE_ON_REUSE = PatchPoint(_WHY, "torch._inductor.ir.StorageBox", "mark_reuse",
+                             "a value Inductor stores in a buffer because several ops use it",
+                             parameters=("self", "users"))
+REALIZE_HINT = PatchPoint(_WHY, "torch._inductor.ir.StorageBox", "realize_hint",
+                          "a value Inductor stores in a buffer on a hint (too many reads, an extern user)",
+                          parameters=("self",))
 GUARD_FAIL_REASON = PatchPoint(_WHY, "torch._dynamo.guards", "get_guard_fail_reason_helper",
                                "the values a call had when a cached compile's guard failed",
                                parameters=("guard_manager", "f_locals"))

@@ -61,7 +61,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         children = [(child, built[id(child)]) for child in probes.graphs
                     if child.parent is capture and id(child) in built]
         graph = links.build_graph(capture, pre, mapping_json, per_compile, skip, recording.distributed, children)
-        graph.not_fused = why_assembly.not_fused(capture.not_fused, graph)  # empty when why is off
+        graph.not_fused = why_assembly.not_fused(capture, graph, recording.why)  # empty when why is off
         built[id(capture)] = graph
         graphs.append(graph)
         for child in template_mods.mod_graphs(capture, graph, compile_pre, skip):
@@ -86,6 +86,10 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         f"({'; '.join(probes.disabled)})"
     ])
     warnings += recording.device_warnings
+    if device == "cuda":  # graphs a GPU did not compile: CPU inputs, a backward never run
+        from kernelscope.engine import cuda_target_notes
+
+        warnings += cuda_target_notes.notes(probes.graphs, built)
     warnings += recording.fixes.warnings(torch.__version__)
     warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
     warnings += _distributed_warnings(recording.distributed, graphs)
@@ -104,6 +108,10 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         warnings += recording.why.warnings()
     # why (docs/why.md); off only to measure its cost (bench/why_cost.py)
     guards, user_files = why_assembly.guards(trace, skip) if recording.why is not None else ([], set())
+    graph_breaks = [parse_graph_break(record.payload, record.compile_id)
+                    for record in trace.of_kind("artifact:dynamo_graph_break_reason")]
+    if recording.why is not None:  # ops kept apart by a break (why_assembly.graph_break_pairs)
+        why_assembly.graph_break_pairs(graphs, graph_breaks)
     warnings += session.replay_warnings(decisions, gpu, torch.__version__, getattr(triton, "__version__", "unknown"))
     return RunRecord(
         target=target,
@@ -116,8 +124,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
         created=time.time(),
         workspace=str(options.workspace.resolve()),
         graphs=graphs,
-        graph_breaks=[parse_graph_break(r.payload, r.compile_id)
-                      for r in trace.of_kind("artifact:dynamo_graph_break_reason")],
+        graph_breaks=graph_breaks,
         recompiles=(why_assembly.with_failures(_recompiles(trace), trace, recording.why, user_files, guards)
                     if recording.why is not None else _recompiles(trace)),
         guards=guards,

@@ -28,7 +28,8 @@ NO_RUNS = "no runs yet — record one with `kernelscope compile FILE.py:FACTORY`
 def run_report(details: RunDetails, asm: dict | None = None, distributed: DistributedRun | None = None,
                profile: RunProfile | None = None, decisions: RunDecisions | None = None,
                failures: list | None = None, guards: list | None = None,
-               memory: RunMemory | None = None, numerics: NumericsReport | None = None) -> str:
+               memory: RunMemory | None = None, numerics: NumericsReport | None = None,
+               not_fused: list | None = None) -> str:
     """What `kernelscope show` prints: the run, its graphs, kernels (and their resources below
     Triton when built), graph breaks, recompiles, coverage, warnings and timings; then the
     memory, the timing decisions, the distributed section and the profile when the run has them."""
@@ -37,6 +38,10 @@ def run_report(details: RunDetails, asm: dict | None = None, distributed: Distri
         from kernelscope.render.why import run_why_lines
 
         parts.append("\n" + "\n".join(run_why_lines(failures or [], guards or [])))
+    if not_fused:
+        from kernelscope.render.why import run_not_fused_lines
+
+        parts.append("\n" + "\n".join(run_not_fused_lines(not_fused)))
     if memory is not None:
         from kernelscope.render import memory as memory_text
 

@@ -22,9 +22,14 @@ def recompile_text(recompile: RecompileRef) -> str:
 
 
 def not_fused_text(refusal: NotFusedRef) -> str:
+    """One line: this line's op and kernel, the other op's line and kernel (and graph, when
+    a graph break put it in another), and why; a cause other than the scheduler's refusal
+    is named first."""
     where = f"line {refusal.other_line}" if refusal.other_line else "no model line"
+    graph = f", graph {refusal.other_graph}" if refusal.other_graph else ""
+    cause = "" if refusal.cause == "scheduler" else f"{refusal.cause}: "
     return (f"[{refusal.compile_id}] {refusal.node} ({refusal.kernel or 'no kernel'}) not fused with "
-            f"{refusal.other_node} at {where} ({refusal.other_kernel or 'no kernel'}): {refusal.reason}")
+            f"{refusal.other_node} at {where} ({refusal.other_kernel or 'no kernel'}{graph}): {cause}{refusal.reason}")
 
 
 def dynamo_guard_summary(guards: list[GuardRef]) -> str:
@@ -69,4 +74,24 @@ def run_why_lines(failures: list[RecompileRef], guards: list[GuardRef]) -> list[
     shape = Counter(f"{guard.kind} by {guard.added_by}" for guard in guards if guard.kind in SHAPE_KINDS)
     out.append(f"  guards: {len(guards)} ({len(guards) - sum(shape.values())} of Dynamo's"
                + "".join(f"; {count} {what}" for what, count in sorted(shape.items())) + ")")
+    return out
+
+
+def kept_apart_text(ref: NotFusedRef) -> str:
+    """A run-level pair: both lines and kernels, the cause and reason."""
+    here = f"line {ref.line}" if ref.line else "no model line"
+    there = f"line {ref.other_line}" if ref.other_line else "no model line"
+    graph = f" in {ref.other_graph}" if ref.other_graph else ""
+    return (f"[{ref.compile_id}] {here} {ref.node} ({ref.kernel or 'no kernel'}) | {there} {ref.other_node} "
+            f"({ref.other_kernel or 'no kernel'}{graph}) — {ref.cause}: {ref.reason}")
+
+
+def run_not_fused_lines(refs: list[NotFusedRef], shown: int = 8) -> list[str]:
+    """`kernelscope show`'s section: the pairs kept apart, counted by cause, the first few
+    told (`show --json` and `query FILE:LINE` give every one)."""
+    counts = Counter(ref.cause for ref in refs)
+    out = ["why not fused (docs/why.md): " + ", ".join(f"{count} {cause}" for cause, count in sorted(counts.items()))]
+    out += [f"  {kept_apart_text(ref)}" for ref in refs[:shown]]
+    if len(refs) > shown:
+        out.append(f"  … {len(refs) - shown} more (show --json lists each)")
     return out

@@ -268,6 +268,10 @@ class RunView:
         whole model file (diagnostics); fusion refusals are asked per line (`why_at`)."""
         return why.file_why(self._conn, self.id, self._source(path).path)
 
+    def not_fused(self) -> list[why.NotFusedRef]:
+        """Every pair of ops the run kept in different kernels, why, and both lines (docs/why.md)."""
+        return why.run_not_fused(self._conn, self.id)
+
     def guards(self) -> list[why.GuardRef]:
         """Every guard of the run, in the order torch installed them."""
         return why.run_guards(self._conn, self.id)

@@ -3,7 +3,7 @@
 `PARSERS` is the registry: record kind -> handler. Handlers fill a
 `RankLog` (what one rank's log says about its compiles) and never look at
 anything but the record. Kinds in `KNOWN_UNUSED` are torch records that carry
-nothing kernelscope stores (chromium events, guards, tensor descriptions, ...);
+nothing kernelscope stores (chromium events, tensor descriptions, ...);
 any other kind is counted as unknown, so a new torch record shows up in the
 import summary instead of vanishing.
 """
@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kernelscope.compile_text.guards import TraceEntry
 from kernelscope.trace_import.log_reader import TraceLogRecord
 
 CompileKey = tuple[int, int, int, int | None]  # frame, frame compile, attempt, compiled-autograd id
@@ -49,6 +50,8 @@ class RankLog:
     torch_version: str = ""
     unknown_kinds: Counter = field(default_factory=Counter)
     bad_json: list[str] = field(default_factory=list)
+    # guards, symbols and recompile reasons, as compile_text/guards.py reads them (docs/why.md)
+    why_entries: list[TraceEntry] = field(default_factory=list)
 
     def latest_compile(self, key: CompileKey, line: int, needs: str) -> InductorCompile:
         """The compile a record of `key` belongs to: the newest one with that id
@@ -141,6 +144,13 @@ def _compilation_metrics(log: RankLog, record: TraceLogRecord) -> None:
                             f"{str(metrics.get('fail_reason') or '').strip()[:300]}")
 
 
+def _why(log: RankLog, record: TraceLogRecord) -> None:
+    """A record the guards are read from (compile_text/guards.py), kept in order."""
+    cid = record.compile_id
+    compile_id = f"{cid[0]}/{cid[1]}" + (f"_{cid[2]}" if cid[2] else "") if cid else ""
+    log.why_entries.append(TraceEntry(record.kind, record.metadata, record.payload, compile_id))
+
+
 def _aot_backward(log: RankLog, record: TraceLogRecord) -> None:
     key = compile_key(record)
     if key is not None:
@@ -168,19 +178,28 @@ PARSERS: dict[str, Handler] = {
     "compilation_metrics": _compilation_metrics,
     "aot_backward_graph": _aot_backward,
     "artifact:torch_version": _torch_version,
+    # why: guards, specializations, recompile reasons (compile_text/guards.py)
+    "dynamo_start": _why,
+    "create_symbol": _why,
+    "guard_added": _why,
+    "guard_added_fast": _why,
+    "symbolic_shape_specialization": _why,
+    "dynamo_cpp_guards_str": _why,
+    "artifact:recompile_reasons": _why,
 }
 
 # Handlers that read metadata only: their payload is never decoded.
-METADATA_ONLY = {"compilation_metrics", "aot_backward_graph"}
+METADATA_ONLY = {"compilation_metrics", "aot_backward_graph", "dynamo_start", "create_symbol", "guard_added",
+                 "guard_added_fast", "symbolic_shape_specialization"}
 
 KNOWN_UNUSED = {
-    "chromium_event", "describe_storage", "describe_tensor", "describe_source", "dynamo_start",
-    "dynamo_cpp_guards_str", "dynamo_guards", "bwd_compilation_metrics",
+    "chromium_event", "describe_storage", "describe_tensor", "describe_source",
+    "dynamo_guards", "bwd_compilation_metrics",
     "aot_autograd_backward_compilation_metrics", "aot_joint_graph", "aot_forward_graph",
     "aot_inference_graph", "compiled_autograd_graph", "optimize_ddp_split_graph",
-    "optimize_ddp_split_child", "dump_file", "guard_added", "guard_added_fast",
+    "optimize_ddp_split_child", "dump_file",
     "guard_on_data_dependent_error", "propagate_real_tensors", "propagate_real_tensors_provenance",
-    "symbolic_shape_specialization", "create_symbol", "create_unbacked_symbol",
+    "create_unbacked_symbol",
     "expression_created", "missing_fake_kernel", "mismatched_fake_kernel", "exported_program",
     "export", "inductor_input_graph", "link", "stack", "sym_expr_info", "unbacked_symbol",
 }

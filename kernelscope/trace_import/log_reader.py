@@ -197,6 +197,11 @@ def _finish(pending, payload_lines, interned, wants_payload, stats, fail) -> Tra
             return None
     if "stack" in metadata and isinstance(metadata["stack"], list):
         metadata["stack"] = [_unintern(frame, interned) for frame in metadata["stack"]]
+    for body in metadata.values():  # a record's own stacks: `{"guard_added_fast": {"user_stack": [...]}}`
+        if isinstance(body, dict):
+            for key in ("stack", "user_stack"):
+                if isinstance(body.get(key), list):
+                    body[key] = [_unintern(frame, interned) for frame in body[key]]
     return TraceLogRecord(kind, metadata, payload, line, compile_id, autograd_id, rank)
 
 

@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass, field
 
 from kernelscope.compile_text.graph_breaks import parse_graph_break
+from kernelscope.compile_text.guards import GuardReader, attach_failures, torch_dirs
 from kernelscope.compile_text.stack_traces import user_frames
-from kernelscope.run_record import GraphBreak, GraphRecord, Recompile, RunRecord, SourceLocation
+from kernelscope.run_record import GraphBreak, GraphRecord, Guard, Recompile, RunRecord, SourceLocation
 from kernelscope.trace_import import graph_text, output_code
 from kernelscope.trace_import.collect import RankLog
 
@@ -71,6 +72,7 @@ def build_run(log: RankLog, options: RunOptions) -> RunRecord:
         warnings.append(f"unknown record kinds skipped: {kinds}")
     _map_paths(graphs, options.path_map)
     device = next((d for d in devices if d), "unknown")
+    guards, recompiles = _why(log, options.path_map)
     return RunRecord(
         target=options.target,
         device=device,
@@ -84,10 +86,27 @@ def build_run(log: RankLog, options: RunOptions) -> RunRecord:
         graphs=graphs,
         graph_breaks=[_map_break(parse_graph_break(entry.text, entry.compile_id), options.path_map)
                       for entry in log.graph_breaks],
-        recompiles=[Recompile(compile_id, reason) for compile_id, reason in log.recompiles],
+        recompiles=recompiles,
+        guards=guards,
         warnings=warnings,
         config={"imported_from": options.log_path, "rank": options.rank, "source": "TORCH_TRACE"},
     )
+
+
+def _why(log: RankLog, path_map) -> tuple[list[Guard], list[Recompile]]:
+    """The log's guards and each recompile's failed guards, read as a live recording reads
+    them (compile_text/guards.py; docs/why.md), without the failing values (a log has none)."""
+    reader = GuardReader({}, torch_dirs(log.why_entries))
+    guards = reader.read(log.why_entries)
+    recompiles = attach_failures([Recompile(compile_id, reason) for compile_id, reason in log.recompiles],
+                                 log.why_entries, {}, reader.user_files, guards)
+    for guard in guards:
+        guard.source = _remap(guard.source, path_map)
+        guard.stack = [_remap_frame(frame, path_map) for frame in guard.stack]
+    for recompile in recompiles:
+        for failure in recompile.failures:
+            failure.lines = [_remap_frame(line, path_map) for line in failure.lines]
+    return guards, recompiles
 
 
 def _display_id(key) -> str:

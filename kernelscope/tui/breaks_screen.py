@@ -1,5 +1,6 @@
-"""`b`: graph breaks and recompiles with their reasons; Enter jumps to the user line (a
-recompile's: the line whose guard failed, docs/why.md)."""
+"""`b`: graph breaks, recompiles and ops kept in different kernels, with their reasons;
+Enter jumps to the user line (a recompile's: the line whose guard failed; a pair's: its
+first op's line, docs/why.md)."""
 from __future__ import annotations
 
 from textual import on
@@ -10,8 +11,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from kernelscope.render.why import recompile_text
-from kernelscope.store.parts.why import RecompileRef
+from kernelscope.render.why import kept_apart_text, recompile_text
+from kernelscope.store.parts.why import NotFusedRef, RecompileRef
 from kernelscope.store.results import GraphBreakInfo, RecompileInfo
 
 
@@ -21,10 +22,11 @@ class BreaksScreen(ModalScreen):
     BINDINGS = [Binding("escape,q", "dismiss_none", "close")]
 
     def __init__(self, breaks: list[GraphBreakInfo], recompiles: list[RecompileInfo],
-                 failures: list[RecompileRef] | None = None):
+                 failures: list[RecompileRef] | None = None, not_fused: list[NotFusedRef] | None = None):
         super().__init__()
         self.breaks, self.recompiles = breaks, recompiles
         self.failures = failures or []  # each recompile's failed guards, at their lines
+        self.not_fused = not_fused or []  # ops kept in different kernels, and why
 
     def compose(self) -> ComposeResult:
         options: list[Option] = []
@@ -44,8 +46,12 @@ class BreaksScreen(ModalScreen):
                 continue
             options.append(Option(f"recompile [{recompile.compile_id}]\n    {recompile.reason}",
                                   id=f"recompile-{index}"))
+        for index, ref in enumerate(self.not_fused):
+            where = f"{ref.file}:{ref.line}  {ref.code.strip()}" if ref.file else "(no user line)"
+            options.append(Option(f"not fused {where}\n    {kept_apart_text(ref)}", id=f"apart-{index}"))
         with Vertical(id="breaks", classes="dialog"):
-            counts = f"{len(self.breaks)} graph break(s), {len(self.recompiles)} recompile(s)"
+            counts = (f"{len(self.breaks)} graph break(s), {len(self.recompiles)} recompile(s), "
+                      f"{len(self.not_fused)} pair(s) not fused")
             yield Static(f"{counts} — enter: jump to the source line · esc: close")
             if options:
                 yield OptionList(*options, id="breaks-list")
@@ -62,6 +68,9 @@ class BreaksScreen(ModalScreen):
         elif kind == "failure" and self.failures[int(index)].lines:
             file, line, _ = self.failures[int(index)].lines[-1]
             self.dismiss((file, line))
+        elif kind == "apart" and self.not_fused[int(index)].file:
+            ref = self.not_fused[int(index)]
+            self.dismiss((ref.file, ref.line))
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)

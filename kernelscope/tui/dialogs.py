@@ -69,7 +69,9 @@ class Dialogs(Controller):
             return
         run_id = details.summary.id
         failures = self.app.gateway.call(lambda store: store.run(run_id).guard_failures()) if details.recompiles else []
-        self.app.push_screen(BreaksScreen(details.graph_breaks, details.recompiles, failures), self._break_chosen)
+        not_fused = self.app.gateway.call(lambda store: store.run(run_id).not_fused())
+        self.app.push_screen(BreaksScreen(details.graph_breaks, details.recompiles, failures, not_fused),
+                             self._break_chosen)
 
     def _break_chosen(self, where) -> None:
         details = self.app.details

@@ -48,7 +48,7 @@ async def test_hover_has_the_why_sections(why_workspace):
         fc1 = (await session.hover(source, FC1_LINE - 1)).contents.value
         assert "**guards**" in fc1 and "x.size()[0] <= 16" in fc1
         assert "**recompiles**" in fc1 and "advice: torch._dynamo.mark_dynamic" in fc1
-        assert "**not fused**" in fc1 and f"at line {GELU_LINE}" in fc1 and "node1 is extern or nop" in fc1
+        assert "**not fused**" in fc1 and f"at line {GELU_LINE}" in fc1 and "extern: node1 is extern or nop" in fc1
         gelu = (await session.hover(source, GELU_LINE - 1)).contents.value
         assert "**not fused**" in gelu and f"at line {FC1_LINE}" in gelu and "**recompiles**" not in gelu
     finally:

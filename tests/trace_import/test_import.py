@@ -232,11 +232,12 @@ def _kernelscope(args, env_extra):
 def traced(tmp_path_factory):
     """example name -> (its TORCH_TRACE log, the store the same process recorded into)."""
     root = tmp_path_factory.mktemp("traced")
-    cases = {"mlp": ["examples/mlp.py:make"], "graph_break": ["examples/graph_break.py:make"],
-             "mlp_train": ["examples/mlp.py:make", "--train"]}
+    cases = {"mlp": ["compile", "examples/mlp.py:make"], "graph_break": ["compile", "examples/graph_break.py:make"],
+             "mlp_train": ["compile", "examples/mlp.py:make", "--train"],
+             "recompile_shape": ["run", "examples/recompile_shape.py", "--target", "cpu-triton"]}
     found = {}
     for name, args in cases.items():
-        process = _kernelscope(["compile", *args, "--store", str(root / name / "store"), "--json"],
+        process = _kernelscope([*args, "--store", str(root / name / "store"), "--json"],
                                {"TORCH_TRACE": str(root / name / "trace")})
         out, err = process.communicate(timeout=600)
         assert process.returncode == 0, err
@@ -284,6 +285,26 @@ def test_import_gives_the_kernel_links_of_a_recording(example, traced, tmp_path)
     assert [(b["source"]["line"] if b["source"] else None) for b in imported["graph_breaks"]] == \
         [(b["source"]["line"] if b["source"] else None) for b in recorded["graph_breaks"]]
     assert imported["provenance"] == "kernel" and imported["mode"] == recorded["mode"]
+
+
+@pytest.mark.slow
+def test_import_reads_the_guards_and_recompile_failures_a_recording_has(traced, tmp_path):
+    log, store_path = traced["recompile_shape"]
+    recorded, imported = _recorded(store_path), _imported_dump(log, tmp_path)
+
+    def shape_guards(run):
+        return sorted((g["compile_id"], g["expression"], g["added_by"], g["source"] and g["source"]["line"])
+                      for g in run["guards"] if g["kind"] in ("shape", "specialization"))
+
+    def failures(run):  # without the failing values: a log has none
+        return sorted((r["compile_id"], f["failed_compile_id"], f["guard"], tuple(line["line"] for line in f["lines"]))
+                      for r in run["recompiles"] for f in r["failures"])
+
+    assert shape_guards(imported) == shape_guards(recorded)
+    assert ("0/1", "x.size()[0] <= 4", "user code", 23) in shape_guards(imported)
+    assert failures(imported) == failures(recorded) and len(failures(imported)) == 3
+    assert len(imported["guards"]) == len(recorded["guards"])  # Dynamo's guard trees too
+    assert all(not f["values"] for r in imported["recompiles"] for f in r["failures"])
 
 
 @pytest.mark.slow

@@ -26,6 +26,8 @@ def test_recompiles_are_listed_at_their_lines_and_jump_there(workspace):  # noqa
             [recompile] = [prompt for prompt in prompts if prompt.startswith("recompile")]
             assert f"{MLP_PATH}:{FC1_LINE}" in recompile and "x.size()[0]=16" in recompile
             assert "advice: torch._dynamo.mark_dynamic(x, 0)" in recompile
+            [pair] = [prompt for prompt in prompts if prompt.startswith("not fused")]
+            assert f"{MLP_PATH}:{FC1_LINE}" in pair and "extern: node1 is extern or nop" in pair
             await pilot.press("down", "enter")  # past the graph break, onto the recompile
             await settle(pilot, lambda: app.last_query == ("source", FC1_LINE))
             assert app.view("source").cursor_line == FC1_LINE

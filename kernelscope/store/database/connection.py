@@ -225,6 +225,8 @@ def _create_or_check_schema(conn: sqlite3.Connection, db_path: Path, writable: b
             _check_version(conn, db_path, existing, writable)
             for table, column, kind in _missing_columns(conn):
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            for statement in tables.ADDED_COLUMN_INDEXES:
+                conn.execute(statement)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

@@ -522,7 +522,10 @@ CREATE TABLE fusion_refusals (
     node2       TEXT NOT NULL,
     nodes1_json TEXT NOT NULL,   -- post-grad node names each computes
     nodes2_json TEXT NOT NULL,
-    reason      TEXT NOT NULL
+    reason      TEXT NOT NULL,
+    -- why: scheduler | extern | template | realized buffer | graph break (NULL: scheduler)
+    cause       TEXT,
+    other_graph_id INTEGER REFERENCES graphs(id) ON DELETE CASCADE  -- nodes2's graph (graph break)
 );
 """
 
@@ -533,6 +536,7 @@ CREATE INDEX failure_lines_by_line   ON guard_failure_lines (run_id, source_file
 CREATE INDEX failure_lines_by_id     ON guard_failure_lines (failure_id);
 CREATE INDEX fusion_refusals_by_graph ON fusion_refusals (graph_id);
 CREATE INDEX fusion_refusals_by_run  ON fusion_refusals (run_id);
+CREATE INDEX fusion_refusals_by_other_graph ON fusion_refusals (other_graph_id);
 """
 
 # -- recomputed backward nodes (docs/recording.md#activation-checkpointing) ----------------
@@ -765,7 +769,13 @@ CREATE INDEX recompiles_by_run     ON recompiles (run_id);
 # writing (old rows get NULL; readers accept both).
 ADDED_COLUMNS = {
     "runs": [("workspace_from_store", "TEXT")],
+    # why: what kept two ops apart besides the scheduler, and a graph break's second graph
+    "fusion_refusals": [("cause", "TEXT"), ("other_graph_id", "INTEGER REFERENCES graphs(id) ON DELETE CASCADE")],
 }
+# The indexes on those columns, made with them.
+ADDED_COLUMN_INDEXES = [
+    "CREATE INDEX IF NOT EXISTS fusion_refusals_by_other_graph ON fusion_refusals (other_graph_id)",
+]
 
 # Everything a new store is made of, in the order it is created.
 ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + INDEXES + ASM_INDEXES

@@ -47,7 +47,8 @@ from kernelscope.version import __version__
 
 # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute, memory, numerics
 # 8.0: run.memory's step peak and measured memory (`compile --memory`); kernel.asm of a C++ kernel
-#      built for the CPU (arch x86-64: ISA, vector width, loops; docs/below-the-kernel.md)
+#      built for the CPU (arch x86-64: ISA, vector width, loops; docs/below-the-kernel.md); graph.not_fused[].cause,
+#      other_graph (extern calls, templates, realized buffers, graph breaks)
 SCHEMA_VERSION = "8.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),

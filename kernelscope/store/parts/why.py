@@ -50,7 +50,10 @@ class RecompileRef:
 
 @dataclass
 class NotFusedRef:
-    """An op of this line that Inductor's scheduler would not fuse with another."""
+    """An op of this line that ended in another kernel than a neighbour's, and why: the
+    scheduler refused (`cause` "scheduler", "template", "extern"), an extern call fuses
+    nothing ("extern"), Inductor stored a value in a buffer ("realized buffer"), or a graph
+    break put them in different graphs ("graph break")."""
 
     graph: str  # graph key
     compile_id: str
@@ -61,8 +64,15 @@ class NotFusedRef:
     other_line: int | None
     other_code: str
     other_kernel: str
-    reason: str  # the scheduler's own words
+    reason: str  # the scheduler's own words; for the other causes, what kept them apart
     scheduler_nodes: tuple[str, str] = ("", "")  # Inductor's names (op3, op1_op2_op3), this side first
+    # scheduler | extern | template | realized buffer | graph break (run_record.NotFused)
+    cause: str = "scheduler"
+    other_graph: str = ""  # the other side's graph key when it is another graph (a graph break)
+    # this side's model line (its last node with one): the line asked about, or in a run's list
+    file: str | None = None
+    line: int | None = None
+    code: str = ""
 
 
 @dataclass
@@ -101,11 +111,14 @@ def write_run_why(conn: sqlite3.Connection, run_id: int, record: RunRecord, grap
             conn.executemany(
                 "INSERT INTO guard_failure_lines (failure_id, run_id, source_file, source_line) VALUES (?, ?, ?, ?)",
                 [(cursor.lastrowid, run_id, file, line) for file, line, _, _ in dict.fromkeys(lines) if file])
+    id_of = {graph.key: graph_id for graph, graph_id in zip(record.graphs, graph_ids)}
     for graph, graph_id in zip(record.graphs, graph_ids):
         conn.executemany(
-            """INSERT INTO fusion_refusals (run_id, graph_id, position, node1, node2, nodes1_json, nodes2_json, reason)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
-            [(run_id, graph_id, position, r.node1, r.node2, _json(r.nodes1), _json(r.nodes2), r.reason)
+            """INSERT INTO fusion_refusals (run_id, graph_id, position, node1, node2, nodes1_json, nodes2_json, reason,
+                   cause, other_graph_id)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [(run_id, graph_id, position, r.node1, r.node2, _json(r.nodes1), _json(r.nodes2), r.reason, r.cause,
+              id_of.get(r.other_graph) if r.other_graph else None)
              for position, r in enumerate(graph.not_fused)])
 
 
@@ -173,31 +186,72 @@ def _not_fused_at(conn: sqlite3.Connection, run_id: int, path: str, line: int) -
     if not own:
         return []
     own_names = {(row["graph_id"], row["name"]) for row in own}
+    own_graphs = sorted({row["graph_id"] for row in own})
     refusals = list(select_in(conn, "SELECT * FROM fusion_refusals WHERE graph_id IN ({}) ORDER BY graph_id, position",
-                              sorted({row["graph_id"] for row in own})))
+                              own_graphs))
+    causes = connection.has_column(conn, "fusion_refusals", "cause")  # a store of schema 6 before them: none
+    if causes:  # a graph break's pair is kept on the first graph: this line may be its second side
+        refusals += select_in(conn, "SELECT * FROM fusion_refusals WHERE other_graph_id IN ({}) "
+                              "ORDER BY graph_id, position", own_graphs)
     if not refusals:
         return []
+    graph_ids = {row["graph_id"] for row in refusals} | {row["other_graph_id"] for row in refusals if causes} - {None}
     graphs = {row["id"]: row for row in select_in(conn, "SELECT id, key, compile_id FROM graphs WHERE id IN ({})",
-                                                   sorted({row["graph_id"] for row in refusals}))}
+                                                   sorted(graph_ids))}
     found: dict[tuple, NotFusedRef] = {}
     for refusal in refusals:
-        graph_id = refusal["graph_id"]
+        cause = (refusal["cause"] if causes else None) or "scheduler"
+        side_graphs = (refusal["graph_id"], (refusal["other_graph_id"] if causes else None) or refusal["graph_id"])
         sides = (json.loads(refusal["nodes1_json"]), json.loads(refusal["nodes2_json"]))
         names = (refusal["node1"], refusal["node2"])
-        for mine, theirs, my_name, their_name in ((0, 1, 0, 1), (1, 0, 1, 0)):
-            here = [name for name in sides[mine] if (graph_id, name) in own_names]
-            if not here or any((graph_id, name) in own_names for name in sides[theirs]):
-                continue  # not this line's, or both sides are this line's ops
-            other = _node_place(conn, graph_id, sides[theirs])
+        for mine, theirs in ((0, 1), (1, 0)):
+            here = [name for name in sides[mine] if (side_graphs[mine], name) in own_names]
+            both_here = any((side_graphs[theirs], name) in own_names for name in sides[theirs])
+            if not here or (both_here and (cause == "scheduler" or mine == 1)):
+                continue  # not this line's; both sides this line's: a scheduler refusal inside one line says
+                # little, another cause is told once
+            graph_id, other_graph_id = side_graphs[mine], side_graphs[theirs]
+            other = _node_place(conn, other_graph_id, sides[theirs])
             ref = NotFusedRef(
+                file=path, line=line,
                 graph=graphs[graph_id]["key"], compile_id=graphs[graph_id]["compile_id"], node=", ".join(here),
                 kernel=", ".join(_kernels_of(conn, graph_id, here)), other_node=other[0], other_file=other[1],
                 other_line=other[2], other_code=other[3],
-                other_kernel=", ".join(_kernels_of(conn, graph_id, sides[theirs])),
-                reason=refusal["reason"], scheduler_nodes=(names[my_name], names[their_name]))
-            key = (ref.graph, ref.kernel, ref.other_file, ref.other_line, ref.other_kernel, ref.reason)
+                other_kernel=", ".join(_kernels_of(conn, other_graph_id, sides[theirs])),
+                reason=refusal["reason"], scheduler_nodes=(names[mine], names[theirs]), cause=cause,
+                other_graph=graphs[other_graph_id]["key"] if other_graph_id != graph_id else "")
+            key = (ref.graph, ref.kernel, ref.other_graph, ref.other_file, ref.other_line, ref.other_kernel,
+                   ref.reason)
             found.setdefault(key, ref)  # a pair asked again in a later round, as larger fused nodes
     return list(found.values())
+
+
+def run_not_fused(conn: sqlite3.Connection, run_id: int) -> list[NotFusedRef]:
+    """Every pair of a run kept apart, each side at its model line (`kernelscope show`, the
+    TUI's `b`): in graph order, other causes before the scheduler's refusals."""
+    if not _recorded(conn):
+        return []
+    causes = connection.has_column(conn, "fusion_refusals", "cause")
+    rows = conn.execute(
+        "SELECT r.*, g.key AS graph_key, g.compile_id AS graph_compile_id, "
+        + ("r.cause AS why_cause, o.key AS other_key" if causes else "NULL AS why_cause, NULL AS other_key")
+        + " FROM fusion_refusals r JOIN graphs g ON g.id = r.graph_id"
+        + (" LEFT JOIN graphs o ON o.id = r.other_graph_id" if causes else "")
+        + " WHERE r.run_id = ? ORDER BY r.graph_id, r.position", (run_id,)).fetchall()
+    found: dict[tuple, NotFusedRef] = {}
+    for row in rows:
+        other_graph_id = (row["other_graph_id"] if causes else None) or row["graph_id"]
+        nodes1, nodes2 = json.loads(row["nodes1_json"]), json.loads(row["nodes2_json"])
+        mine, other = _node_place(conn, row["graph_id"], nodes1), _node_place(conn, other_graph_id, nodes2)
+        ref = NotFusedRef(
+            graph=row["graph_key"], compile_id=row["graph_compile_id"], node=mine[0],
+            kernel=", ".join(_kernels_of(conn, row["graph_id"], nodes1)), other_node=other[0], other_file=other[1],
+            other_line=other[2], other_code=other[3], other_kernel=", ".join(_kernels_of(conn, other_graph_id, nodes2)),
+            reason=row["reason"], scheduler_nodes=(row["node1"], row["node2"]), cause=row["why_cause"] or "scheduler",
+            other_graph=row["other_key"] or "", file=mine[1], line=mine[2], code=mine[3])
+        key = (ref.graph, ref.kernel, ref.other_graph, ref.other_kernel, ref.file, ref.line, ref.other_line, ref.reason)
+        found.setdefault(key, ref)
+    return sorted(found.values(), key=lambda ref: ref.cause == "scheduler")
 
 
 def _node_place(conn: sqlite3.Connection, graph_id: int, names: list[str]) -> tuple[str, str | None, int | None, str]:
@@ -302,7 +356,13 @@ def dump_failures(conn: sqlite3.Connection, run_id: int, portable, frame) -> dic
 def dump_not_fused(conn: sqlite3.Connection, graph_id: int) -> list[dict]:
     if not _recorded(conn):
         return []
-    rows = conn.execute("SELECT * FROM fusion_refusals WHERE graph_id = ?", (graph_id,)).fetchall()
+    causes = connection.has_column(conn, "fusion_refusals", "cause")
+    columns = "r.cause AS why_cause, g.key AS other_key" if causes else "NULL AS why_cause, NULL AS other_key"
+    rows = conn.execute(
+        "SELECT r.*, " + columns
+        + " FROM fusion_refusals r" + (" LEFT JOIN graphs g ON g.id = r.other_graph_id" if causes else "")
+        + " WHERE r.graph_id = ?", (graph_id,)).fetchall()
     return sorted(({"node1": row["node1"], "node2": row["node2"], "nodes1": json.loads(row["nodes1_json"]),
-                    "nodes2": json.loads(row["nodes2_json"]), "reason": row["reason"]} for row in rows),
-                  key=lambda r: (r["node1"], r["node2"], r["reason"]))
+                    "nodes2": json.loads(row["nodes2_json"]), "reason": row["reason"],
+                    "cause": row["why_cause"] or "scheduler", "other_graph": row["other_key"] or ""} for row in rows),
+                  key=lambda r: (r["cause"], r["node1"], r["node2"], r["nodes1"], r["nodes2"], r["reason"]))
