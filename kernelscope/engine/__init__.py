@@ -59,6 +59,7 @@ Seeing what Inductor does
 - `rank_info`       — which rank of which distributed job this process is.
 - `asm_launches`    — `--target cuda`: the launch config each kernel's autotuner chose.
 - `asm_build`       — a stored Triton kernel compiled below Triton (PTX, SASS) without a GPU.
+- `cpu_asm_build`   — a stored C++ kernel compiled for this CPU (x86-64, its line map, vector width).
 - `decision_hooks`  — timing decisions (pad_mm, max-autotune) hooked in torch: recorded on
   a GPU, replayed or guessed on virtual-cuda; the torch-free data model is
   `kernelscope.decisions` (its own map: `engine/decision_hooks/__init__.py`).
