@@ -37,9 +37,12 @@ ZOO = ["gpt2", "bert", "llama", "small_cnn", "transformer_encoder", "moe", "nano
 BLOCK = 512  # the caching allocator rounds every allocation up to this
 
 
+FACTORY = {"nanogpt_deep": "make_deep"}  # the zoo file's factory where it is not `make`
+
+
 def spec_of(case: str) -> str:
     folder = "examples" if case in EXAMPLES else "bench/models"
-    return f"{REPO / folder / case}.py:make"
+    return f"{REPO / folder / case}.py:{FACTORY.get(case, 'make')}"
 
 
 def rounded(count: int) -> int:
