@@ -9,8 +9,9 @@ apart, with the schema version that added them (ADDED_SINCE_VERSION).
 from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
-# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES, MEMORY_TABLES, NUMERICS_TABLES
-STORE_SCHEMA_VERSION = 6
+# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES, MEMORY_TABLES, NUMERICS_TABLES;
+# 7: KERNEL_PART_TABLES
+STORE_SCHEMA_VERSION = 7
 
 TABLES = """
 CREATE TABLE meta (
@@ -626,16 +627,41 @@ CREATE INDEX numerics_outputs_by_source ON numerics_outputs (source_file, source
 ADDED_IN_6 = (USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXES + RECOMPUTE_TABLES
               + RECOMPUTE_INDEXES + MEMORY_TABLES + MEMORY_INDEXES + NUMERICS_TABLES + NUMERICS_INDEXES)
 
+# ---- a foreach/combo kernel's sub-kernels (issue 32; store/parts/kernel_parts.py) -------
+# record.KernelPart: each sub-kernel's block of lines, its nodes and the optimizer parameters
+# it updates ([{group, index, name, shape}]; engine/optimizer_params.py).
+KERNEL_PART_TABLES = """
+CREATE TABLE kernel_parts (
+    kernel_id   INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    part        INTEGER NOT NULL,  -- its `if pid < num_xblocks_<part>:` block
+    first_line  INTEGER NOT NULL,  -- of the kernel file
+    last_line   INTEGER NOT NULL,
+    nodes_json  TEXT NOT NULL,     -- the post-grad nodes it computes
+    params_json TEXT NOT NULL,     -- the optimizer parameters it updates
+    PRIMARY KEY (kernel_id, part)
+);
+"""
+
+KERNEL_PART_INDEXES = """
+CREATE INDEX kernel_parts_by_run ON kernel_parts (run_id);
+"""
+
+# What version 7 added: foreach sub-kernels (an older store's runs read as having none).
+ADDED_IN_7 = KERNEL_PART_TABLES + KERNEL_PART_INDEXES
+# -- end of foreach sub-kernels ---------------------------------------------------------
+
 # A store of an older version gains the tables added since, when opened: version 2 the
 # below-the-kernel, distributed, decisions and subgraph tables, version 3 the decisions and
 # subgraph tables, version 4 the subgraph tables (its runs recorded none: a subgraph of theirs
 # reads as a graph of its own, as it was recorded), and each of them version 6's.
 ADDED_SINCE_VERSION = {
     "2": ASM_TABLES + ASM_INDEXES + DISTRIBUTED_TABLES + DISTRIBUTED_INDEXES + DECISIONS_TABLES + DECISIONS_INDEXES
-    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
-    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
-    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6,
-    "5": ADDED_IN_6,
+    + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
+    "3": DECISIONS_TABLES + DECISIONS_INDEXES + SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
+    "4": SUBGRAPH_TABLES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7,
+    "5": ADDED_IN_6 + ADDED_IN_7,
+    "6": ADDED_IN_7,
 }
 
 # -- end of timing decisions ----------------------------------------------------------
@@ -679,4 +705,4 @@ ADDED_COLUMNS = {
 
 # Everything a new store is made of, in the order it is created.
 ALL = (TABLES + ASM_TABLES + DISTRIBUTED_TABLES + DECISIONS_TABLES + SUBGRAPH_TABLES + INDEXES + ASM_INDEXES
-       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + ADDED_IN_6)
+       + DISTRIBUTED_INDEXES + DECISIONS_INDEXES + SUBGRAPH_INDEXES + ADDED_IN_6 + ADDED_IN_7)
