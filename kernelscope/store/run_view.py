@@ -244,6 +244,12 @@ class RunView:
         the kernel and the user's line it was copied from (also `query(...).user_kernels`)."""
         return user_kernels.user_kernel_copies(self._conn, location, line, self._graph_ref)
 
+    def user_kernel_lines(self, location: Location) -> tuple[dict[int, list[UserKernelRef]],
+                                                           dict[int, list[UserKernelRef]]]:
+        """A source file's user Triton kernels by line: ({`def` line: its generated copies},
+        {call line: the copies it launches}), for the language server's lenses."""
+        return user_kernels.kernels_by_line(self._conn, self.id, location.path, self._graph_ref)
+
     def kernel_parts_at(self, location: Location, line: int) -> list[KernelPartRef]:
         """A foreach/combo kernel's line: its sub-kernel (nodes, their lines, the optimizer
         parameters it updates); a source line: the optimizer sub-kernels its ops (or the calls

@@ -426,3 +426,26 @@ async def test_a_user_triton_kernel_line_goes_to_its_generated_copy(user_triton_
         assert (uri(example), load) in {(ref.uri, ref.range.start.line) for ref in references}  # the user's line
     finally:
         await session.stop()
+
+
+@pytest.mark.slow
+async def test_user_triton_kernel_lenses_name_the_compiled_copy_and_its_config(user_triton_store):
+    """Over the user's `@triton.jit` kernel: its compiled copies and the autotune config the run
+    launched; over the line that launches it: the same, said as a launch."""
+    root, _ = user_triton_store
+    example = EXAMPLES / "user_triton_kernel.py"
+    kernel_def = line_of(example, "def silu_forward_kernel(")
+    launch = line_of(example, "silu_forward_kernel[lambda meta")
+    session = await start_session(REPO, {"store": str(root)})
+    try:
+        session.open(example)  # the latest run with the file: the inference run
+        titles: dict[int, list[str]] = {}
+        for lens in await session.lenses(uri(example)):
+            titles.setdefault(lens.range.start.line, []).append(lens.command.title)
+        copy = (r"compiled copy in silu_forward_kernel\w* \(0/0 inference\) "
+                r"· config BLOCK=256, num_warps=4, num_stages=3")
+        assert any(re.fullmatch(copy, title) for title in titles.get(kernel_def, [])), titles.get(kernel_def)
+        assert any(re.fullmatch("launches user Triton kernel silu_forward_kernel: " + copy, title)
+                   for title in titles.get(launch, [])), titles.get(launch)
+    finally:
+        await session.stop()
