@@ -147,6 +147,8 @@ class PreGradCapture:
     # A compiled optimizer step: its graph attributes and inputs that are an optimizer's
     # parameters (engine/optimizer_params.py), ("attr", target) / ("input", index) -> param.
     optimizer_inputs: dict = field(default_factory=dict)
+    # A submodule's name in its parent (`score_mod_0`, `cond_true_0`); "" for a whole graph.
+    name: str = ""
 
 
 class WrapperRegion:
@@ -275,7 +277,8 @@ class Probes:
         compile_id = current_compile_id()
         submodules = [
             PreGradCapture(compile_id, inductor_reads.NodeView.from_graph(module.graph), id(module.graph),
-                           module.print_readable(print_output=False, include_stride=True, include_device=True))
+                           module.print_readable(print_output=False, include_stride=True, include_device=True),
+                           name=name)
             for name, module in gm.named_modules() if name and hasattr(module, "graph")
         ]
         callers = calling_frames()
