@@ -42,3 +42,23 @@ def heading(parts: list[KernelPartRef], from_source: bool) -> str:
     if from_source:
         return f"optimizer parameters this line's foreach kernels update ({len(parts)} sub-kernels, down)"
     return "foreach sub-kernel of this line"
+
+
+def run_section(parts: list[KernelPartRef]) -> list[str]:
+    """`kernelscope show`'s section: each foreach kernel's sub-kernels, with the parameters
+    each updates (a compiled optimizer step) or the nodes it computes."""
+    params = {(param["group"], param["index"]) for part in parts for param in part.params}
+    kernels = {(part.graph.key, part.kernel) for part in parts}
+    lines = [f"foreach sub-kernels: {len(parts)} in {len(kernels)} kernel(s)"
+             + (f", updating {len(params)} optimizer parameter(s)" if params else "")]
+    current = None
+    for part in parts:
+        if (part.graph.key, part.kernel) != current:
+            current = (part.graph.key, part.kernel)
+            callers = sorted({caller for other in parts if (other.graph.key, other.kernel) == current
+                              for caller in other.called_from})
+            lines.append(f"  {part.kernel} in {part.graph.title}" + (f", called from {', '.join(callers)}"
+                                                                     if callers else ""))
+        what = params_text(part) if part.params else f"computes {', '.join(part.nodes)}"
+        lines.append(f"    sub-kernel {part.part} (lines {part.first_line}-{part.last_line}): {what}")
+    return lines

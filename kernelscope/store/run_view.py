@@ -250,6 +250,10 @@ class RunView:
         {call line: the copies it launches}), for the language server's lenses."""
         return user_kernels.kernels_by_line(self._conn, self.id, location.path, self._graph_ref)
 
+    def kernel_parts(self) -> list[KernelPartRef]:
+        """Every foreach/combo sub-kernel of the run, with the optimizer parameters it updates."""
+        return kernel_parts.parts_of_run(self._conn, self.id, self._graph_ref)
+
     def kernel_parts_at(self, location: Location, line: int) -> list[KernelPartRef]:
         """A foreach/combo kernel's line: its sub-kernel (nodes, their lines, the optimizer
         parameters it updates); a source line: the optimizer sub-kernels its ops (or the calls

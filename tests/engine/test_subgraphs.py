@@ -233,6 +233,14 @@ def test_compiled_sgd_step_sub_kernels_name_their_group_parameters_and_step_line
                                 for p in part.params]
         assert found.sources and all("torch/optim/sgd.py:" in source for source in found.sources)
         assert at_line.to_dict()["kernel_parts"][0]["params"] == found.params
+    shown = cli(capsys, "show", str(run_id), "--store", str(tmp_path / ".kernelscope"))
+    section = shown[shown.index("foreach sub-kernels: "):]
+    assert "updating 4 optimizer parameter(s)" in section.splitlines()[0]
+    assert f"called from examples/sgd_step.py:{step_line} main" in section
+    assert ": param_groups[0]: 0.weight (64, 32)" in section and ": param_groups[1]: 2.bias (8)" in section
+    shown_json = json.loads(cli(capsys, "show", str(run_id), "--json", "--store", str(tmp_path / ".kernelscope")))
+    assert {param["name"] for part in shown_json["kernel_parts"] for param in part["params"]} == {
+        "0.weight", "2.weight", "0.bias", "2.bias"}
 
 
 def test_compiled_adamw_sub_kernels_name_parameters_by_index_and_shape(recordings):

@@ -62,6 +62,13 @@ def parts_at(conn: sqlite3.Connection, location: Location, line: int,
     return found
 
 
+def parts_of_run(conn: sqlite3.Connection, run_id: int,
+                 graph_of: Callable[[int], GraphRef]) -> list[KernelPartRef]:
+    """Every foreach sub-kernel of the run, in graph, kernel and block order (for `kernelscope show`)."""
+    rows = _rows(conn, _PART_ROWS + "WHERE p.run_id = ? ORDER BY k.graph_id, k.position, p.part", (run_id,))
+    return [_ref(conn, row, graph_of) for row in rows]
+
+
 def _ref(conn: sqlite3.Connection, row: sqlite3.Row, graph_of: Callable[[int], GraphRef]) -> KernelPartRef:
     nodes = json.loads(row["nodes_json"])
     sources: dict[str, None] = {}
