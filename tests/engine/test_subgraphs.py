@@ -233,6 +233,13 @@ def test_compiled_sgd_step_sub_kernels_name_their_group_parameters_and_step_line
                                 for p in part.params]
         assert found.sources and all("torch/optim/sgd.py:" in source for source in found.sources)
         assert at_line.to_dict()["kernel_parts"][0]["params"] == found.params
+        dumped = view.dump()
+    validate_dump(dumped)
+    dumped_kernel = next(k for graph in dumped["run"]["graphs"] if graph["key"] == foreach[0][0].key
+                         for k in graph["kernels"] if k["name"] == kernel.name)
+    assert dumped_kernel["parts"][-1] == {"index": part.index, "first_line": part.first_line,
+                                          "last_line": part.last_line, "nodes": part.nodes,
+                                          "params": found.params}
     shown = cli(capsys, "show", str(run_id), "--store", str(tmp_path / ".kernelscope"))
     section = shown[shown.index("foreach sub-kernels: "):]
     assert "updating 4 optimizer parameter(s)" in section.splitlines()[0]

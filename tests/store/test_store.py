@@ -290,13 +290,28 @@ WHY_TABLES = ("guard_failure_lines", "guard_failures", "guards", "fusion_refusal
 # every table version 6 added: a version-5 store has none of them
 ADDED_IN_6 = ("user_kernel_lines", "user_kernels", "recomputed_nodes", *WHY_TABLES, "graph_memory", "memory_buffers",
               "eager_memory", "eager_memory_lines", "numerics_runs", "numerics_outputs")
+ADDED_IN_7 = ("kernel_parts",)  # foreach sub-kernels (docs/recording.md#foreach-kernels-of-a-compiled-optimizer)
+
+
+def test_version_6_store_gains_the_foreach_sub_kernels(mlp_store, workspace):
+    """A version-6 store opens with its runs as they were: no foreach sub-kernel recorded."""
+    conn = mlp_store.conn
+    for table in ADDED_IN_7:
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("UPDATE meta SET value = '6' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    with StoreBackend(workspace / ".kernelscope") as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
+        assert rows(store, "SELECT COUNT(*) FROM kernel_parts") == [(0,)]
+        assert store.run(1).kernel_parts() == []
 
 
 def test_version_5_store_gains_the_why_tables(mlp_store, workspace):
     """A version-5 store (before guards and fusion refusals were recorded) opens with its runs
     as they were; they answer with no guard, recompile failure or refusal."""
     conn = mlp_store.conn
-    for table in ADDED_IN_6:
+    for table in ADDED_IN_6 + ADDED_IN_7:
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -313,7 +328,8 @@ def test_version_2_store_gains_the_tables_added_since(mlp_store, workspace):
     tables empty."""
     conn = mlp_store.conn
     for table in ("asm_lines", "asm_files", "kernel_launches", "kernel_asm", "collectives", "graph_code",
-                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6):
+                  "graph_splits", "run_ranks", "decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6,
+                  *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'store_schema_version'")
     runs_before = rows(mlp_store, "SELECT id, target FROM runs")
@@ -335,7 +351,7 @@ def test_version_3_store_gains_the_decisions_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6):
+    for table in ("decisions", "run_decision_info", "graph_subgraphs", *ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -358,7 +374,7 @@ def test_version_4_store_gains_the_subgraph_tables(mlp_store, workspace, monkeyp
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ("graph_subgraphs", *ADDED_IN_6):
+    for table in ("graph_subgraphs", *ADDED_IN_6, *ADDED_IN_7):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'store_schema_version'")
     mlp_store.close()
@@ -382,7 +398,7 @@ def test_version_5_store_gains_the_version_6_tables(mlp_store, workspace, monkey
     from kernelscope.store.database import connection
 
     conn = mlp_store.conn
-    for table in ADDED_IN_6:
+    for table in ADDED_IN_6 + ADDED_IN_7:
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'store_schema_version'")
     mlp_store.close()

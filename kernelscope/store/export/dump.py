@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v7.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v8.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -38,6 +38,7 @@ from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
 from kernelscope.store.parts import decisions, memory, numerics, why
+from kernelscope.store.parts.kernel_parts import dump_parts
 from kernelscope.store.parts.profiles import dump_profile
 from kernelscope.store.parts.recompute import NOT_RECOMPUTED, dump_recomputes
 from kernelscope.store.parts.subgraphs import dump_subgraph
@@ -46,11 +47,12 @@ from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
 # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute, memory, numerics
-SCHEMA_VERSION = "7.0"
+# 8.0: kernel.parts (foreach sub-kernels and the optimizer parameters they update)
+SCHEMA_VERSION = "8.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
                     "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
-                    "7.0": ("schema", "dump-v7.json")}
+                    "7.0": ("schema", "dump-v7.json"), "8.0": ("schema", "dump-v8.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -92,6 +94,9 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     # a program's own Triton kernels
     "UserKernel": {"$def": "user_kernel", "renamed": {}, "dropped": set(), "added": set()},
     "UserKernelLine": {"$def": "user_kernel_line", "renamed": {}, "dropped": set(), "added": set()},
+    # foreach sub-kernels (8.0)
+    "KernelPart": {"$def": "kernel_part", "renamed": {}, "dropped": set(), "added": set()},
+    "OptimizerParam": {"$def": "optimizer_param", "renamed": {}, "dropped": set(), "added": set()},
     # memory (docs/memory.md): the graph's timeline, and per model line the run's `memory`
     "GraphMemory": {"$def": "graph_memory", "renamed": {}, "dropped": set(), "added": set()},
     "MemoryBuffer": {"$def": "memory_buffer", "renamed": {}, "dropped": set(), "added": set()},
@@ -338,6 +343,7 @@ class _DumpContext:
                 "launch": launches.get(row["id"]),
                 "asm": builds.get(row["id"]),
                 "user": dump_user_kernel(conn, row["id"], self.source),
+                "parts": dump_parts(conn, row["id"]),
             })
 
         node_order = lambda node: (node["graph_line"], node["name"], node["target"])  # noqa: E731

@@ -69,6 +69,13 @@ def parts_of_run(conn: sqlite3.Connection, run_id: int,
     return [_ref(conn, row, graph_of) for row in rows]
 
 
+def dump_parts(conn: sqlite3.Connection, kernel_id: int) -> list[dict]:
+    """The dump's `kernel.parts`: [] for a kernel that is no foreach/combo kernel."""
+    rows = _rows(conn, "SELECT * FROM kernel_parts WHERE kernel_id = ? ORDER BY part", (kernel_id,))
+    return [{"index": row["part"], "first_line": row["first_line"], "last_line": row["last_line"],
+             "nodes": json.loads(row["nodes_json"]), "params": json.loads(row["params_json"])} for row in rows]
+
+
 def _ref(conn: sqlite3.Connection, row: sqlite3.Row, graph_of: Callable[[int], GraphRef]) -> KernelPartRef:
     nodes = json.loads(row["nodes_json"])
     sources: dict[str, None] = {}
