@@ -38,8 +38,12 @@ def parts_at(conn: sqlite3.Connection, location: Location, line: int,
     line: the sub-kernels updating optimizer parameters whose nodes come from it (its own ops
     or, up the stack, the calls it made: a script's `opt.step()` line reaches every one)."""
     if location.kind == KERNEL:
-        rows = _rows(conn, _PART_ROWS + "WHERE k.file = ? AND p.first_line <= ? AND p.last_line >= ? "
-                                        "AND p.run_id = ?", (location.path, line, line, location.run_id))
+        kernel = conn.execute("SELECT kernel_id FROM files WHERE path = ? AND kind = 'kernel'",
+                              (location.path,)).fetchone()
+        if kernel is None or kernel["kernel_id"] is None:
+            return []
+        rows = _rows(conn, _PART_ROWS + "WHERE p.kernel_id = ? AND p.first_line <= ? AND p.last_line >= ?",
+                     (kernel["kernel_id"], line, line))
         return [_ref(conn, row, graph_of) for row in rows]
     if location.kind != SOURCE:
         return []
@@ -55,10 +59,11 @@ def parts_at(conn: sqlite3.Connection, location: Location, line: int,
     for graph_id, name in nodes:
         by_graph.setdefault(graph_id, set()).add(name)
     found = []
+    lines: dict[tuple[int, str], tuple[str, str]] = {}
     for graph_id, names in by_graph.items():
         rows = _rows(conn, _PART_ROWS + "WHERE k.graph_id = ? AND p.params_json != '[]' ORDER BY k.position, p.part",
                      (graph_id,))
-        found += [_ref(conn, row, graph_of) for row in rows if names & set(json.loads(row["nodes_json"]))]
+        found += [_ref(conn, row, graph_of, lines) for row in rows if names & set(json.loads(row["nodes_json"]))]
     return found
 
 
@@ -66,7 +71,8 @@ def parts_of_run(conn: sqlite3.Connection, run_id: int,
                  graph_of: Callable[[int], GraphRef]) -> list[KernelPartRef]:
     """Every foreach sub-kernel of the run, in graph, kernel and block order (for `kernelscope show`)."""
     rows = _rows(conn, _PART_ROWS + "WHERE p.run_id = ? ORDER BY k.graph_id, k.position, p.part", (run_id,))
-    return [_ref(conn, row, graph_of) for row in rows]
+    lines: dict[tuple[int, str], tuple[str, str]] = {}
+    return [_ref(conn, row, graph_of, lines) for row in rows]
 
 
 def dump_parts(conn: sqlite3.Connection, kernel_id: int) -> list[dict]:
@@ -76,23 +82,38 @@ def dump_parts(conn: sqlite3.Connection, kernel_id: int) -> list[dict]:
              "nodes": json.loads(row["nodes_json"]), "params": json.loads(row["params_json"])} for row in rows]
 
 
-def _ref(conn: sqlite3.Connection, row: sqlite3.Row, graph_of: Callable[[int], GraphRef]) -> KernelPartRef:
+def _ref(conn: sqlite3.Connection, row: sqlite3.Row, graph_of: Callable[[int], GraphRef],
+         lines: dict[tuple[int, str], tuple[str, str]] | None = None) -> KernelPartRef:
+    """`lines`: the (own line, caller line) of each (graph id, node) already read — the
+    sub-kernels of one foreach kernel share most of their nodes."""
+    lines = {} if lines is None else lines
     nodes = json.loads(row["nodes_json"])
     sources: dict[str, None] = {}
     callers: dict[str, None] = {}
     for name in nodes:
-        node = conn.execute("""SELECT source_file, source_line, source_function, stack_id FROM nodes
-                               WHERE graph_id = ? AND stage = 'post' AND name = ?""",
-                            (row["graph_id"], name)).fetchone()
-        if node is None or node["source_file"] is None:
-            continue
-        sources[f"{node['source_file']}:{node['source_line']} {node['source_function']}".strip()] = None
-        caller = _caller(conn, node["stack_id"]) if node["stack_id"] is not None else None
-        if caller is not None:
-            callers[f"{caller['file']}:{caller['line']} {caller['function']}".strip()] = None
+        key = (row["graph_id"], name)
+        if key not in lines:
+            lines[key] = _node_lines(conn, *key)
+        source, caller = lines[key]
+        if source:
+            sources[source] = None
+        if caller:
+            callers[caller] = None
     return KernelPartRef(kernel=row["kernel"], graph=graph_of(row["graph_id"]), file=row["file"] or "",
                          part=row["part"], first_line=row["first_line"], last_line=row["last_line"], nodes=nodes,
                          params=json.loads(row["params_json"]), sources=list(sources), called_from=list(callers))
+
+
+def _node_lines(conn: sqlite3.Connection, graph_id: int, name: str) -> tuple[str, str]:
+    """A post-grad node's own line and the user's line that called into torch.optim, as
+    `file:line function` ("" where there is none)."""
+    node = conn.execute("""SELECT source_file, source_line, source_function, stack_id FROM nodes
+                           WHERE graph_id = ? AND stage = 'post' AND name = ?""", (graph_id, name)).fetchone()
+    if node is None or node["source_file"] is None:
+        return "", ""
+    source = f"{node['source_file']}:{node['source_line']} {node['source_function']}".strip()
+    caller = _caller(conn, node["stack_id"]) if node["stack_id"] is not None else None
+    return source, f"{caller['file']}:{caller['line']} {caller['function']}".strip() if caller is not None else ""
 
 
 def _caller(conn: sqlite3.Connection, stack_id: int) -> sqlite3.Row | None:
