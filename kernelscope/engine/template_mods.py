@@ -129,9 +129,10 @@ def _ops(pre_grad: PreGradCapture) -> list[str]:
 def _dynamo_copy(role: str, site: FxNode, pre_grad: PreGradCapture) -> PreGradCapture | None:
     """Dynamo's own trace of the score_mod or mask_mod this subgraph is: the pre-grad
     `flex_attention` node the call site came from passes its score_mod, then its mask_mod, as
-    subgraph arguments (get_attr nodes naming a submodule: `score_mod_0`, `mask_fn_0`). None
-    for the score_mod's gradient (Dynamo never traced it) or where no such node is found."""
-    position = {"score_mod": 0, "mask_mod": 1}.get(role)
+    subgraph arguments (get_attr nodes naming a submodule: `score_mod_0`, `mask_fn_0`); the
+    score_mod's gradient (`joint_graph0`, which Dynamo never traced) is that score_mod's. None
+    where no such node is found."""
+    position = {"score_mod": 0, "score_mod gradient": 0, "mask_mod": 1}.get(role)
     if position is None:
         return None
     by_name = {submodule.name: submodule for submodule in pre_grad.submodules}

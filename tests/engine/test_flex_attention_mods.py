@@ -168,3 +168,14 @@ def test_two_score_mods_with_the_same_ops_each_take_their_own_lines(tmp_path):
         assert calls and {node.source.line for node in calls} == {lines[function] + 1}
         assert all(node.source_via.startswith("Dynamo's trace of the function (node ") for node in calls
                    if node.source_via.startswith("Dynamo"))
+
+
+def test_every_mod_of_training_takes_its_own_dynamo_copy(train_run):
+    """Forward and backward, the score_mod, its gradient and the mask_mod: each subgraph's
+    copy of the function is found through its call's pre-grad node, never by op counts."""
+    vias = {node.source_via for graph in train_run.graphs if graph.subgraph is not None
+            for node in graph.post_grad_nodes if node.source_via.startswith("Dynamo's trace")}
+    assert vias and not any("most ops in common" in via for via in vias), vias
+    roles = {graph.subgraph.role for graph in train_run.graphs if graph.subgraph is not None
+             for node in graph.post_grad_nodes if node.source_via.startswith("Dynamo's trace of the function (")}
+    assert roles >= {"score_mod", "score_mod gradient"}, roles
