@@ -24,6 +24,17 @@ def params_text(part: KernelPartRef) -> str:
     return "; ".join(f"param_groups[{group}]: {', '.join(names)}" for group, names in sorted(groups.items()))
 
 
+def grouped_sources(sources: list[str]) -> list[str]:
+    """`sgd.py:429 _multi_tensor_sgd`, `sgd.py:445 _multi_tensor_sgd` -> `sgd.py:429, 445 _multi_tensor_sgd`."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for source in sources:
+        place, _, function = source.partition(" ")
+        file, _, line = place.rpartition(":")
+        groups.setdefault((file, function), []).append(int(line))
+    return [f"{file}:{', '.join(map(str, sorted(lines)))} {function}".rstrip()
+            for (file, function), lines in groups.items()]
+
+
 def title(part: KernelPartRef) -> str:
     """`triton_for_fused_0 sub-kernel 1 (lines 35-50) in 1/1 inference`."""
     return f"{part.kernel} sub-kernel {part.part} (lines {part.first_line}-{part.last_line}) in {part.graph.title}"
@@ -33,7 +44,7 @@ def part_lines(part: KernelPartRef) -> list[str]:
     """What one sub-kernel is: the parameters it updates, its nodes, their lines, the caller."""
     lines = [f"updates {params_text(part)}"] if part.params else []
     lines.append(f"computes {', '.join(part.nodes) or '(no node seen)'}")
-    lines += [f"from {source}" for source in part.sources]
+    lines += [f"from {where}" for where in grouped_sources(part.sources)]
     lines += [f"called from {caller}" for caller in part.called_from]
     return lines
 
