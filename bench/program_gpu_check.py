@@ -15,7 +15,8 @@ from their dumps: the Triton kernels (names, and sources without cache paths and
 index), the extern calls and the graphs themselves. One row per script with a verdict;
 DIR/program_gpu_check.json keeps the rows and each differing kernel's first differing line,
 and each side's coverage (a row below issue 32's floors — kernel and wrapper lines 95%, every
-node traced to a line — says so and fails the command).
+node traced to a line — says so and fails the command); for a compiled optimizer step, each
+foreach sub-kernel's parameters on the GPU and whether virtual-cuda found the same.
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ SCRIPTS = {  # name -> (script, arguments after `--`)
     "checkpoint_train": ("examples/checkpoint_train.py", ["--steps", "2"]),
     "recompile_shape": ("examples/recompile_shape.py", []),
     "optimizer_step": ("examples/optimizer_step.py", []),
+    "sgd_step": ("examples/sgd_step.py", []),
 }
 # Factories recorded with `compile` (name -> (PATH:FACTORY, extra options)): the subgraph,
 # user-kernel and why cases of issues 32 and 33 that are not scripts.
@@ -126,6 +128,15 @@ def compare(real: dict, virtual: dict) -> dict:
             "graphs": sorted(real), "notes": notes, "coverage": coverage, "below_floor": low}
 
 
+def foreach_parts(store: Path, run_id: int) -> list:
+    """Each foreach sub-kernel of the run's dump (written by graphs_of): graph, kernel, block and
+    the optimizer parameters it updates, as (group, index, name, shape)."""
+    dump = json.loads((store / f"dump-{run_id}.json").read_text())
+    return [[graph["key"], kernel["name"], part["index"],
+             [[p["group"], p["index"], p["name"], p["shape"]] for p in part["params"]]]
+            for graph in dump["run"]["graphs"] for kernel in graph["kernels"] for part in kernel.get("parts", [])]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("program_gpu_check"), help="stores, dumps and the JSON")
@@ -151,6 +162,12 @@ def main() -> int:
                                                   decisions=str(real_run))
             row = {"script": name, **compare(graphs_of(store, real_run, env), graphs_of(store, virtual_run, env)),
                    "gpu_seconds": real_seconds, "virtual_seconds": virtual_seconds}
+            parts = foreach_parts(store, real_run)  # a compiled optimizer step: its sub-kernels' parameters
+            virtual_parts = foreach_parts(store, virtual_run)
+            if parts or virtual_parts:
+                row["foreach_parts"] = {"gpu": parts, "same_on_virtual_cuda": parts == virtual_parts}
+                if parts != virtual_parts:
+                    row["notes"].append("foreach sub-kernels or their parameters differ on virtual-cuda")
         except (RuntimeError, subprocess.TimeoutExpired) as error:
             row = {"script": name, "verdict": "ERROR", "notes": [str(error)[-1500:]]}
         rows.append(row)

@@ -109,6 +109,29 @@ class UserKernel:
 
 
 @dataclass
+class OptimizerParam:
+    """A parameter of an optimizer's `param_groups`, as a compiled step's kernel updates it."""
+
+    group: int  # its param_groups index
+    index: int  # its place in that group's `params`
+    name: str  # its name when the optimizer was built from named parameters, else ""
+    shape: list[int] = field(default_factory=list)
+
+
+@dataclass
+class KernelPart:
+    """One sub-kernel of a foreach/combo kernel (`triton_for_fused_*`): its block of lines
+    (`if pid < num_xblocks_<index>:` ... ), the nodes it computes and, in a compiled
+    optimizer step, the parameters it updates (engine/optimizer_params.py)."""
+
+    index: int
+    first_line: int  # of the kernel file
+    last_line: int
+    nodes: list[str] = field(default_factory=list)
+    params: list[OptimizerParam] = field(default_factory=list)
+
+
+@dataclass
 class Kernel:
     name: str
     kind: str  # "triton" | "extern" | "template" | "cpp" (Inductor's C++ backend: stored as a .cpp file)
@@ -123,6 +146,7 @@ class Kernel:
     # decisions (`replayed_from` names them; docs/decisions.md)
     launch: dict | None = None
     user: UserKernel | None = None  # a program's own Triton kernel (engine/user_kernels.py)
+    parts: list[KernelPart] = field(default_factory=list)  # a foreach/combo kernel's sub-kernels
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kernelscope.errors import UserError
 from kernelscope.store.results import (
     SOURCE,
+    KernelPartRef,
     LineOverview,
     Location,
     ModuleGroup,
@@ -57,6 +58,8 @@ class Answer:
     warnings: list[str] = field(default_factory=list)  # e.g. a generated file edited since its run
     # a user Triton kernel's source line: its generated copies; a line of a copy: the user's line
     user_kernels: list[UserKernelCopy] = field(default_factory=list)
+    # a foreach kernel's line: its sub-kernel; a source line: the optimizer sub-kernels it became
+    kernel_parts: list[KernelPartRef] = field(default_factory=list)
     # A model line: the guards it installed, the recompiles it caused, the fusions refused
     # for its ops (store/parts/why.py; docs/why.md). None for a generated file's line.
     why: LineWhy | None = None
@@ -68,7 +71,7 @@ class Answer:
     @property
     def empty(self) -> bool:
         """Nothing recorded at this line (no node, kernel, user kernel, guard, recompile or refusal)."""
-        if self.user_kernels:
+        if self.user_kernels or self.kernel_parts:
             return False
         chain_empty = self.overview.empty if self.overview is not None else self._chain.empty
         return chain_empty and (self.why is None or self.why.empty)
@@ -106,6 +109,7 @@ class Answer:
             build_summary,
             build_tree,
             compact,
+            kernel_part_branch,
             recompute_branch,
             summary_hint,
             user_kernel_branch,
@@ -123,6 +127,8 @@ class Answer:
                 for lines in map(collective_answer, self.collectives)]))
         if self.user_kernels:
             tree.children.append(user_kernel_branch(self.user_kernels, self.location.kind == SOURCE))
+        if self.kernel_parts:
+            tree.children.append(kernel_part_branch(self.kernel_parts, self.location.kind == SOURCE))
         if self.why is not None and not self.why.empty:
             from kernelscope.render.why import why_branches
 
@@ -162,6 +168,8 @@ class Answer:
             data["collectives"] = [asdict(collective) for collective in self.collectives]
         if self.user_kernels:  # a user Triton kernel's line: its copies or its user line, with the configs
             data["user_kernels"] = [asdict(copy) for copy in self.user_kernels]
+        if self.kernel_parts:  # foreach sub-kernels: nodes, lines, the optimizer parameters they update
+            data["kernel_parts"] = [asdict(part) for part in self.kernel_parts]
         if self.why is not None:  # a model line: always present, empty lists when nothing (docs/why.md)
             data["guards"] = [asdict(guard) for guard in self.why.guards]
             data["recompiles"] = [asdict(recompile) for recompile in self.why.recompiles]
@@ -222,6 +230,7 @@ def ask(store: StoreBackend, path: str, line: int, run_id: int | None = None, di
                                       rollup=summary)
         answer.text = answer.result.text
     answer.user_kernels = view.user_kernel_copies(location, line)
+    answer.kernel_parts = view.kernel_parts_at(location, line)
     if location.kind == SOURCE:
         answer.why = view.why_at(location, line)
     if answer.empty:

@@ -343,6 +343,9 @@ class Run:
             linked, total = self.view.user_kernel_line_counts()
             data["user_kernels"] = {"kernels": [asdict(kernel) for kernel in user_kernels],
                                     "lines_linked": {"covered": linked, "total": total}}
+        parts = self.view.kernel_parts()
+        if parts:
+            data["kernel_parts"] = [asdict(part) for part in parts]
         decisions = self.decisions
         if self.numerics is not None:
             data["numerics"] = self.numerics_dict()
@@ -367,6 +370,11 @@ class Run:
             from kernelscope.render.user_kernels import run_section
 
             report += "\n\n" + "\n".join(run_section(user_kernels, self.view.user_kernel_line_counts()))
+        parts = self.view.kernel_parts()
+        if parts:  # foreach sub-kernels: a compiled optimizer step's parameters, by group
+            from kernelscope.render.kernel_parts import run_section as parts_section
+
+            report += "\n\n" + "\n".join(parts_section(parts))
         return report
 
     # -- the fusion picture ----------------------------------------------------------

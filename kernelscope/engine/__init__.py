@@ -50,6 +50,10 @@ Seeing what Inductor does
 - `collectives`     — each collective of a post-grad graph and why it is there.
 - `user_kernels`    — a program's own Triton kernels: each line of Inductor's copy linked to
   the user's kernel line, and the autotune config the run launched.
+- `kernel_parts`    — a foreach/combo kernel's sub-kernels: each one's block of lines, nodes
+  and the optimizer parameters it updates.
+- `optimizer_params` — which optimizer parameter (group, index, name, shape) each input of a
+  compiled optimizer step is.
 - `memory`          — a graph's memory from its compile: sizes from Inductor's IR at codegen,
   the allocation timeline, what each forward saves for its backward (docs/memory.md).
 - `eager_memory`    — `--against-eager`: what eager saves for the backward, per model line

@@ -113,3 +113,35 @@ def wrapper_file(text: str) -> str:
     from torch._inductor.codecache import get_hash, get_path
 
     return get_path(get_hash(text.strip(), "", "code"), "py")[2]
+
+
+def kernel_arg_buffers(kernel) -> dict[str, list[str]]:
+    """A generated kernel's pointer arguments and the buffers each stands for (`in_ptr0` ->
+    [`arg0_1`]; an in-place argument `in_out_ptr0` -> every name of its buffer). A combo
+    kernel's sub-kernels share their parent's arguments (ComboKernel.create_sub_kernel)."""
+    args = getattr(kernel, "args", None)
+    if args is None:
+        return {}
+    found: dict[str, list[str]] = {}
+    for table in (args.input_buffers, args.output_buffers):
+        for buffer, inner in table.items():
+            if isinstance(inner, str):  # a removed argument is a RemovedArg
+                found.setdefault(inner, []).append(buffer)
+    for buffer, inplaced in args.inplace_buffers.items():
+        inner = getattr(inplaced, "inner_name", None)
+        if isinstance(inner, str):
+            found.setdefault(inner, []).extend([buffer, *getattr(inplaced, "other_names", ())])
+    return {inner: list(dict.fromkeys(buffers)) for inner, buffers in found.items()}
+
+
+def input_descriptor(placeholder) -> tuple[str, str | int] | None:
+    """Where AOTAutograd took a post-grad placeholder from (its `desc`, torch >= 2.9):
+    ("attr", target) for a lifted parameter or buffer of Dynamo's graph, ("input", index)
+    for Dynamo's index-th graph input; None when torch gives no such descriptor."""
+    desc = placeholder.meta.get("desc")
+    target, index = getattr(desc, "target", None), getattr(desc, "idx", None)
+    if isinstance(target, str):
+        return "attr", target
+    if isinstance(index, int):
+        return "input", index
+    return None

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from kernelscope.compile_text import wrapper_code
 from kernelscope.compile_text.printed_graph import node_lines
-from kernelscope.engine import collectives, fx_nodes, recompute, subgraphs, user_kernels
+from kernelscope.engine import collectives, fx_nodes, kernel_parts, recompute, subgraphs, user_kernels
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin, in_subgraph
@@ -60,6 +60,7 @@ def build_graph(
     record.inductor_mapping = inductor_mapping
     splices = _subgraphs(record, capture, children)
     _link_wrapper_and_kernels(record, capture, inductor_mapping or {}, splices)
+    kernel_parts.add_parts(record, capture, pre_grad)
     if capture.parent is not None:
         _keep_own_nodes(record)
     _add_distributed(record, capture, pre_grad, distributed)

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.compile_text import wrapper_code
-from kernelscope.engine import inductor_reads, memory
+from kernelscope.engine import inductor_reads, memory, optimizer_params
 from kernelscope.engine import patch_points as points
 from kernelscope.engine.fx_nodes import calling_frames, target_name
 from kernelscope.engine.patching import Patches, install_groups
@@ -80,6 +80,8 @@ class KernelLineCapture:
     # A foreach/combo kernel (`triton_for_fused_*`): the nodes of each sub-kernel, in the
     # order of its `if pid < num_xblocks_<i>` blocks (what each block computes).
     parts: list[list[str]] = field(default_factory=list)
+    # a combo kernel's pointer arguments and the buffers they stand for (`in_ptr0` -> [`arg0_1`])
+    arg_buffers: dict[str, list[str]] = field(default_factory=dict)
     # A template kernel (FlexAttention, a max-autotune GEMM): the node whose lowering chose the
     # template; the template's own code (its loops, loads, dots, softmax) computes it.
     template_node: str | None = None
@@ -143,6 +145,11 @@ class PreGradCapture:
     submodules: list[PreGradCapture] = field(default_factory=list)
     # The user frames that called the compiled function (fx_nodes.calling_frames), outermost first.
     callers: list = field(default_factory=list)
+    # A compiled optimizer step: its graph attributes and inputs that are an optimizer's
+    # parameters (engine/optimizer_params.py), ("attr", target) / ("input", index) -> param.
+    optimizer_inputs: dict = field(default_factory=dict)
+    # A submodule's name in its parent (`score_mod_0`, `cond_true_0`); "" for a whole graph.
+    name: str = ""
 
 
 class WrapperRegion:
@@ -271,13 +278,16 @@ class Probes:
         compile_id = current_compile_id()
         submodules = [
             PreGradCapture(compile_id, inductor_reads.NodeView.from_graph(module.graph), id(module.graph),
-                           module.print_readable(print_output=False, include_stride=True, include_device=True))
+                           module.print_readable(print_output=False, include_stride=True, include_device=True),
+                           name=name)
             for name, module in gm.named_modules() if name and hasattr(module, "graph")
         ]
         callers = calling_frames()
         for submodule in submodules:
             submodule.callers = callers
-        self.pre_grad.append(PreGradCapture(compile_id, nodes, id(gm.graph), text, submodules, callers))
+        optimizer_inputs = self._guarded("optimizer_params", optimizer_params.dynamo_inputs, gm) or {}
+        self.pre_grad.append(PreGradCapture(compile_id, nodes, id(gm.graph), text, submodules, callers,
+                                            optimizer_inputs))
 
     # -- kernel lines ----------------------------------------------------------
 
@@ -401,6 +411,8 @@ class Probes:
             for text, origin in part.by_text.items():
                 capture.by_text.setdefault(text, origin)
             capture.parts.append(list(dict.fromkeys(node for node, _ in part.by_text.values() if node)))
+        if capture.parts:
+            capture.arg_buffers = inductor_reads.kernel_arg_buffers(kernel)
         nodes: list[str] = []
         for snode in node_schedule:
             # a combo kernel's schedule is its one ForeachKernelSchedulerNode: its nodes are inside

@@ -219,6 +219,18 @@ class RecordedBlock:
     run: RunRecord | None = None
 
 
+def _why_nothing(run: RunRecord) -> str:
+    """What Dynamo said instead of compiling (a fused optimizer's `torch.compiler.disable`):
+    its first three graph breaks, one line each, with their line; "" when it said nothing."""
+    said = []
+    for brk in run.graph_breaks:
+        reason = " ".join(brk.reason.split())[:300]
+        where = f" at {brk.source.file}:{brk.source.line}" if brk.source is not None else ""
+        if reason and f"{reason}{where}" not in said:
+            said.append(f"{reason}{where}")
+    return f"; Dynamo ran it eagerly: {' | '.join(said[:3])}" if said else ""
+
+
 @contextlib.contextmanager
 def record_block(options: RecordOptions, target: str, source_file: Path | None, nothing_compiled: str):
     """Record every graph torch.compile compiles inside the `with` block: `kernelscope run`
@@ -237,7 +249,7 @@ def record_block(options: RecordOptions, target: str, source_file: Path | None, 
             error_translation.raise_translated(error, source_file, recording.probes)
     run = run_assembly.build_run(recording, target, options, device)
     if not run.graphs:
-        raise CompileError(nothing_compiled)
+        raise CompileError(nothing_compiled + _why_nothing(run))
     _attach_numerics(run, recording, device, options, time.perf_counter() - started)
     block.run = run_assembly.finish(run, recording.probes, import_seconds, time.perf_counter() - started)
 

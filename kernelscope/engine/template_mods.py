@@ -12,9 +12,11 @@ user's lines), which the store resolves those names against.
 
 AOTAutograd re-traces a score_mod without its stack traces (its nodes point at torch's
 `flex_attention` call); their user lines come from Dynamo's own copy of the function
-(`score_mod_0` in the pre-grad graph), paired op by op by name (`_align`). Nodes no op of
-it matches (the gradient's, in `joint_graph0`) take the line of a neighbour they were made
-from or for.
+(`score_mod_0` in the pre-grad graph). Which copy is exact (`_dynamo_copy`): the
+post-grad call's pre-grad `flex_attention` node passes its score_mod and mask_mod as its
+first and second subgraph arguments, as the post-grad call passes its own. Within the
+function its ops are paired op by op by name (`_align`). Nodes no op of it matches (the
+gradient's, in `joint_graph0`) take the line of a neighbour they were made from or for.
 """
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def mod_graphs(capture: GraphCapture, parent: GraphRecord, pre_grad: PreGradCapt
         record.post_grad_text, record.post_grad_nodes = _nodes(mod, skip_prefixes)
         site = parent_nodes.get(mod.call_site)
         if pre_grad is not None and site is not None:
-            _align(record, mod, site, pre_grad, skip_prefixes)
+            _align(record, mod, role, site, pre_grad, skip_prefixes)
         for node in record.post_grad_nodes:  # the module instance whose flex_attention call runs it
             if site is not None and not node.module_path and node.op == "call_function":
                 node.module_path, node.module_class = site.module_path, site.module_class
@@ -79,7 +81,8 @@ def _nodes(mod: ModCapture, skip_prefixes) -> tuple[str, list[FxNode]]:
     return text, nodes
 
 
-def _align(record: GraphRecord, mod: ModCapture, site: FxNode, pre_grad: PreGradCapture, skip_prefixes) -> None:
+def _align(record: GraphRecord, mod: ModCapture, role: str, site: FxNode, pre_grad: PreGradCapture,
+           skip_prefixes) -> None:
     """Nodes that reach no user line of their own (only the flex_attention call's) take the
     line of the op of Dynamo's subgraph they compute; the rest borrow from neighbours."""
     from kernelscope.engine import links
@@ -91,14 +94,14 @@ def _align(record: GraphRecord, mod: ModCapture, site: FxNode, pre_grad: PreGrad
         return
     post = [node for node in record.post_grad_nodes if node.op == "call_function"]
     post_ops = [_op_name(node.target) for node in post]
-    best, best_pairs = None, []
-    for candidate in pre_grad.submodules:
-        pre_ops = [_op_name(node["target"]) for node in candidate.gm if node["op"] == "call_function"]
-        pairs = _pairs(post_ops, pre_ops)
-        if len(pairs) > len(best_pairs):
-            best, best_pairs = candidate, pairs
-    if best is None:
+    best = _dynamo_copy(role, site, pre_grad)
+    via = "Dynamo's trace of the function"
+    if best is None:  # no pre-grad call to follow: the Dynamo subgraph with the most ops in common
+        best = max(pre_grad.submodules, key=lambda candidate: len(_pairs(post_ops, _ops(candidate))), default=None)
+        via = "Dynamo's trace of the function with the most ops in common"
+    if best is None or not _pairs(post_ops, _ops(best)):
         return
+    best_pairs = _pairs(post_ops, _ops(best))
     record.pre_grad_text = best.text
     record.pre_grad_nodes = links._pre_grad_nodes(best, skip_prefixes)
     pre = [node for node in record.pre_grad_nodes if node.op == "call_function"]
@@ -109,7 +112,7 @@ def _align(record: GraphRecord, mod: ModCapture, site: FxNode, pre_grad: PreGrad
         matched.add(mine.name)  # Dynamo's node says where it is, if anywhere
         if borrowed(mine) and theirs.source is not None and not _same_line(theirs, site):
             mine.source, mine.stack = theirs.source, list(theirs.stack)
-            mine.source_via = f"Dynamo's trace of the function (node {theirs.name})"
+            mine.source_via = f"{via} (node {theirs.name})"
     unmatched = [node for node in post if borrowed(node) and node.name not in matched]
     for node in unmatched:
         node.source = None
@@ -117,6 +120,33 @@ def _align(record: GraphRecord, mod: ModCapture, site: FxNode, pre_grad: PreGrad
     for node in unmatched:
         if node.source is None:  # nothing to borrow from: the flex_attention call's line, as before
             node.source, node.stack, node.source_via = site.source, list(site.stack), "the flex_attention call"
+
+
+def _ops(pre_grad: PreGradCapture) -> list[str]:
+    return [_op_name(node["target"]) for node in pre_grad.gm if node["op"] == "call_function"]
+
+
+def _dynamo_copy(role: str, site: FxNode, pre_grad: PreGradCapture) -> PreGradCapture | None:
+    """Dynamo's own trace of the score_mod or mask_mod this subgraph is: the pre-grad
+    `flex_attention` node the call site came from passes its score_mod, then its mask_mod, as
+    subgraph arguments (get_attr nodes naming a submodule: `score_mod_0`, `mask_fn_0`); the
+    score_mod's gradient (`joint_graph0`, which Dynamo never traced) is that score_mod's. None
+    where no such node is found."""
+    position = {"score_mod": 0, "score_mod gradient": 0, "mask_mod": 1}.get(role)
+    if position is None:
+        return None
+    by_name = {submodule.name: submodule for submodule in pre_grad.submodules}
+    nodes = {node["name"]: node for node in pre_grad.gm}
+    for name in site.from_pre_grad:
+        call = nodes.get(name)
+        if call is None or "flex_attention" not in call["target"]:
+            continue
+        passed = [nodes[input_name]["target"] for input_name in call["inputs"]
+                  if input_name in nodes and nodes[input_name]["op"] == "get_attr"
+                  and nodes[input_name]["target"] in by_name]
+        if len(passed) == 2:
+            return by_name[passed[position]]
+    return None
 
 
 def _pairs(post_ops: list[str], pre_ops: list[str]) -> list[tuple[int, int]]:

@@ -408,3 +408,25 @@ def user_kernel_text(copies: list, from_source: bool, link: Link) -> str:
                            f"{row.reason} `{row.source_code}`")
         out += [f"  - {text.strip()}" for text in tuning_lines(kernel)]
     return "\n".join(out)
+
+
+def kernel_parts_text(parts: list, from_source: bool, link: Link) -> str:
+    """Foreach sub-kernels (a compiled optimizer step): from a source line, those its ops (or
+    its `opt.step()` call) became; from a kernel line, the sub-kernel whose block holds it. Each
+    with its lines (a link), the parameters it updates by group, the optimizer's lines and the
+    user's line that called the step."""
+    from kernelscope.render.kernel_parts import heading, params_text, title
+
+    out = [f"**{heading(parts, from_source)}**"]
+    for part in parts[:MAX_ITEMS]:
+        out.append(f"- [{title(part)}]({link(part.file, part.first_line)})")
+        if part.params:
+            out.append(f"  - updates {params_text(part)}")
+        for source in part.sources:
+            file, _, rest = source.partition(" ")
+            path, _, line = file.rpartition(":")
+            out.append(f"  - from [{_short(file)}]({link(path, int(line))}) {rest}".rstrip())
+        out += [f"  - called from `{caller}`" for caller in part.called_from]
+    if len(parts) > MAX_ITEMS:
+        out.append(f"- … {len(parts) - MAX_ITEMS} more (`kernelscope query --json` lists them)")
+    return "\n".join(out)

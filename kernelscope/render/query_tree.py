@@ -14,6 +14,7 @@ from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store.reading.folding import group_title
 from kernelscope.store.results import (
     GraphChain,
+    KernelPartRef,
     LineOverview,
     LineRef,
     Location,
@@ -237,6 +238,19 @@ def compact(numbers: list[int]) -> str:
             start = None
     return ", ".join(parts)
 
+
+
+def kernel_part_branch(parts: list[KernelPartRef], from_source: bool) -> Branch:
+    """A foreach/combo kernel's sub-kernel of a kernel line, or the optimizer sub-kernels a
+    source line became (the first LISTED), each with the parameters it updates."""
+    from kernelscope.render.kernel_parts import LISTED, heading, part_lines, title
+
+    branch = Branch(heading(parts, from_source), "bold green")
+    for part in parts[:LISTED]:
+        branch.children.append(Branch(title(part), "green", [Branch(text, "yellow") for text in part_lines(part)]))
+    if len(parts) > LISTED:
+        branch.children.append(Branch(f"... {len(parts) - LISTED} more sub-kernels (query --json lists all)", "dim"))
+    return branch
 
 
 def user_kernel_branch(copies: list[UserKernelCopy], from_source: bool) -> Branch:

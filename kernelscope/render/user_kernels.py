@@ -27,6 +27,17 @@ def title(kernel: UserKernelRef) -> str:
             f"kernel {kernel.kernel} in {kernel.graph.title}")
 
 
+def lens_title(kernels: list[UserKernelRef], at_call: bool) -> str:
+    """A code lens over a user kernel's `def` line (`compiled copy in add_kernel_1 (0/0 forward)
+    · config BLOCK=256, num_warps=4`) or over the line that launches it (`launches ...`)."""
+    copies = ", ".join(f"{kernel.kernel} ({kernel.graph.title})" for kernel in kernels[:3])
+    copies += f" … {len(kernels) - 3} more" if len(kernels) > 3 else ""
+    configs = list(dict.fromkeys(config_text(kernel.chosen) for kernel in kernels if kernel.chosen is not None))
+    what = f"launches user Triton kernel {kernels[0].function}: " if at_call else ""
+    noun = "compiled copy" if len(kernels) == 1 else f"{len(kernels)} compiled copies"
+    return f"{what}{noun} in {copies}" + (f" · config {' | '.join(configs)}" if configs else "")
+
+
 def copy_lines(copy: UserKernelCopy, from_source: bool) -> list[str]:
     """Each linked line of one copy: from a user's line, the generated lines (down); from a
     kernel line, the user's line (up)."""

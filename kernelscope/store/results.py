@@ -213,6 +213,24 @@ class UserKernelCopy:
 
 
 @dataclass
+class KernelPartRef:
+    """One sub-kernel of a foreach/combo kernel (a compiled optimizer step's
+    `triton_for_fused_*`): its lines, its nodes and their lines, and the optimizer parameters
+    it updates (store/parts/kernel_parts.py)."""
+
+    kernel: str
+    graph: GraphRef
+    file: str  # the kernel file
+    part: int  # its `if pid < num_xblocks_<part>:` block
+    first_line: int
+    last_line: int
+    nodes: list[str]
+    params: list[dict]  # {group, index, name, shape}: `param_groups[group]["params"][index]`
+    sources: list[str] = field(default_factory=list)  # its nodes' own lines: `torch/optim/sgd.py:429 _multi_tensor_sgd`
+    called_from: list[str] = field(default_factory=list)  # the outermost user lines: `examples/sgd_step.py:31 main`
+
+
+@dataclass
 class QueryResult:
     """The answer of `StoreBackend.query`. With `detail=False` kernels carry no lines and
     graphs no wrapper lines: only counts (GraphChain.generated_lines, modules)."""

@@ -22,7 +22,16 @@ from kernelscope.asm.model import ALL_STAGES
 from kernelscope.errors import UserError
 from kernelscope.store.database import connection
 from kernelscope.store.export import dump
-from kernelscope.store.parts import asm_builds, decisions, distributed, memory, profiles, user_kernels, why
+from kernelscope.store.parts import (
+    asm_builds,
+    decisions,
+    distributed,
+    kernel_parts,
+    memory,
+    profiles,
+    user_kernels,
+    why,
+)
 from kernelscope.store.parts import numerics as numerics_part
 from kernelscope.store.parts.asm_builds import AsmFileRef, AsmLineAnswer, KernelBelow
 from kernelscope.store.parts.distributed import CollectiveRef, RankRef
@@ -49,6 +58,7 @@ from kernelscope.store.results import (
     GraphOverview,
     GraphRef,
     InstanceGroup,
+    KernelPartRef,
     LineOverview,
     Location,
     QueryResult,
@@ -233,6 +243,22 @@ class RunView:
         """A user kernel's source line: its generated copies; a kernel line of a user kernel:
         the kernel and the user's line it was copied from (also `query(...).user_kernels`)."""
         return user_kernels.user_kernel_copies(self._conn, location, line, self._graph_ref)
+
+    def user_kernel_lines(self, location: Location) -> tuple[dict[int, list[UserKernelRef]],
+                                                           dict[int, list[UserKernelRef]]]:
+        """A source file's user Triton kernels by line: ({`def` line: its generated copies},
+        {call line: the copies it launches}), for the language server's lenses."""
+        return user_kernels.kernels_by_line(self._conn, self.id, location.path, self._graph_ref)
+
+    def kernel_parts(self) -> list[KernelPartRef]:
+        """Every foreach/combo sub-kernel of the run, with the optimizer parameters it updates."""
+        return kernel_parts.parts_of_run(self._conn, self.id, self._graph_ref)
+
+    def kernel_parts_at(self, location: Location, line: int) -> list[KernelPartRef]:
+        """A foreach/combo kernel's line: its sub-kernel (nodes, their lines, the optimizer
+        parameters it updates); a source line: the optimizer sub-kernels its ops (or the calls
+        it made, a script's `opt.step()`) became (also `query(...).kernel_parts`)."""
+        return kernel_parts.parts_at(self._conn, location, line, self._graph_ref)
 
     def user_kernel_line_counts(self) -> tuple[int, int]:
         """(user kernel body lines linked to the user's source, user kernel body lines)."""

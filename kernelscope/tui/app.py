@@ -63,6 +63,7 @@ class KernelscopeApp(App):
         Binding("o", "comm", "comm order", show=False),
         Binding("M", "memory", "memory", show=False),
         Binding("e", "numerics", "numerics vs eager", show=False),
+        Binding("U", "user_kernels", "user Triton kernels", show=False),
         Binding("question_mark", "help", "keys"),
         Binding("q", "quit", "quit"),
     ]
@@ -81,6 +82,7 @@ class KernelscopeApp(App):
     CommLoaded = messages.CommLoaded
     MemoryLoaded = messages.MemoryLoaded
     NumericsLoaded = messages.NumericsLoaded
+    UserKernelsLoaded = messages.UserKernelsLoaded
     CompileEvent = messages.CompileEvent
 
     # -- set-up ----------------------------------------------------------------------------
@@ -273,6 +275,10 @@ class KernelscopeApp(App):
     def _numerics_loaded(self, message: messages.NumericsLoaded) -> None:
         self.dialogs.show_numerics(message)
 
+    @on(UserKernelsLoaded)
+    def _user_kernels_loaded(self, message: messages.UserKernelsLoaded) -> None:
+        self.dialogs.show_user_kernels(message)
+
     @on(CompileEvent)
     def _compile_event(self, message: messages.CompileEvent) -> None:
         self.compiling.show(message)
@@ -315,6 +321,9 @@ class KernelscopeApp(App):
         self.dialogs.memory()
     def action_numerics(self) -> None:
         self.dialogs.numerics()
+
+    def action_user_kernels(self) -> None:
+        self.dialogs.user_kernels()
 
     def action_help(self) -> None:
         self.dialogs.help()

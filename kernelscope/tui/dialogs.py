@@ -5,22 +5,31 @@ report in a DiffScreen), `b` graph breaks (BreaksScreen: jump to the source line
 `m`/`x` the module filter (ModuleFilterScreen: narrows the kernel list and the
 highlights), `o` distributed (CommScreen: open a collective's wrapper line), `M` memory (MemoryScreen:
 open a timeline step's wrapper line or a model line), `e` numerics (NumericsScreen: jump to the
-line where compiled and eager part ways), `?`
+line where compiled and eager part ways), `U` the program's own Triton kernels
+(UserKernelsScreen: open a kernel's generated copy in the kernel pane), `?`
 the keys (HelpScreen). The screens themselves are widgets of their own modules;
 this controller reads what they list, pushes them, and acts on what they return.
 """
 from __future__ import annotations
 
-from kernelscope.store.results import WRAPPER
+from kernelscope.store.results import KERNEL, WRAPPER
 from kernelscope.tui.breaks_screen import BreaksScreen
 from kernelscope.tui.comm_screen import CommScreen
 from kernelscope.tui.controller import Controller, thread_worker
 from kernelscope.tui.help_screen import HelpScreen
 from kernelscope.tui.memory_screen import MemoryScreen
-from kernelscope.tui.messages import CommLoaded, DiffReady, MemoryLoaded, NumericsLoaded, RunsListed
+from kernelscope.tui.messages import (
+    CommLoaded,
+    DiffReady,
+    MemoryLoaded,
+    NumericsLoaded,
+    RunsListed,
+    UserKernelsLoaded,
+)
 from kernelscope.tui.module_filter import EVERY_MODULE, ModuleChoice, ModuleFilterScreen
 from kernelscope.tui.numerics_screen import NumericsScreen
 from kernelscope.tui.run_picker import DiffScreen, RunPicker
+from kernelscope.tui.user_kernels_screen import UserKernelsScreen
 
 
 class Dialogs(Controller):
@@ -151,6 +160,32 @@ class Dialogs(Controller):
 
     def show_numerics(self, message: NumericsLoaded) -> None:
         self.app.push_screen(NumericsScreen(message.report), self._break_chosen)
+
+    # -- U: the program's own Triton kernels ------------------------------------------------------
+
+    def user_kernels(self) -> None:
+        if self.app.run_id is not None:
+            self.load_user_kernels(self.app.run_id)
+
+    @thread_worker("user kernels", "load user kernels")
+    def load_user_kernels(self, run_id: int) -> None:
+        def read(store):
+            view = store.run(run_id)
+            kernels = view.user_kernels()
+            copies = {}
+            for kernel in kernels:
+                path = view.absolute_path(kernel.file)
+                copies[kernel.file] = path.read_text().splitlines() if path.is_file() else []
+            return kernels, copies
+
+        self.app.post_message(UserKernelsLoaded(*self.app.gateway.call(read)))
+
+    def show_user_kernels(self, message: UserKernelsLoaded) -> None:
+        self.app.push_screen(UserKernelsScreen(message.kernels, message.copies), self._user_kernel_chosen)
+
+    def _user_kernel_chosen(self, kernel_file) -> None:
+        if kernel_file is not None and self.app.run_id is not None:
+            self.app.files.open_generated(KERNEL, kernel_file, 1, self.app.run_id)
 
     # -- ?: the keys -----------------------------------------------------------------------------------
 

@@ -35,6 +35,8 @@ KEYS = """\
   M  memory: the peak, the model lines saving the most for the backward, each graph's allocation
      timeline with the bytes live after each step: enter opens the model or wrapper line
   e  numerics (kernelscope numerics): where compiled and eager part ways, lines beyond tolerance
+  U  the program's own Triton kernels: each generated copy, the autotune config launched and the
+     copy's first lines: enter opens the copy in the kernel pane
   m  module-instance filter: one layer, or a folded row of alike ones (right opens it); x clears it
   ?  this help        q  quit
 """

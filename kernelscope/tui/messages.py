@@ -116,6 +116,13 @@ class MemoryLoaded(Message):
     def __init__(self, memory):
         super().__init__()
         self.memory = memory  # a RunMemory, or None
+class UserKernelsLoaded(Message):
+    def __init__(self, kernels, copies):
+        super().__init__()
+        self.kernels = kernels  # UserKernelRef list, in graph and kernel order
+        self.copies = copies  # each kernel file's lines
+
+
 class NumericsLoaded(Message):
     def __init__(self, report):
         super().__init__()

@@ -115,3 +115,67 @@ def test_a_mask_mod_line_queries_down_to_the_template_line_and_back(train_store)
     up = run.query(run.absolute_path(line.file), line.line, "up")
     sources = {(source.file, source.line) for chain in up.graphs for source in chain.sources}
     assert ("examples/flex_attention_train.py", causal) in sources
+
+
+TWO_SCORE_MODS = '''import torch
+from torch import nn
+from torch.nn.attention.flex_attention import flex_attention
+
+
+def near_bias(score, b, h, q_idx, kv_idx):
+    return score + (q_idx - kv_idx) * 0.5
+
+
+def far_bias(score, b, h, q_idx, kv_idx):
+    return score + (q_idx - kv_idx) * 0.25
+
+
+class TwoBiases(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(64, 64)
+
+    def forward(self, q, k, v):
+        near = flex_attention(q, k, v, score_mod=near_bias)
+        far = flex_attention(self.proj(near), k, v, score_mod=far_bias)
+        return far
+
+
+def make():
+    torch.manual_seed(0)
+    return TwoBiases(), tuple(torch.randn(1, 2, 128, 64) for _ in range(3))
+'''
+
+
+def test_two_score_mods_with_the_same_ops_each_take_their_own_lines(tmp_path):
+    """Two score_mods of the same ops (add, sub, mul) in one graph: each subgraph's nodes
+    reach its own function's lines — Dynamo's copy of the function is found through the
+    pre-grad flex_attention call, not by which copy has the most ops in common (which ties)."""
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+
+    model = tmp_path / "two_biases.py"
+    model.write_text(TWO_SCORE_MODS)
+    run = record_factory(f"{model}:make", RecordOptions(device="virtual-cuda", workspace=tmp_path))
+    lines = {name: number for number, text in enumerate(TWO_SCORE_MODS.splitlines(), 1)
+             for name in ("near_bias", "far_bias") if f"def {name}" in text}
+    found = {graph.subgraph.label: graph for graph in run.graphs
+             if graph.subgraph is not None and graph.subgraph.role == "score_mod"}
+    assert set(found) == {f"flex_attention score_mod near_bias (two_biases.py:{lines['near_bias'] + 1})",
+                          f"flex_attention score_mod far_bias (two_biases.py:{lines['far_bias'] + 1})"}, set(found)
+    for label, graph in found.items():
+        function = "near_bias" if "near_bias" in label else "far_bias"
+        calls = [node for node in graph.post_grad_nodes if node.op == "call_function"]
+        assert calls and {node.source.line for node in calls} == {lines[function] + 1}
+        assert all(node.source_via.startswith("Dynamo's trace of the function (node ") for node in calls
+                   if node.source_via.startswith("Dynamo"))
+
+
+def test_every_mod_of_training_takes_its_own_dynamo_copy(train_run):
+    """Forward and backward, the score_mod, its gradient and the mask_mod: each subgraph's
+    copy of the function is found through its call's pre-grad node, never by op counts."""
+    vias = {node.source_via for graph in train_run.graphs if graph.subgraph is not None
+            for node in graph.post_grad_nodes if node.source_via.startswith("Dynamo's trace")}
+    assert vias and not any("most ops in common" in via for via in vias), vias
+    roles = {graph.subgraph.role for graph in train_run.graphs if graph.subgraph is not None
+             for node in graph.post_grad_nodes if node.source_via.startswith("Dynamo's trace of the function (")}
+    assert roles >= {"score_mod", "score_mod gradient"}, roles

@@ -2,8 +2,9 @@
 `torch.cond`'s branches, `while_loop`'s cond and body and a nested compile region are
 subgraphs nested in the graph that calls them (labels, call sites, nodes traced to the
 branch's lines and on to their kernels, no kernel listed twice or with no node); a compiled
-AdamW step's foreach kernels are tied to their nodes, adam.py's lines and the script's
-`step()` line. Each example is recorded once per session (conftest.RecordingCache)."""
+AdamW step's and a compiled SGD step's foreach kernels are tied to their nodes, the
+optimizer's lines, their parameter groups and parameters, and the script's `step()` line.
+Each example is recorded once per session (conftest.RecordingCache)."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ import pytest
 from conftest import EXAMPLES, example_line
 
 import kernelscope.cli
+from kernelscope.api.answer import ask
 from kernelscope.store import SCHEMA_VERSION, StoreBackend, validate_dump
 from kernelscope.store.writing.coverage import compute_coverage
 
@@ -34,8 +36,8 @@ def assert_flat_attribution(run) -> None:
     assert coverage["wrapper_lines"]["share"] == 1.0, coverage["wrapper_lines"]
     triton = [kernel for graph in run.graphs for kernel in graph.kernels if kernel.kind != "extern"]
     assert triton and all(kernel.nodes for kernel in triton)
-    names = [kernel.name for kernel in triton]
-    assert len(names) == len(set(names))
+    names = [(graph.key, kernel.name) for graph in run.graphs for kernel in graph.kernels if kernel.kind != "extern"]
+    assert len(names) == len(set(names))  # (a recompile's graph names its kernels afresh)
 
 
 def store_of(run, tmp_path):
@@ -185,6 +187,89 @@ def test_compiled_adamw_step_foreach_kernels_reach_the_step_line(recordings, tmp
     assert not answer.empty, "the script's step() line answers nothing"
     assert {kernel.name for chain in answer.graphs for kernel in chain.kernels} == {k.name for k in foreach}
     assert all(node.via == "call" for chain in answer.graphs for node in chain.post_nodes)
+
+
+def test_compiled_sgd_step_sub_kernels_name_their_group_parameters_and_step_line(recordings, tmp_path, capsys):
+    """SGD with momentum from named parameters in two groups (weights decayed, biases not):
+    each foreach sub-kernel updates one parameter, named with its group; its nodes come from
+    sgd.py, up the stack from the script's `step()` line, which reaches every sub-kernel."""
+    run = recordings.get_script("sgd_step")
+    assert_flat_attribution(run)
+    foreach = [(graph, k) for graph in run.graphs for k in graph.kernels if k.name.startswith("triton_for_fused_")]
+    assert foreach and all(kernel.nodes and kernel.parts for _, kernel in foreach)
+    step_line = example_line("sgd_step", "step()  # the compiled")
+    expected = {(0, "0.weight", (64, 32)), (0, "2.weight", (8, 64)), (1, "0.bias", (64,)), (1, "2.bias", (8,))}
+    for graph in {graph.key: graph for graph, _ in foreach}.values():  # the first step and the momentum step
+        parts = [part for kernel in graph.kernels for part in kernel.parts]
+        assert all(len(part.params) == 1 for part in parts)  # one parameter per sub-kernel
+        assert {(p.group, p.name, tuple(p.shape)) for part in parts for p in part.params} == expected
+        by_name = {node.name: node for node in graph.post_grad_nodes}
+        for kernel in graph.kernels:
+            for part in kernel.parts:
+                assert part.nodes and set(part.nodes) <= set(kernel.nodes)
+                assert {by_name[name].source.file.rsplit("/", 1)[-1] for name in part.nodes} == {"sgd.py"}
+                assert all(any(frame.file.endswith("sgd_step.py") and frame.line == step_line
+                               for frame in by_name[name].stack) for name in part.nodes)
+                # the sub-kernel's block of lines is tied to its own nodes
+                block = [row for row in kernel.lines if part.first_line <= row.line <= part.last_line]
+                assert block and all(set(row.nodes) <= set(part.nodes) for row in block)
+    store, run_id = store_of(run, tmp_path)
+    with store:
+        answer = ask(store, "examples/sgd_step.py", step_line, run_id)
+        assert {(part.kernel, part.graph.key) for part in answer.kernel_parts} == {
+            (kernel.name, graph.key) for graph, kernel in foreach}
+        assert all(part.called_from == [f"examples/sgd_step.py:{step_line} main"] for part in answer.kernel_parts)
+        printed = str(answer)
+        assert "param_groups[0]: 0.weight (64, 32)" in printed and "param_groups[1]: 2.bias (8)" in printed
+        graph, kernel = foreach[0]
+        part = kernel.parts[-1]
+        view = store.run(run_id)
+        (kernel_file,) = [info.file for info in view.kernels().values()
+                          if (info.graph_key, info.name) == (graph.key, kernel.name)]
+        at_line = ask(store, kernel_file, part.first_line + 2, run_id)
+        (found,) = at_line.kernel_parts
+        assert (found.kernel, found.part) == (kernel.name, part.index)
+        assert found.params == [{"group": p.group, "index": p.index, "name": p.name, "shape": p.shape}
+                                for p in part.params]
+        assert found.sources and all("torch/optim/sgd.py:" in source for source in found.sources)
+        assert at_line.to_dict()["kernel_parts"][0]["params"] == found.params
+        dumped = view.dump()
+    validate_dump(dumped)
+    dumped_kernel = next(k for graph in dumped["run"]["graphs"] if graph["key"] == foreach[0][0].key
+                         for k in graph["kernels"] if k["name"] == kernel.name)
+    assert dumped_kernel["parts"][-1] == {"index": part.index, "first_line": part.first_line,
+                                          "last_line": part.last_line, "nodes": part.nodes,
+                                          "params": found.params}
+    shown = cli(capsys, "show", str(run_id), "--store", str(tmp_path / ".kernelscope"))
+    section = shown[shown.index("foreach sub-kernels: "):]
+    assert "updating 4 optimizer parameter(s)" in section.splitlines()[0]
+    assert f"called from examples/sgd_step.py:{step_line} main" in section
+    assert ": param_groups[0]: 0.weight (64, 32)" in section and ": param_groups[1]: 2.bias (8)" in section
+    shown_json = json.loads(cli(capsys, "show", str(run_id), "--json", "--store", str(tmp_path / ".kernelscope")))
+    assert {param["name"] for part in shown_json["kernel_parts"] for param in part["params"]} == {
+        "0.weight", "2.weight", "0.bias", "2.bias"}
+
+
+def test_compiled_adamw_sub_kernels_name_parameters_by_index_and_shape(recordings):
+    """AdamW built from `model.parameters()` (no names): each sub-kernel, the step counters'
+    included, names its parameter by group, index and shape."""
+    run = recordings.get_script("optimizer_step")
+    parts = [part for graph in run.graphs for kernel in graph.kernels for part in kernel.parts]
+    assert parts and all(len(part.params) == 1 and part.params[0].name == "" for part in parts)
+    assert {(p.group, p.index, tuple(p.shape)) for part in parts for p in part.params} == {
+        (0, 0, (64, 32)), (0, 1, (64,)), (0, 2, (8, 64)), (0, 3, (8,))}
+
+
+def test_fused_sgd_is_not_compiled_by_torch(tmp_path):
+    """`SGD(fused=True)`: torch wraps `_fused_sgd` in `torch.compiler.disable`, Dynamo skips the
+    step and it runs eagerly; a script compiling only the step has nothing to record."""
+    from kernelscope.engine.recorder import RecordOptions, record_script
+    from kernelscope.errors import CompileError
+
+    said = (r"compiled nothing with torch.compile; Dynamo ran it eagerly: .*"
+            r"Skip calling `torch.compiler.disable\(\)`d function at \S*torch/optim/sgd\.py")
+    with pytest.raises(CompileError, match=said):
+        record_script(EXAMPLES / "sgd_step.py", ["--fused"], RecordOptions(device="virtual-cuda", workspace=tmp_path))
 
 
 def test_scan_and_map_are_labelled_as_written_and_traced_to_their_functions(recordings):

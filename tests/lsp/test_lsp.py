@@ -426,3 +426,58 @@ async def test_a_user_triton_kernel_line_goes_to_its_generated_copy(user_triton_
         assert (uri(example), load) in {(ref.uri, ref.range.start.line) for ref in references}  # the user's line
     finally:
         await session.stop()
+
+
+@pytest.mark.slow
+async def test_user_triton_kernel_lenses_name_the_compiled_copy_and_its_config(user_triton_store):
+    """Over the user's `@triton.jit` kernel: its compiled copies and the autotune config the run
+    launched; over the line that launches it: the same, said as a launch."""
+    root, _ = user_triton_store
+    example = EXAMPLES / "user_triton_kernel.py"
+    kernel_def = line_of(example, "def silu_forward_kernel(")
+    launch = line_of(example, "silu_forward_kernel[lambda meta")
+    session = await start_session(REPO, {"store": str(root)})
+    try:
+        session.open(example)  # the latest run with the file: the inference run
+        titles: dict[int, list[str]] = {}
+        for lens in await session.lenses(uri(example)):
+            titles.setdefault(lens.range.start.line, []).append(lens.command.title)
+        copy = (r"compiled copy in silu_forward_kernel\w* \(0/0 inference\) "
+                r"· config BLOCK=256, num_warps=4, num_stages=3")
+        assert any(re.fullmatch(copy, title) for title in titles.get(kernel_def, [])), titles.get(kernel_def)
+        assert any(re.fullmatch("launches user Triton kernel silu_forward_kernel: " + copy, title)
+                   for title in titles.get(launch, [])), titles.get(launch)
+    finally:
+        await session.stop()
+
+
+@pytest.mark.slow
+async def test_foreach_sub_kernel_hovers_name_the_parameters_they_update(recordings, tmp_path):
+    """examples/sgd_step.py's compiled SGD step: the hover on the script's `step()` line lists
+    the foreach sub-kernels with the parameter each updates, by group; the hover on a line of
+    a sub-kernel's block names that sub-kernel, its parameter and the `step()` line."""
+    root = tmp_path / ".kernelscope"
+    run = recordings.get_script("sgd_step")
+    graph, kernel = next((graph, kernel) for graph in run.graphs for kernel in graph.kernels if kernel.parts)
+    part = kernel.parts[-1]
+    with StoreBackend(root) as store:
+        run_id = store.write_run(run)
+    example = REPO / "examples" / "sgd_step.py"
+    step = line_of(example, "step()  # the compiled")
+    kernel_file = root / "runs" / str(run_id) / "graphs" / graph.key / "kernels" / f"{kernel.name}.py"
+    session = await start_session(REPO, {"store": str(root)})
+    try:
+        session.open(example)
+        hover = (await session.hover(example, step)).contents.value
+        assert "optimizer parameters this line's foreach kernels update (8 sub-kernels, down)" in hover
+        assert "updates param_groups[0]: 0.weight (64, 32)" in hover and "updates param_groups[1]: 2.bias (8)" in hover
+        session.open(kernel_file)
+        inside = (await session.hover(kernel_file, part.first_line + 1)).contents.value
+        (param,) = part.params
+        assert "foreach sub-kernel of this line" in inside
+        assert f"{kernel.name} sub-kernel {part.index} (lines {part.first_line}-{part.last_line})" in inside
+        assert f"updates param_groups[{param.group}]: {param.name} ({', '.join(map(str, param.shape))})" in inside
+        assert f"called from `examples/sgd_step.py:{step + 1} main`" in inside
+        assert re.search(r"from \[\S*sgd\.py:\d+\]\(file://\S+sgd\.py#L\d+\)", inside)  # the optimizer's line, linked
+    finally:
+        await session.stop()

@@ -74,7 +74,8 @@ def expected_run(record: RunRecord) -> dict:
             "kernels": [{"name": k.name, "kind": k.kind, "file": file_ref(f"{directory}/kernels/{k.name}.py", k.source),
                          "nodes": k.nodes, "lines": [origin(line) for line in k.lines],
                          "inductor_nodes": k.inductor_nodes, "wrapper_lines": k.wrapper_lines,
-                         "launch": k.launch, "asm": None, "user": k.user}
+                         "launch": k.launch, "asm": None, "user": k.user,
+                         "parts": [dataclasses.asdict(part) for part in k.parts]}
                         for k in graph.kernels],
             "wrapper_lines": [origin(line) for line in graph.wrapper_lines],
             "wrapper_attributable": graph.wrapper_attributable,

@@ -290,9 +290,24 @@ WHY_TABLES = ("guard_failure_lines", "guard_failures", "guards", "fusion_refusal
 # every table version 6 added: a version-5 store has none of them
 ADDED_IN_6 = ("user_kernel_lines", "user_kernels", "recomputed_nodes", *WHY_TABLES, "graph_memory", "memory_buffers",
               "eager_memory", "eager_memory_lines", "numerics_runs", "numerics_outputs")
-# version 7: where each wrapper ran from, --memory's measured step (docs/memory.md), and the
-# x86-64 facts of C++ kernels (docs/below-the-kernel.md)
-ADDED_IN_7 = ("graph_wrapper_files", "memory_measured", "memory_measured_lines", "kernel_cpu_asm")
+# version 7: where each wrapper ran from, --memory's measured step (docs/memory.md), the
+# x86-64 facts of C++ kernels (docs/below-the-kernel.md) and foreach sub-kernels
+ADDED_IN_7 = ("graph_wrapper_files", "memory_measured", "memory_measured_lines", "kernel_cpu_asm",
+              "kernel_parts")
+
+
+def test_version_6_store_gains_the_foreach_sub_kernels(mlp_store, workspace):
+    """A version-6 store opens with its runs as they were: no foreach sub-kernel recorded."""
+    conn = mlp_store.conn
+    for table in ADDED_IN_7:
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("UPDATE meta SET value = '6' WHERE key = 'store_schema_version'")
+    mlp_store.close()
+    with StoreBackend(workspace / ".kernelscope") as store:
+        assert rows(store, "SELECT value FROM meta WHERE key = 'store_schema_version'") == [
+            (str(STORE_SCHEMA_VERSION),)]
+        assert rows(store, "SELECT COUNT(*) FROM kernel_parts") == [(0,)]
+        assert store.run(1).kernel_parts() == []
 
 
 def test_version_5_store_gains_the_why_tables(mlp_store, workspace):

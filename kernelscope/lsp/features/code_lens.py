@@ -4,7 +4,9 @@ definitions ("from model.py:27, 31", with the kernel's registers and spills once
 below Triton), over model lines that issue or need a collective ("⇄ all_gather_into_tensor
 over 8 ranks (attention · PrepareModuleInput input S(1) -> R)") and on the first line of a
 PTX or SASS file (its kernel and facts); a model line's lens ends with the memory it holds
-("· saves 256.0 KiB for backward · 1.0 MiB live at peak"; docs/memory.md). Labels only (no command): the hover and
+("· saves 256.0 KiB for backward · 1.0 MiB live at peak"; docs/memory.md); over a user's
+`@triton.jit` kernel and its launch line, its compiled copies and the autotune config the
+run launched ("compiled copy in add_kernel (0/0 forward) · config BLOCK=256"). Labels only (no command): the hover and
 go-to-definition on the same line give the details."""
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ def lenses(server, uri: str) -> list[types.CodeLens]:
                 title += f" (run {document.run_id}, stale)"
             found.append(types.CodeLens(range=line_range(current), command=types.Command(title=title, command="")))
         found += _collective_lenses(run, document)
+        found += _user_kernel_lenses(run, document)
     elif document.location.kind == "kernel":
         kernel = run.kernel_of_file(document.location.path)
         if kernel is not None:
@@ -62,6 +65,23 @@ def lenses(server, uri: str) -> list[types.CodeLens]:
         title = stage_file_lens(run, document.location)
         if title:
             found.append(types.CodeLens(range=line_range(1), command=types.Command(title=title, command="")))
+    return found
+
+
+def _user_kernel_lenses(run, document) -> list[types.CodeLens]:
+    """Over a user's `@triton.jit` kernel and the line that launches it: its generated copies
+    and the autotune config the run launched (`compiled copy in add_kernel (0/0 forward) ·
+    config BLOCK=256, num_warps=4`)."""
+    from kernelscope.render.user_kernels import lens_title
+
+    defined, called = run.user_kernel_lines(document.location)
+    found = []
+    for table, at_call in ((defined, False), (called, True)):
+        for line, kernels in table.items():
+            current = document.shown_line(line)
+            if current is not None:
+                found.append(types.CodeLens(range=line_range(current),
+                                            command=types.Command(title=lens_title(kernels, at_call), command="")))
     return found
 
 

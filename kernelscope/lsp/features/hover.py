@@ -5,7 +5,9 @@ below the kernel (`below.source_line_text`), collectives (`render.collectives_te
 (kernelscope.render.memory's `line_hover`) and GPU time (`render.device_time_suffix`). A kernel, wrapper or graph line:
 `render.generated_hover`, below the kernel on kernel lines (`below.kernel_line_text`),
 collectives. A user Triton kernel's line, in the user's file or in its generated copy:
-`render.user_kernel_text` (the other side's lines, the autotune config). Both: what the
+`render.user_kernel_text` (the other side's lines, the autotune config). A compiled
+optimizer step's foreach sub-kernels, at a kernel line or the `opt.step()` line:
+`render.kernel_parts_text` (the parameters each updates). Both: what the
 backward recomputes (`render.recompute_text`). A PTX or SASS
 line: `below.stage_file_hover`. A new section: its text in
 `render.py` (or `below.py`), appended in `hover_text`.
@@ -57,6 +59,9 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         hover = render.generated_hover(result, run, links, rank)
         if result.user_kernels:  # a line of a user Triton kernel's copy: the user's line, the config
             hover += "\n\n" + render.user_kernel_text(result.user_kernels, False, links)
+        parts = view.kernel_parts_at(document.location, line)  # a foreach kernel's sub-kernel
+        if parts:
+            hover += "\n\n" + render.kernel_parts_text(parts, False, links)
         if document.location.kind == KERNEL and result.origins:
             below_text = below.kernel_line_text(view, document.location.path, line, links,
                                                 server.options.trusted)
@@ -102,6 +107,9 @@ def hover_text(server, uri: str, position: types.Position) -> str | None:
         hover += "\n\n" + render.collectives_text(collectives, links)
     if copies:
         hover += "\n\n" + render.user_kernel_text(copies, True, links)
+    parts = view.kernel_parts_at(document.location, line)  # the optimizer sub-kernels of `opt.step()`
+    if parts:
+        hover += "\n\n" + render.kernel_parts_text(parts, True, links)
     if not why.empty:
         hover += "\n\n" + why_markdown(why)
     recomputes = view.recomputes_at(document.location, line)

@@ -9,7 +9,8 @@ apart, with the schema version that added them (ADDED_SINCE_VERSION).
 from __future__ import annotations
 
 # 3: below the kernel (ASM_TABLES), distributed jobs (DISTRIBUTED_TABLES); 4: DECISIONS_TABLES;
-# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES, MEMORY_TABLES, NUMERICS_TABLES
+# 5: SUBGRAPH_TABLES; 6: USER_KERNEL_TABLES, WHY_TABLES, RECOMPUTE_TABLES, MEMORY_TABLES, NUMERICS_TABLES;
+# 7: KERNEL_PART_TABLES, CPU_ASM_TABLES, MEMORY_MEASURED_TABLES (+ asm_files remade: REMADE_IN_7)
 STORE_SCHEMA_VERSION = 7
 
 TABLES = """
@@ -713,10 +714,33 @@ MEMORY_MEASURED = MEMORY_MEASURED_TABLES + MEMORY_MEASURED_INDEXES
 ADDED_IN_6 = (USER_KERNEL_TABLES + USER_KERNEL_INDEXES + WHY_TABLES + WHY_INDEXES + RECOMPUTE_TABLES
               + RECOMPUTE_INDEXES + MEMORY_TABLES + MEMORY_INDEXES + NUMERICS_TABLES + NUMERICS_INDEXES)
 
-# What version 7 added: C++ kernels' x86-64 facts and measured memory. A version 3-6 store
+# ---- a foreach/combo kernel's sub-kernels (issue 32; store/parts/kernel_parts.py) -------
+# record.KernelPart: each sub-kernel's block of lines, its nodes and the optimizer parameters
+# it updates ([{group, index, name, shape}]; engine/optimizer_params.py).
+KERNEL_PART_TABLES = """
+CREATE TABLE kernel_parts (
+    kernel_id   INTEGER NOT NULL REFERENCES kernels(id) ON DELETE CASCADE,
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    part        INTEGER NOT NULL,  -- its `if pid < num_xblocks_<part>:` block
+    first_line  INTEGER NOT NULL,  -- of the kernel file
+    last_line   INTEGER NOT NULL,
+    nodes_json  TEXT NOT NULL,     -- the post-grad nodes it computes
+    params_json TEXT NOT NULL,     -- the optimizer parameters it updates
+    PRIMARY KEY (kernel_id, part)
+);
+"""
+
+KERNEL_PART_INDEXES = """
+CREATE INDEX kernel_parts_by_run ON kernel_parts (run_id);
+"""
+
+# -- end of foreach sub-kernels ---------------------------------------------------------
+
+# What version 7 added: foreach sub-kernels, C++ kernels' x86-64 facts and measured memory
+# (an older store's runs read as having none of them). A version 3-6 store
 # also has its `asm_files` made again with stage 'x86' allowed (REMADE_IN_7); version 2 makes
 # ASM_TABLES as they are now.
-ADDED_IN_7 = CPU_ASM_TABLES + MEMORY_MEASURED
+ADDED_IN_7 = KERNEL_PART_TABLES + KERNEL_PART_INDEXES + CPU_ASM_TABLES + MEMORY_MEASURED
 REMADE_IN_7 = ASM_FILES_WITH_X86
 
 # A store of an older version gains the tables added since, when opened: version 2 the

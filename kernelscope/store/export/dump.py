@@ -38,6 +38,7 @@ from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
 from kernelscope.store.parts import decisions, memory, numerics, why
+from kernelscope.store.parts.kernel_parts import dump_parts
 from kernelscope.store.parts.profiles import dump_profile
 from kernelscope.store.parts.recompute import NOT_RECOMPUTED, dump_recomputes
 from kernelscope.store.parts.subgraphs import dump_subgraph
@@ -48,7 +49,8 @@ from kernelscope.version import __version__
 # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute, memory, numerics
 # 8.0: run.memory's step peak and measured memory (`compile --memory`); kernel.asm of a C++ kernel
 #      built for the CPU (arch x86-64: ISA, vector width, loops; docs/below-the-kernel.md); graph.not_fused[].cause,
-#      other_graph (extern calls, templates, realized buffers, graph breaks)
+#      other_graph (extern calls, templates, realized buffers, graph breaks);
+#      kernel.parts (foreach sub-kernels and the optimizer parameters they update)
 SCHEMA_VERSION = "8.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
@@ -95,6 +97,9 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     # a program's own Triton kernels
     "UserKernel": {"$def": "user_kernel", "renamed": {}, "dropped": set(), "added": set()},
     "UserKernelLine": {"$def": "user_kernel_line", "renamed": {}, "dropped": set(), "added": set()},
+    # foreach sub-kernels (8.0)
+    "KernelPart": {"$def": "kernel_part", "renamed": {}, "dropped": set(), "added": set()},
+    "OptimizerParam": {"$def": "optimizer_param", "renamed": {}, "dropped": set(), "added": set()},
     # memory (docs/memory.md): the graph's timeline, and per model line the run's `memory`
     # the wrapper's file in Inductor's cache is this machine's temporary path: not dumped
     "GraphMemory": {"$def": "graph_memory", "renamed": {}, "dropped": {"wrapper_file"}, "added": set()},
@@ -348,6 +353,7 @@ class _DumpContext:
                 "launch": launches.get(row["id"]),
                 "asm": builds.get(row["id"]),
                 "user": dump_user_kernel(conn, row["id"], self.source),
+                "parts": dump_parts(conn, row["id"]),
             })
 
         node_order = lambda node: (node["graph_line"], node["name"], node["target"])  # noqa: E731

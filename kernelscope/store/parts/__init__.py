@@ -13,6 +13,8 @@ Map
   region of which parent, its call sites and label (`subgraphs_of_run`, `dump_subgraph`).
 - `user_kernels` — a program's own Triton kernels: each line of a generated copy linked to
   the user's kernel line (both ways), the configs and the one launched (`dump_user_kernel`).
+- `kernel_parts` — a foreach kernel's sub-kernels with the optimizer parameters each updates,
+  by kernel line or by the source line (`opt.step()`) they came from (`dump_parts`).
 - `numerics`    — `kernelscope numerics`: every kernel output compared with eager, the first
   divergence, the fixes tried; per model line (`line_numerics`), the dump's `run.numerics`.
 - `profiles`    — device time attached to a run (`kernelscope profile`), per kernel and

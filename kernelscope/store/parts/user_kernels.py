@@ -100,6 +100,26 @@ def user_kernels_of_run(conn: sqlite3.Connection, run_id: int,
     return [ref for row in rows if (ref := _kernel_ref(conn, row["kernel_id"], graph_of)) is not None]
 
 
+def kernels_by_line(conn: sqlite3.Connection, run_id: int, file: str,
+                    graph_of: Callable[[int], GraphRef]) -> tuple[dict[int, list[UserKernelRef]],
+                                                                   dict[int, list[UserKernelRef]]]:
+    """The user kernels of a source file, by line: ({`def` line: its copies}, {call line: the
+    copies it launches}) — a call line is the line of the node that launches the copy."""
+    defined: dict[int, list[UserKernelRef]] = {}
+    called: dict[int, list[UserKernelRef]] = {}
+    rows = _rows(conn, "SELECT kernel_id, source_line FROM user_kernels WHERE run_id = ? AND source_file = ?",
+                 (run_id, file))
+    calls = _rows(conn, """SELECT DISTINCT u.kernel_id, n.source_line FROM user_kernels u
+                           JOIN kernel_nodes kn ON kn.kernel_id = u.kernel_id JOIN nodes n ON n.id = kn.node_id
+                           WHERE u.run_id = ? AND n.source_file = ? AND n.source_line IS NOT NULL""", (run_id, file))
+    for found, table in ((rows, defined), (calls, called)):
+        for row in found:
+            ref = _kernel_ref(conn, row["kernel_id"], graph_of)
+            if ref is not None:
+                table.setdefault(row["source_line"], []).append(ref)
+    return defined, called
+
+
 def line_counts(conn: sqlite3.Connection, run_id: int) -> tuple[int, int]:
     """(body lines of the run's user kernels linked to the user's source, their body lines):
     the kernel lines the coverage counts (those after the kernel's `def`)."""

@@ -30,6 +30,7 @@ from kernelscope.store.database import connection
 from kernelscope.store.database.sql import inserted_id
 from kernelscope.store.parts import (
     decisions,
+    kernel_parts,
     memory,
     memory_measured,
     numerics,
@@ -305,6 +306,7 @@ class _RunWriter:
             if file is not None:
                 self._insert_lines(kernel.lines, file, ids, kernel_id)
             user_kernels.write_user_kernel(self.conn, self.run_id, kernel_id, kernel, self._source_columns)
+            kernel_parts.write_parts(self.conn, self.run_id, kernel_id, kernel)
             if kernel.launch is not None:
                 self.conn.execute(
                     """INSERT INTO kernel_launches (kernel_id, config_json, candidates_json, registers, spills,
