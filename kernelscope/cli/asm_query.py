@@ -14,13 +14,13 @@ import argparse
 from dataclasses import asdict
 
 from kernelscope.asm import text as asm_text
-from kernelscope.asm.model import ALL_STAGES
+from kernelscope.asm.model import ALL_STAGES, CpuFacts
 from kernelscope.asm.x86 import vector_bits as x86_vector_bits
 from kernelscope.cli import asm_ask
 from kernelscope.cli.common import open_store, parse_file_line, print_json, print_tree
 from kernelscope.render.query_tree import Branch, build_tree
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
-from kernelscope.store.parts.asm_builds import KernelBelow
+from kernelscope.store.parts.asm_builds import KernelAsmInfo, KernelBelow
 from kernelscope.store.results import ASM, LineRef
 
 STAGE_SUFFIXES = tuple(f".{stage}" for stage in ALL_STAGES)
@@ -94,7 +94,7 @@ def _kernel_branch(below: KernelBelow, refs: dict[int, LineRef]):
     if info is None:
         return Branch(f"kernel {below.kernel}: not compiled below Triton", "yellow")
     if info.cpu is not None:
-        return _cpu_kernel_branch(below, refs)
+        return _cpu_kernel_branch(below, info, info.cpu, refs)
     if info.facts is None:
         return Branch(f"kernel {below.kernel}: could not be compiled below Triton: {info.error}", "red")
     facts = info.facts
@@ -132,11 +132,9 @@ def _kernel_branch(below: KernelBelow, refs: dict[int, LineRef]):
     return branch
 
 
-def _cpu_kernel_branch(below: KernelBelow, refs: dict[int, LineRef]):
+def _cpu_kernel_branch(below: KernelBelow, info: KernelAsmInfo, facts: CpuFacts, refs: dict[int, LineRef]):
     """A C++ kernel built for the CPU: its facts, then per .cpp line its loop, its x86-64
     instructions by class and the widest-vector ones first."""
-    info = below.info
-    facts = info.cpu
     branch = Branch(f"kernel {below.kernel}", "bold yellow", [
         Branch(asm_text.cpu_facts_line(facts), "yellow"),
         Branch(f"compiled as Inductor compiles it: {facts.compiler} {facts.command}", "dim"),

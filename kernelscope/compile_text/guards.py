@@ -62,13 +62,22 @@ def strip_local_scope(text: str) -> str:
 
 def frames(stack: Iterable[dict] | None, strings: dict[int, str]) -> list[SourceLocation]:
     """A trace stack (outermost first, file names interned) as source locations."""
-    found = []
-    for frame in stack or []:
+    found: list[SourceLocation] = []
+    for frame in stack if isinstance(stack, list) else []:
+        if not isinstance(frame, dict):  # a damaged log: not a frame
+            continue
         file = frame.get("filename")
         file = strings.get(file, "") if isinstance(file, int) else str(file or "")
-        found.append(SourceLocation(file, int(frame.get("line") or 0), str(frame.get("name") or ""),
+        line = frame.get("line")
+        found.append(SourceLocation(file, line if isinstance(line, int) else 0, str(frame.get("name") or ""),
                                     str(frame.get("loc") or "")))
     return found
+
+
+def record_body(entry: TraceEntry, kind: str | None = None) -> dict:
+    """The record's own metadata (`{"create_symbol": {...}}` -> `{...}`); {} in a damaged log."""
+    body = entry.metadata.get(kind or entry.kind)
+    return body if isinstance(body, dict) else {}
 
 
 class GuardReader:
@@ -91,14 +100,13 @@ class GuardReader:
             if entry.kind == "create_symbol":
                 self._symbol(entry)
             elif entry.kind in ("dynamo_start", "guard_added_fast"):
-                stack = (entry.metadata.get(entry.kind) or {}).get("stack" if entry.kind == "dynamo_start"
-                                                                     else "user_stack")
+                stack = record_body(entry).get("stack" if entry.kind == "dynamo_start" else "user_stack")
                 self.user_files.update(frame.file for frame in self._user_frames(frames(stack, self.strings)))
         for entry in entries:
             if entry.kind in ("guard_added_fast", "guard_added"):
-                self._shape_guard(entry, entry.metadata.get(entry.kind) or {})
+                self._shape_guard(entry, record_body(entry))
             elif entry.kind == "symbolic_shape_specialization":
-                self._specialization(entry, entry.metadata.get(entry.kind) or {})
+                self._specialization(entry, record_body(entry))
             elif entry.kind == "dynamo_cpp_guards_str" and entry.payload:
                 self._dynamo_guards(entry)
         return self.guards
@@ -106,7 +114,7 @@ class GuardReader:
     # -- the shape environment -------------------------------------------------------------
 
     def _symbol(self, entry: TraceEntry) -> None:
-        body = entry.metadata.get("create_symbol") or {}
+        body = record_body(entry, "create_symbol")
         user = frames(body.get("user_stack"), self.strings)
         line = self._user_line(user)
         if line is not None:
@@ -131,7 +139,8 @@ class GuardReader:
             source=line, source_via=via, stack=self._user_frames(user)))
 
     def _specialization(self, entry: TraceEntry, body: dict) -> None:
-        sources = [strip_local_scope(str(source)) for source in body.get("sources") or []]
+        raw_sources = body.get("sources")
+        sources = [strip_local_scope(str(source)) for source in (raw_sources if isinstance(raw_sources, list) else [])]
         user = frames(body.get("user_stack"), self.strings)
         line = self._user_line(user)
         value, reason = str(body.get("value", "")), str(body.get("reason") or "")
@@ -272,7 +281,8 @@ def torch_dirs(entries: Iterable[TraceEntry]) -> tuple[str, ...]:
             if not isinstance(body, dict):
                 continue
             for key in ("stack", "user_stack"):
-                for frame in body.get(key) or []:
+                stack = body.get(key)
+                for frame in stack if isinstance(stack, list) else []:
                     match = _TORCH_DIR.match(str(frame.get("filename", ""))) if isinstance(frame, dict) else None
                     if match:
                         found.setdefault(match[1])

@@ -11,7 +11,7 @@ is off until the workspace is trusted.
 from __future__ import annotations
 
 from kernelscope.asm import text as asm_text
-from kernelscope.asm.model import AsmFacts, AsmLine
+from kernelscope.asm.model import AsmFacts, AsmLine, CpuFacts
 from kernelscope.lsp.render import Link, generated_hover, spans
 from kernelscope.store import RunView
 from kernelscope.store.parts.asm_builds import AsmLineAnswer, KernelAsmInfo, KernelBelow, for_a_gpu, is_cpp_kernel
@@ -64,22 +64,22 @@ def source_line_text(view: RunView, answer: LineAnswer, link: Link, trusted: boo
         return ""
     builds = view.asm_builds([hit.kernel.id for hit in hits])
     built: list[tuple[KernelHit, KernelAsmInfo, AsmFacts]] = []  # (hit, its build, the build's facts)
-    cpu: list[tuple[KernelHit, KernelAsmInfo]] = []  # C++ kernels built for the CPU
+    cpu: list[tuple[KernelHit, KernelAsmInfo, CpuFacts]] = []  # C++ kernels built for the CPU
     failed: list[KernelAsmInfo] = []
     for hit in hits:
         info = builds.get(hit.kernel.id)
         if info is not None and info.facts:
             built.append((hit, info, info.facts))
         elif info is not None and info.cpu:
-            cpu.append((hit, info))
+            cpu.append((hit, info, info.cpu))
         elif info is not None:
             failed.append(info)
     missing = len(hits) - len(built) - len(cpu) - len(failed)
     lines = []
     if cpu:
-        lines.append(f"**below the kernel**: {asm_text.cpu_kernels_summary([info.cpu for _, info in cpu])}")
-        for hit, info in cpu[:MAX_KERNELS]:
-            lines.append(f"- {_cpu_kernel_facts(view, hit, info, link)}")
+        lines.append(f"**below the kernel**: {asm_text.cpu_kernels_summary([cpu_facts for _, _, cpu_facts in cpu])}")
+        for hit, info, cpu_facts in cpu[:MAX_KERNELS]:
+            lines.append(f"- {_cpu_kernel_facts(view, hit, info, cpu_facts, link)}")
     if built:
         head = asm_text.kernels_summary([facts for _, _, facts in built])
         lines.append(f"**below the kernel** ({built[0][2].arch}): {head}")
@@ -109,9 +109,9 @@ def _kernel_facts(view: RunView, hit, info: KernelAsmInfo, facts: AsmFacts, link
     return text
 
 
-def _cpu_kernel_facts(view: RunView, hit, info: KernelAsmInfo, link: Link) -> str:
+def _cpu_kernel_facts(view: RunView, hit, info: KernelAsmInfo, facts: CpuFacts, link: Link) -> str:
     """`cpp_fused_gelu_0` ISA avx512 · widest vectors zmm (512-bit) · [x86 :44 `vmulps`] (...)."""
-    text = f"`{info.name}` ISA {info.cpu.isa} · widest vectors {asm_text.vector_text(info.cpu.vector_bits)}"
+    text = f"`{info.name}` ISA {facts.isa} · widest vectors {asm_text.vector_text(facts.vector_bits)}"
     x86 = view.asm_below(hit.kernel.file, sorted(set(hit.lines)), ("x86",)).stage_lines("x86")
     if x86 and info.files.get("x86"):
         first = asm_text.most_vector(x86)
@@ -120,12 +120,11 @@ def _cpu_kernel_facts(view: RunView, hit, info: KernelAsmInfo, link: Link) -> st
     return text
 
 
-def _cpu_kernel_line_text(below: KernelBelow, line: int, link: Link) -> str:
+def _cpu_kernel_line_text(below: KernelBelow, info: KernelAsmInfo, facts: CpuFacts, line: int, link: Link) -> str:
     """A C++ kernel line's hover part: the kernel's facts, the loop the line is in and its
     x86-64 instructions by class, linked to the widest-vector one."""
-    info = below.info
-    out = [f"**below the kernel**: {asm_text.cpu_facts_line(info.cpu)}"]
-    where = asm_text.loops_at(info.cpu, line)
+    out = [f"**below the kernel**: {asm_text.cpu_facts_line(facts)}"]
+    where = asm_text.loops_at(facts, line)
     if where:
         out.append(f"- {where}")
     x86 = below.stage_lines("x86")
@@ -149,7 +148,7 @@ def kernel_line_text(view: RunView, kernel_file: str, line: int, link: Link, tru
     if info is None:
         return f"**PTX/SASS**: not built yet — {how_to_build(kernel_file, line, trusted)}"
     if info.cpu is not None:
-        return _cpu_kernel_line_text(below, line, link)
+        return _cpu_kernel_line_text(below, info, info.cpu, line, link)
     if info.facts is None:
         return f"**PTX/SASS**: could not be built: {info.error}"
     out = [f"**below the kernel**: {asm_text.facts_line(info.facts)}"]

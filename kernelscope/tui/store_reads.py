@@ -127,10 +127,12 @@ def asm_of_kernel(store: StoreBackend, run_id: int, kernel: str, lines: list[int
     if path is None:
         return None, [], f"{name}: none", f"{name}: the build stored no {name} file"
     file = OpenFile(path, path.rsplit("/", 1)[-1], _read_text(str(view.absolute_path(path))))
-    facts = info.facts
-    if info.cpu is not None:
-        title = (f"{name} · {info.cpu.isa} · widest vectors {vector_text(info.cpu.vector_bits)} · "
-                 f"{info.cpu.instructions} instructions: {file.label}")
+    facts, cpu = info.facts, info.cpu
+    if cpu is not None:
+        title = (f"{name} · {cpu.isa} · widest vectors {vector_text(cpu.vector_bits)} · "
+                 f"{cpu.instructions} instructions: {file.label}")
+    elif facts is None:
+        title = f"{name}: {file.label}"
     else:
         title = (f"{name} · {facts.registers} regs · {spills_text(facts)} · occupancy {facts.occupancy.share:.0%}: "
                  f"{file.label}")

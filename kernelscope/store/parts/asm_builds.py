@@ -180,9 +180,9 @@ class AsmStore:
 
     def _insert_build(self, kernel: PendingKernel, built: KernelAsm, directory: str, staging: Path) -> None:
         if isinstance(built.facts, CpuFacts):
-            self._insert_cpu_facts(kernel, built)
+            self._insert_cpu_facts(kernel, built, built.facts)
         else:
-            self._insert_gpu_facts(kernel, built)
+            self._insert_gpu_facts(kernel, built, built.facts)
         file_name = paths.safe_file_name(kernel.name)
         for stage in ALL_STAGES:
             if stage not in built.stages:
@@ -202,8 +202,7 @@ class AsmStore:
              for line in built.lines],
         )
 
-    def _insert_cpu_facts(self, kernel: PendingKernel, built: KernelAsm) -> None:
-        facts = built.facts
+    def _insert_cpu_facts(self, kernel: PendingKernel, built: KernelAsm, facts: CpuFacts) -> None:
         self.conn.execute(
             """INSERT INTO kernel_asm (kernel_id, run_id, error, arch, instructions, mix_json, build_seconds,
                    tools_json) VALUES (?, ?, NULL, ?, ?, ?, ?, ?)""",
@@ -216,8 +215,7 @@ class AsmStore:
              _json(facts.mix), _json([loop.to_dict() for loop in facts.loops]), _json(facts.remarks), facts.compiler,
              facts.command))
 
-    def _insert_gpu_facts(self, kernel: PendingKernel, built: KernelAsm) -> None:
-        facts = built.facts
+    def _insert_gpu_facts(self, kernel: PendingKernel, built: KernelAsm, facts: AsmFacts) -> None:
         self.conn.execute(
             """INSERT INTO kernel_asm (kernel_id, run_id, error, arch, config_json, candidates_json, chosen_by,
                    registers, spill_bytes, spill_load_bytes, local_bytes, local_stores, local_loads, shared_bytes,
