@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kernelscope.api.store import Run, Store
     from kernelscope.run_record import RunRecord
 
-TARGETS = ("auto", "cuda", "virtual-cuda", "cpu-triton")
+TARGETS = ("auto", "cuda", "virtual-cuda", "cpu-triton", "cpu")
 _recording: Recorder | None = None  # the block recording now, if any
 F = TypeVar("F", bound=Callable[..., Any])
 

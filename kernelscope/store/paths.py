@@ -37,8 +37,10 @@ def graph_file(run_id: int, graph_key: str, kind: str) -> str:
     return f"{graph_dir(run_id, graph_key)}/{kind}.py"
 
 
-def kernel_file(run_id: int, graph_key: str, kernel_name: str) -> str:
-    return f"{graph_dir(run_id, graph_key)}/kernels/{safe_file_name(kernel_name)}.py"
+def kernel_file(run_id: int, graph_key: str, kernel_name: str, kind: str = "triton") -> str:
+    """A C++ kernel of Inductor's CPU backend (kind "cpp") is kept as `.cpp`, every other as `.py`."""
+    suffix = ".cpp" if kind == "cpp" else ".py"
+    return f"{graph_dir(run_id, graph_key)}/kernels/{safe_file_name(kernel_name)}{suffix}"
 
 
 class OutsideStore(StoreError):

@@ -263,7 +263,7 @@ class _RunWriter:
         for position, kernel in enumerate(graph.kernels):
             file = None
             if kernel.source:
-                file = paths.kernel_file(self.run_id, graph.key, kernel.name)
+                file = paths.kernel_file(self.run_id, graph.key, kernel.name, kernel.kind)
                 if file in seen_files:
                     raise StoreError(f"graph {graph.key} has two kernels named {kernel.name!r}")
                 seen_files.add(file)
