@@ -18,7 +18,8 @@ class SwiGLU(nn.Module):
         self.down = nn.Linear(hidden, dim, bias=False)
 
     def forward(self, x):
-        return self.down(F.silu(self.gate(x)) * self.up(x))
+        gate = F.silu(self.gate(x))
+        return self.down(gate * self.up(x))
 
 
 def make():

@@ -137,6 +137,21 @@ def extern_call(line: str) -> str | None:
     return match.group(1) if match else None
 
 
+_ANY_KERNEL_START = re.compile(r"^(\w+) = async_compile\.(\w+)\(")
+RECORDED_BACKENDS = ("triton", "cpp_pybinding")  # the kernel blocks read_layout reads
+
+
+def unrecorded_kernels(text: str) -> list[tuple[str, str]]:
+    """(kernel, how Inductor compiles it: `halide`, `cuda`, ...) for each kernel the wrapper
+    defines with a backend kernelscope does not read line by line (not Triton, not C++)."""
+    found = []
+    for line in text.splitlines():
+        match = _ANY_KERNEL_START.match(line)
+        if match and match.group(2) not in RECORDED_BACKENDS and match.group(2) != "wait":
+            found.append((match.group(1), match.group(2)))
+    return found
+
+
 def provenance_handle(line: str) -> str | None:
     """The kernel a `# [Provenance debug handles] name:N` comment is about, else None."""
     match = _HANDLE.search(line)
