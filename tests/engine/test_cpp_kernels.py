@@ -128,3 +128,22 @@ def test_cpp_kernels_are_stored_as_cpp_files_and_queried_both_ways(recordings, t
         up = store.query(kernel.file, exp.line, run_id=run_id)
         sources = {(s.file, s.line) for chain in up.graphs for s in chain.sources}
         assert any(file.endswith("examples/swiglu_mlp.py") and number == line for file, number in sources)
+
+
+@pytest.mark.slow
+def test_a_cpu_script_under_auto_records_its_cpp_kernels(capsys):
+    """Without a GPU `auto` is virtual-cuda; a program's graph of CPU tensors is compiled for the
+    CPU there (as `auto` does on a GPU machine), its C++ kernel recorded and run."""
+    from conftest import EXAMPLES, REPO
+
+    from kernelscope.engine.recorder import RecordOptions, record_script
+
+    run = record_script(EXAMPLES / "cpu_script.py", [], RecordOptions(device="auto", workspace=REPO))
+    assert "sum " in capsys.readouterr().out  # the compiled code ran
+    [graph] = run.graphs
+    [kernel] = [k for k in graph.kernels if k.kind != "extern"]
+    assert kernel.kind == "cpp" and kernel.name.startswith("cpp_fused_")
+    sigmoid = example_line("cpu_script", "torch.sigmoid(")
+    nodes = {n.name for n in graph.post_grad_nodes if n.source and n.source.line == sigmoid}
+    assert any(nodes & set(row.nodes) and "sigmoid" in row.text.lower() or ".exp()" in row.text
+               for row in kernel.lines if row.reason == "computes")
