@@ -18,7 +18,7 @@ from kernelscope.errors import StoreError, UserError
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
 
 RUN_REFERENCE = re.compile(r"^(?:(\d+)|latest(?:~(\d+))?)$")
-READABLE_SCHEMAS = ("1.0", "2.0", "3.0", "4.0", "5.0", "6.0", "7.0")
+READABLE_SCHEMAS = ("1.0", "2.0", "3.0", "4.0", "5.0", "6.0", "7.0", "8.0")
 
 # Extern calls into these namespaces are ATen ops Inductor had no lowering for and ran
 # eagerly (a FallbackKernel: `torch.ops.aten.median.default(...)` in the wrapper).

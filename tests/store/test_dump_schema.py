@@ -280,6 +280,7 @@ def test_schema_is_draft_2020_12_with_id_and_closed_objects():
     assert load_schema("4.0")["$id"] == "urn:kernelscope:schema:dump-v4"
     assert load_schema("5.0")["$id"] == "urn:kernelscope:schema:dump-v5"
     assert load_schema("6.0")["$id"] == "urn:kernelscope:schema:dump-v6"
+    assert load_schema("7.0")["$id"] == "urn:kernelscope:schema:dump-v7"
     # free-form dicts from torch and the user; a config's constants and the instruction classes by name
     open_by_design = {"timings", "config", "inductor_mapping", "kwargs", "mix", "detail", "recorded_on",
                       "user_launch_config", "symbols", "values"}  # why: symbol -> source, source -> value
