@@ -113,9 +113,9 @@ def test_swiglu_silu_line_reaches_the_cpp_line_computing_its_exp(recordings, tra
 
 @pytest.mark.slow
 def test_cpp_kernels_are_stored_as_cpp_files_and_queried_both_ways(recordings, tmp_path):
-    from kernelscope.store import StoreBackend
-
     from conftest import EXAMPLES
+
+    from kernelscope.store import StoreBackend
 
     root = tmp_path / ".kernelscope"
     line = example_line("swiglu_mlp", "F.silu(")
