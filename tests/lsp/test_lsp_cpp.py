@@ -38,7 +38,16 @@ async def test_silu_line_hovers_and_goes_to_the_cpp_exp_line_and_back(cpu_store)
         kernel = Path(next(t.uri for t in targets if t.uri.endswith("/cpp_fused_mul_silu_0.cpp")).removeprefix("file://"))
         lines = kernel.read_text().splitlines()
         exp = next(number for number, text in enumerate(lines) if text.strip() == EXP_LINE)
-        assert exp in {t.range.start.line for t in targets if t.uri == uri(kernel)}
+        # definition lands on the kernel's first line the SiLU line computes (its input's load),
+        # a line the store links back to the SiLU line, not shared loop code
+        [landed] = [t.range.start.line for t in targets if t.uri == uri(kernel)]
+        with StoreBackend(cpu_store) as store:
+            answer = store.query(str(kernel), landed + 1, direction="up")
+            assert all(not origin.reason.startswith("shared:") for origin in answer.origins)
+            assert ("examples/swiglu_mlp.py", silu + 1) in {(s.file, s.line) for c in answer.graphs for s in c.sources}
+            down = store.query(str(SWIGLU), silu + 1)
+            assert any(ref.line == exp + 1 and ref.text.strip() == EXP_LINE
+                       for chain in down.graphs for k in chain.kernels if k.kind == "cpp" for ref in k.lines)
 
         session.open(kernel)  # as C++ (languageId "cpp")
         back = (await session.hover(kernel, exp)).contents.value
