@@ -23,12 +23,14 @@ def test_cpp_kernels_meet_the_floors(recordings, model, train):
     assert run.device == "cpu" and run.provenance == "line" and not run.warnings
     assert [g.kind for g in run.graphs] == (["forward", "backward"] if train else ["inference"])
     kernels = [k for g in run.graphs for k in g.kernels if k.kind != "extern"]
-    assert kernels and all(k.kind == "cpp" for k in kernels)  # the CPU's C++ kernels, no Triton
+    assert all(k.kind == "cpp" for k in kernels)  # the CPU's C++ kernels, no Triton
+    if model != "transformer_encoder" or train:  # its inference is PyTorch's fused fast path
+        assert len(kernels) >= 3
     assert all(k.source and k.lines for k in kernels)
     assert all(k.inductor_nodes is not None and set(k.nodes) == set(k.inductor_nodes) for k in kernels)
     coverage = compute_coverage(run)
-    assert coverage["kernel_agreement"]["share"] == 1.0
-    assert coverage["kernel_lines"]["share"] >= 0.95
+    assert coverage["kernel_agreement"]["share"] in (1.0, None)  # None: no generated kernel to compare
+    assert (coverage["kernel_lines"]["share"] or 1.0) >= 0.95
     assert coverage["wrapper_lines"]["share"] >= 0.95
     assert coverage["forward_nodes_with_source"]["share"] == 1.0
     if train:
