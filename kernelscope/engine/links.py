@@ -25,6 +25,7 @@ from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecor
 
 SHARED_REASON = f"{SHARED_LINE_REASON_PREFIX} indexing and masks of the fused kernel"
 KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this kernel (line-level probes off: kernel-level only)"
+CPP_KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this C++ kernel (not recorded line by line: kernel-level)"
 TEMPLATE_REASON = "template code of"  # a template kernel's own lines (KernelLineCapture.template_node)
 USER_KERNEL_REASON = (f"{SHARED_LINE_REASON_PREFIX} in the program's own Triton kernel (kernel-level: the node "
                       "that launches it)")
@@ -407,8 +408,8 @@ def _cpp_kernel(block: wrapper_code.KernelBlock, capture: GraphCapture,
     """A C++ kernel of Inductor's CPU backend, its lines linked (engine/cpp_kernels.py)."""
     probe = capture.cpp_kernels.get(block.name)
     nodes = list(probe.nodes) if probe else list(inductor_by_kernel.get(block.name, []))
-    if probe is None:  # probes off: every line links to the kernel's whole set
-        lines = [LineOrigin(number, line, list(nodes), KERNEL_LEVEL_REASON)
+    if probe is None:  # probes off, or a C++ template (max-autotune's GEMM): every line links to the whole set
+        lines = [LineOrigin(number, line, list(nodes), CPP_KERNEL_LEVEL_REASON)
                  for number, line in enumerate(block.source.splitlines(), 1)
                  if number >= wrapper_code.kernel_body_start(block.source) and line.strip()]
     else:
