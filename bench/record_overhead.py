@@ -2,6 +2,7 @@
 same model for the same device target, side by side in one run.
 
     python bench/record_overhead.py [--repeat 3] [--target virtual-cuda] [--examples mlp ...]
+    python bench/record_overhead.py --target cpu --examples swiglu_mlp swiglu_mlp:train mlp  # C++ kernels
 
 Every measurement is a fresh process with fresh Inductor caches, alternating
 plain and recorded so that machine noise hits both alike:
@@ -124,7 +125,7 @@ def measure_recorded(spec: str, train: bool, device: str, store: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="measurements per side and model (median)")
-    parser.add_argument("--target", default="virtual-cuda", choices=["virtual-cuda", "cpu-triton"])
+    parser.add_argument("--target", default="virtual-cuda", choices=["virtual-cuda", "cpu-triton", "cpu"])
     parser.add_argument("--examples", nargs="*", default=DEFAULT_CASES,
                         help="example names from examples/, ':train' for forward+backward")
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")

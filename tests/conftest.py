@@ -34,9 +34,10 @@ class RecordingCache:
     def get(self, example: str, device: str = "virtual-cuda", train: bool = False, dynamic: bool = False):
         return self.get_spec(f"{EXAMPLES / example}.py:make", device, train, dynamic)
 
-    def get_zoo(self, model: str, factory: str = "make", train: bool = False, dynamic: bool = False):
+    def get_zoo(self, model: str, factory: str = "make", train: bool = False, dynamic: bool = False,
+                device: str = "virtual-cuda"):
         """A model of bench/models/ (Hugging Face transformers or torch.nn), recorded once."""
-        return self.get_spec(f"{ZOO / model}.py:{factory}", "virtual-cuda", train, dynamic)
+        return self.get_spec(f"{ZOO / model}.py:{factory}", device, train, dynamic)
 
     def get_spec(self, spec: str, device: str = "virtual-cuda", train: bool = False, dynamic: bool = False,
                  world_size: int | None = None, decisions: str | None = None, max_autotune: bool = False):

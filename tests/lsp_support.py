@@ -58,8 +58,10 @@ class Session:
             command=name, arguments=list(arguments)))
 
     def open(self, file: Path, text: str | None = None, version: int = 1) -> None:
+        """Open `file` as an editor does: a stored C++ kernel (`.cpp`) as C++, anything else as Python."""
+        language = "cpp" if Path(file).suffix == ".cpp" else "python"
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-            uri=uri(file), language_id="python", version=version,
+            uri=uri(file), language_id=language, version=version,
             text=file.read_text() if text is None else text)))
 
     async def wait_for_status(self, predicate, timeout: float = 120.0) -> dict:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kernelscope.api.store import Run, Store
     from kernelscope.run_record import RunRecord
 
-TARGETS = ("auto", "cuda", "virtual-cuda", "cpu-triton")
+TARGETS = ("auto", "cuda", "virtual-cuda", "cpu-triton", "cpu")
 _recording: Recorder | None = None  # the block recording now, if any
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,7 +39,8 @@ def record(model: Any, *inputs: Any, train: bool = False, target: str = "auto", 
     that factory returns, as `kernelscope compile` does). `train=True` also compiles the
     backward of the sum of the outputs; `target` is "auto" (a GPU if there is one, else
     virtual-cuda), "cuda", "virtual-cuda" (the CUDA code Inductor would generate, no GPU
-    needed) or "cpu-triton"; `dynamic=True` marks the inputs' first dimension dynamic.
+    needed), "cpu-triton" or "cpu" (Inductor's C++ kernels, run); `dynamic=True` marks the
+    inputs' first dimension dynamic.
     `name` names the run (default: the model's file and class, `examples/mlp.py:MLP`).
     `numerics=True` does what `kernelscope numerics` does (target "cpu-triton" or "cuda";
     "auto": cuda with a GPU, else cpu-triton): every kernel output compared with eager, the

@@ -31,8 +31,9 @@ def add_target_arguments(parser) -> None:
     """--target, --execute and --decisions, shared by compile, run and watch."""
     parser.add_argument(
         "--target", dest="target_device", default="auto",
-        choices=["auto", "cuda", "virtual-cuda", "cpu-triton"],
-        help="device target: auto = cuda with a GPU, else virtual-cuda (default: auto)",
+        choices=["auto", "cuda", "virtual-cuda", "cpu-triton", "cpu"],
+        help="device target: auto = cuda with a GPU, else virtual-cuda (default: auto); cpu = Inductor's "
+             "C++ kernels for CPU tensors, compiled and run",
     )
     parser.add_argument("--execute", action="store_true",
                         help="cpu-triton: run the kernels in Triton's interpreter and report the "
@@ -56,6 +57,7 @@ def run_overview(run) -> dict:
     return {
         "graphs": [{"compile_id": g.compile_id, "kind": g.kind,
                     "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
+                    "cpp_kernels": sum(1 for k in g.kernels if k.kind == "cpp"),  # Inductor's CPU backend
                     "extern_calls": sum(1 for k in g.kernels if k.kind == "extern"),
                     # a higher-order op's subgraph: its label (absent for a graph of its own)
                     **({"subgraph": g.subgraph.label} if g.subgraph is not None else {})} for g in run.graphs],
@@ -176,14 +178,16 @@ def _write_dump(run: Run, path: str) -> None:
 
 def render_overview(summary: dict) -> list[str]:
     """The lines for a summary's `run_overview` part: graphs, kernels, breaks, recompiles."""
-    kernels = sum(g["kernels"] for g in summary["graphs"])
+    cpp = sum(g.get("cpp_kernels", 0) for g in summary["graphs"])
+    kernels = sum(g["kernels"] for g in summary["graphs"]) - cpp
     externs = sum(g["extern_calls"] for g in summary["graphs"])
     graphs = ", ".join(f"[{g['compile_id']}] {g['kind']}" for g in summary["graphs"] if not g.get("subgraph"))
     subgraphs = [g["subgraph"] for g in summary["graphs"] if g.get("subgraph")]
     out = [
         f"  {len(summary['graphs']) - len(subgraphs)} graph(s): {graphs}",
         *([f"  {len(subgraphs)} subgraph(s): {'; '.join(subgraphs)}"] if subgraphs else []),
-        f"  {kernels} Triton kernel(s), {externs} extern call(s)",
+        "  " + ", ".join([*([f"{kernels} Triton kernel(s)"] if kernels or not cpp else []),
+                          *([f"{cpp} C++ kernel(s)"] if cpp else []), f"{externs} extern call(s)"]),
     ]
     for brk in summary["graph_breaks"]:
         where = f"{brk['file']}:{brk['line']}" if brk["file"] else "unknown location"

@@ -1,5 +1,10 @@
 """Read the structure of an Inductor Python wrapper: kernel definitions, the call
-body, launches and extern calls, and what each line does. Text only, no torch."""
+body, launches and extern calls, and what each line does. Text only, no torch.
+
+Two kinds of kernel block: a Triton kernel (`name = async_compile.triton('name', '''` ... `''', device_str='cuda')`,
+launched as `name.run(...)`) and a C++ kernel of Inductor's CPU backend
+(`cpp_fused_x_0 = async_compile.cpp_pybinding([...], r'''` ... `''')`, called as `cpp_fused_x_0(buf0, ...)`).
+"""
 from __future__ import annotations
 
 import re
@@ -7,6 +12,9 @@ from dataclasses import dataclass
 
 _KERNEL_START = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''\s*$")
 _KERNEL_END = re.compile(r"^''', device_str='\w+'\)\s*$")
+_CPP_KERNEL_START = re.compile(r"^(cpp_\w+) = async_compile\.cpp_pybinding\(.*, r'''\s*$")
+_CPP_KERNEL_END = re.compile(r"^'''\)\s*$")
+_CPP_LAUNCH = re.compile(r"^\s*(cpp_\w+)\(")
 _CALL_DEF = re.compile(r"^(\s*)def call\((self, )?args\):\s*$")
 _LAUNCH = re.compile(r"\b(\w+)\.run\(")
 _EXTERN = re.compile(r"\b(extern_kernels\.\w+|aten\.\w+(?:\.\w+)?|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(")
@@ -22,6 +30,7 @@ class KernelBlock:
     source: str
     launched_as: str = ""  # the variable its launches name: the name itself for Inductor's own
     # kernels, `add_kernel_0` for a program's own Triton kernel `add_kernel`
+    language: str = "triton"  # "cpp": a C++ kernel of Inductor's CPU backend
 
     @property
     def user_defined(self) -> bool:
@@ -51,12 +60,17 @@ def read_layout(text: str, function: str = "call") -> WrapperLayout:
     while index < len(lines):
         line = lines[index]
         start = _KERNEL_START.match(line)
-        if start:
+        cpp_start = None if start else _CPP_KERNEL_START.match(line)
+        if start or cpp_start:
+            end_pattern = _KERNEL_END if start else _CPP_KERNEL_END
             end = index + 1
-            while end < len(lines) and not _KERNEL_END.match(lines[end]):
+            while end < len(lines) and not end_pattern.match(lines[end]):
                 end += 1
-            blocks.append(KernelBlock(start.group(2), index + 2, "\n".join(lines[index + 1 : end]) + "\n",
-                                      start.group(1)))
+            source = "\n".join(lines[index + 1 : end]) + "\n"
+            if start:
+                blocks.append(KernelBlock(start.group(2), index + 2, source, start.group(1)))
+            elif cpp_start:
+                blocks.append(KernelBlock(cpp_start.group(1), index + 2, source, cpp_start.group(1), "cpp"))
             index = end + 1
             continue
         call = call_def.match(line)
@@ -70,7 +84,7 @@ def read_layout(text: str, function: str = "call") -> WrapperLayout:
             handle = _HANDLE.search(line)
             if handle:
                 pending_handle = (handle.group(1), int(handle.group(2)))
-            elif pending_handle and (_LAUNCH.search(line) or _EXTERN.search(line)):
+            elif pending_handle and (kernel_launch(line) or _EXTERN.search(line)):
                 handles[index + 1] = pending_handle
                 pending_handle = None
         index += 1
@@ -96,9 +110,9 @@ def line_reason(line: str) -> str:
         return "comment: source nodes"
     if stripped.startswith("#"):
         return "comment"
-    launch = _LAUNCH.search(stripped)
-    if launch:
-        return f"launches kernel {launch.group(1)}"
+    launched = kernel_launch(stripped)
+    if launched:
+        return f"launches kernel {launched}"
     extern = _EXTERN.search(stripped)
     if extern and not stripped.startswith(("assert", "del ")):
         return f"calls extern kernel {extern.group(1)}"
@@ -123,16 +137,46 @@ def extern_call(line: str) -> str | None:
     return match.group(1) if match else None
 
 
+_ANY_KERNEL_START = re.compile(r"^(\w+) = async_compile\.(\w+)\(")
+RECORDED_BACKENDS = ("triton", "cpp_pybinding")  # the kernel blocks read_layout reads
+
+
+def unrecorded_kernels(text: str) -> list[tuple[str, str]]:
+    """(kernel, how Inductor compiles it: `halide`, `cuda`, ...) for each kernel the wrapper
+    defines with a backend kernelscope does not read line by line (not Triton, not C++)."""
+    found = []
+    for line in text.splitlines():
+        match = _ANY_KERNEL_START.match(line)
+        if match and match.group(2) not in RECORDED_BACKENDS and match.group(2) != "wait":
+            found.append((match.group(1), match.group(2)))
+    return found
+
+
+def provenance_handle(line: str) -> str | None:
+    """The kernel a `# [Provenance debug handles] name:N` comment is about, else None."""
+    match = _HANDLE.search(line)
+    return match.group(1) if match else None
+
+
 def kernel_launch(line: str) -> str | None:
-    match = _LAUNCH.search(line)
+    """The kernel variable a wrapper line launches: `name.run(...)` (Triton) or
+    `cpp_fused_x_0(...)` (a C++ kernel, called directly), else None."""
+    match = _LAUNCH.search(line) or _CPP_LAUNCH.match(line)
     return match.group(1) if match else None
 
 
 def kernel_body_start(source: str) -> int:
-    """1-based line of the first line after the kernel's `def`, 0 if none."""
-    for number, line in enumerate(source.splitlines(), 1):
+    """1-based line of the first line after the kernel's `def` (a C++ kernel: after its
+    `extern "C"` signature, whose arguments may span lines), 0 if none."""
+    lines = source.splitlines()
+    for number, line in enumerate(lines, 1):
         if line.startswith("def "):
             return number + 1
+        if line.startswith('extern "C"'):
+            for end, rest in enumerate(lines[number - 1:], number):
+                if rest.rstrip().endswith(")"):
+                    return end + 1
+            return 0
     return 0
 
 

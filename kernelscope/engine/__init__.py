@@ -29,6 +29,8 @@ Recording a compile
 Seeing what Inductor does
 - `probes`          — line-level provenance: which post-grad node each kernel line and
   wrapper line came from (hooks into Inductor).
+- `cpp_kernels`     — the same for the C++ kernels of Inductor's CPU backend: each line's node
+  or loop nest, and where the recorded loop code sits in the kernel's source.
 - `distributed_probes` — DDP's graph splits, passes that move collectives, the rank.
 - `trace_capture`   — torch's structured-trace records received in-process.
 - `why_probes`      — why: the fusions Inductor's scheduler refused, the buffers its lowering
@@ -67,7 +69,7 @@ Seeing what Inductor does
 - `decision_hooks`  — timing decisions (pad_mm, max-autotune) hooked in torch: recorded on
   a GPU, replayed or guessed on virtual-cuda; the torch-free data model is
   `kernelscope.decisions` (its own map: `engine/decision_hooks/__init__.py`).
-- `devices`         — the device targets: `cuda`, `virtual-cuda`, `cpu-triton`, and the
+- `devices`         — the device targets: `cuda`, `virtual-cuda`, `cpu-triton`, `cpu`, and the
   switch that enters one (its own map: `engine/devices/__init__.py`).
 
 Changing torch, one register (nothing else replaces anything inside torch or Triton)

@@ -4,7 +4,7 @@ Links, each with a reason:
   source line <- pre-grad node        (Dynamo's stack_trace)
   pre-grad node <- post-grad node     (FX `from_node` provenance; backward nodes
                                        through the forward node with the same seq_nr)
-  post-grad node <- kernel line       (the kernel_lines probe)
+  post-grad node <- kernel line       (the kernel_lines probe; a C++ kernel's: engine/cpp_kernels.py)
   post-grad node <- wrapper line      (the wrapper_regions probe)
   post-grad node <- a program's own Triton kernel (the node whose wrapper region launches it)
   user kernel source line <- its generated copy's line (engine/user_kernels.py)
@@ -18,13 +18,14 @@ from collections.abc import Sequence
 
 from kernelscope.compile_text import wrapper_code
 from kernelscope.compile_text.printed_graph import node_lines
-from kernelscope.engine import collectives, fx_nodes, kernel_parts, recompute, subgraphs, user_kernels
+from kernelscope.engine import collectives, cpp_kernels, fx_nodes, kernel_parts, recompute, subgraphs, user_kernels
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin, in_subgraph
 
 SHARED_REASON = f"{SHARED_LINE_REASON_PREFIX} indexing and masks of the fused kernel"
 KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this kernel (line-level probes off: kernel-level only)"
+CPP_KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this C++ kernel (not recorded line by line: kernel-level)"
 TEMPLATE_REASON = "template code of"  # a template kernel's own lines (KernelLineCapture.template_node)
 USER_KERNEL_REASON = (f"{SHARED_LINE_REASON_PREFIX} in the program's own Triton kernel (kernel-level: the node "
                       "that launches it)")
@@ -340,6 +341,10 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
     for block in layout.kernel_blocks:
         if any(spliced.holds(block.first_line) for spliced, _ in splices):
             continue
+        if block.language == "cpp":
+            kernels[block.name] = by_variable[block.name] = _cpp_kernel(block, capture, inductor_by_kernel)
+            attributable += _add_definition_lines(record, block, kernels[block.name].lines, wrapper_lines)
+            continue
         probe = capture.kernels.get(block.name, KernelLineCapture())
         nodes = list(probe.nodes) or list(inductor_by_kernel.get(block.launched_as or block.name, []))
         if block.user_defined and not nodes:  # a program's own kernel: the node that launches it
@@ -354,13 +359,7 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
         if block.user_defined:  # its lines linked to the user's kernel source, its configs
             kernels[name].user = user_kernels.describe(block.source, nodes, capture.post_grad_gm,
                                                          capture.triton_kernels)
-        for row in lines:
-            wrapper_line = block.first_line + row.line - 1
-            record.wrapper_lines.append(
-                LineOrigin(wrapper_line, wrapper_lines[wrapper_line - 1], row.nodes,
-                           f"defines kernel {block.name}: {row.reason}")
-            )
-        attributable += len(lines)
+        attributable += _add_definition_lines(record, block, lines, wrapper_lines)
     for spliced, sites in splices:
         rows, count = subgraphs.spliced_lines(spliced, sites)
         record.wrapper_lines += rows
@@ -374,12 +373,17 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
         # `computes` is what the scheduler node makes: for an extern call its one
         # node, not every node Inductor folded into its origins (e.g. a fused input).
         computes = region_nodes.get(number)
+        launched = by_variable.get(wrapper_code.kernel_launch(line) or "")
+        named = launched or by_variable.get(wrapper_code.provenance_handle(line) or "")
+        if named is not None and named.kind == "cpp":
+            # a C++ kernel is called (after its provenance comment) once its group of scheduler
+            # nodes is flushed, in the last node's region: the call computes every node of the kernel
+            computes = named.nodes
         if computes is not None:
             attributable += 1
             record.wrapper_lines.append(LineOrigin(number, line, list(computes), wrapper_code.line_reason(line)))
         handle = layout.handles.get(number)
         inductor_nodes = inductor_by_handle.get(handle) if handle else None
-        launched = by_variable.get(wrapper_code.kernel_launch(line) or "")
         if launched is not None:
             launched.wrapper_lines.append(number)
             if launched.inductor_nodes is None:
@@ -398,6 +402,32 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
             )
     record.wrapper_attributable = attributable
     record.kernels = list(kernels.values())
+
+
+def _cpp_kernel(block: wrapper_code.KernelBlock, capture: GraphCapture,
+                inductor_by_kernel: dict[str, list[str]]) -> Kernel:
+    """A C++ kernel of Inductor's CPU backend, its lines linked (engine/cpp_kernels.py)."""
+    probe = capture.cpp_kernels.get(block.name)
+    nodes = list(probe.nodes) if probe else list(inductor_by_kernel.get(block.name, []))
+    if probe is None:  # probes off, or a C++ template (max-autotune's GEMM): every line links to the whole set
+        lines = [LineOrigin(number, line, list(nodes), CPP_KERNEL_LEVEL_REASON)
+                 for number, line in enumerate(block.source.splitlines(), 1)
+                 if number >= wrapper_code.kernel_body_start(block.source) and line.strip()]
+    else:
+        lines = cpp_kernels.kernel_lines(block.source, probe, nodes)
+    return Kernel(block.name, "cpp", block.source, nodes, lines)
+
+
+def _add_definition_lines(record: GraphRecord, block: wrapper_code.KernelBlock, lines: list[LineOrigin],
+                          wrapper_lines: list[str]) -> int:
+    """The kernel's lines as the wrapper holds them (its definition); returns how many."""
+    for row in lines:
+        wrapper_line = block.first_line + row.line - 1
+        record.wrapper_lines.append(
+            LineOrigin(wrapper_line, wrapper_lines[wrapper_line - 1], row.nodes,
+                       f"defines kernel {block.name}: {row.reason}")
+        )
+    return len(lines)
 
 
 def _launching_nodes(wrapper_lines: list[str], call_start: int, call_end: int,

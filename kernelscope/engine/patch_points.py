@@ -53,6 +53,22 @@ GRAPH_RUN = PatchPoint(_LINES, "torch._inductor.graph.GraphLowering", "run",
 GRAPH_RUN_NODE = PatchPoint(_LINES, "torch._inductor.graph.GraphLowering", "run_node",
                             "the node Inductor was lowering when it failed", parameters=("self", "n"))
 
+# -- line provenance of C++ kernels (cpp_kernels.py; Inductor's CPU backend, issue 36) ------
+
+_CPP = "torch._inductor.codegen.cpp"
+CPP_CODEGEN_NODES = PatchPoint(_LINES, f"{_CPP}.CppKernelProxy", "codegen_nodes",
+                               "knows the loop nest (its nodes) a C++ kernel's lines are written for",
+                               parameters=("self", "nodes"))
+CPP_FINALIZE_KERNEL = PatchPoint(_LINES, f"{_CPP}.KernelGroup", "finalize_kernel",
+                                 "where each loop nest's lines sit in the C++ kernel's loop code",
+                                 parameters=("self", "new_kernel", "nodes"))
+CPP_DEFINE_KERNEL = PatchPoint(_LINES, f"{_CPP}.CppScheduling", "define_kernel",
+                               "a finished C++ kernel's lines and nodes, by its name",
+                               parameters=("self", "src_code", "nodes"))
+
+CPU_CPP_BACKEND = PatchPoint(_LINES, "torch._inductor.config", "cpu_backend",
+                             "config: --target cpu holds Inductor's CPU backend at its default, C++")
+
 # -- why: guards, recompiles and fusion refusals (why_probes.py) ----------------------------
 
 _WHY = "why"

@@ -19,6 +19,10 @@ The probes and what they see:
                       per sub-kernel, and joined when the combo kernel is defined; a
                       template kernel's own lines, which no node's code wrote, go to the
                       node its template buffer was made for: KernelLineCapture.template_node)
+- cpp_kernel_lines    CppKernelProxy.codegen_nodes + KernelGroup.finalize_kernel
+                      + CppScheduling.define_kernel (with kernel_lines' writeline probe): each
+                      C++ kernel line of Inductor's CPU backend -> its node, or its loop nest's
+                      nodes (engine/cpp_kernels.py)
 - wrapper_regions     Scheduler.enter_context: every scheduler node opens a wrapper region
                       that carries all its post-grad origins
 - template_mods       subgraph_lowering.PointwiseSubgraphLowering.run_node: the node of a
@@ -46,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.compile_text import wrapper_code
-from kernelscope.engine import inductor_reads, memory, optimizer_params
+from kernelscope.engine import cpp_kernels, inductor_reads, memory, optimizer_params
 from kernelscope.engine import patch_points as points
 from kernelscope.engine.fx_nodes import calling_frames, target_name
 from kernelscope.engine.patching import Patches, install_groups
@@ -124,6 +128,8 @@ class GraphCapture:
     not_fused: dict[tuple[str, str, str], tuple[list[str], list[str]]] = field(default_factory=dict)
     # Sizes, producers, inputs and outputs from Inductor's IR at codegen (engine/memory.py).
     memory: Any = None
+    # The C++ kernels of Inductor's CPU backend by name (engine/cpp_kernels.py).
+    cpp_kernels: dict[str, cpp_kernels.CppKernelCapture] = field(default_factory=dict)
 
 
 @dataclass
@@ -209,6 +215,7 @@ class Probes:
         # and the subgraphs lowered per root GraphLowering, until its codegen takes them.
         self._mod_names: dict[Any, str] = {}
         self._mods: dict[int, dict[int, ModCapture]] = {}
+        self.cpp = cpp_kernels.CppKernelProbes(self._finish_cpp_kernel)
 
     # -- install / uninstall -------------------------------------------------
 
@@ -254,6 +261,7 @@ class Probes:
                 (points.WRITELINE, self._wrap_writeline),
                 (points.DEFINE_KERNEL, self._wrap_define_kernel),
             ],
+            "cpp_kernel_lines": self.cpp.groups(),
             "wrapper_regions": [(points.ENTER_CONTEXT, self._wrap_enter_context)],
             "template_mods": [(points.SUBGRAPH_LOWERING_RUN_NODE, self._wrap_mod_run_node)],
             "graph_codegen": [(points.GRAPH_CODEGEN, self._wrap_codegen), (points.GRAPH_RUN, self._wrap_lowering)],
@@ -362,6 +370,7 @@ class Probes:
         return writeline
 
     def _record_kernel_line(self, line) -> None:
+        from torch._inductor.codegen.cpp import CppKernel
         from torch._inductor.codegen.triton import TritonKernel
         from torch._inductor.virtualized import V
 
@@ -369,7 +378,8 @@ class Probes:
             kernel = V.kernel
         except (AttributeError, AssertionError):
             return
-        if not isinstance(kernel, TritonKernel):
+        is_cpp = isinstance(kernel, CppKernel)
+        if not is_cpp and not isinstance(kernel, TritonKernel):
             return
         text = getattr(line, "line", line)
         if not isinstance(text, str) or not text.strip():
@@ -385,8 +395,11 @@ class Probes:
             origin = (inductor_reads.scheduler_node_origin(kernel.current_node), "stores or reduces for")
         if origin[0] is None:
             return  # kernel header and index set-up: not tied to one node
-        capture = self._kernel_capture.setdefault(id(kernel), KernelLineCapture())
         stripped = text.strip()
+        if is_cpp:  # kept per loop nest of the C++ kernel being generated
+            self.cpp.record_line(stripped, origin)
+            return
+        capture = self._kernel_capture.setdefault(id(kernel), KernelLineCapture())
         capture.by_text.setdefault(stripped, origin)
         target = wrapper_code.assignment_target(stripped)
         if target:
@@ -432,6 +445,16 @@ class Probes:
         elif capture is not first:
             first.reuses.append(capture)
             first.nodes += [node for node in nodes if node not in first.nodes]
+
+    def _finish_cpp_kernel(self, name: str, capture: cpp_kernels.CppKernelCapture) -> None:
+        if self._current_graph is None:
+            return
+        first = self._current_graph.cpp_kernels.get(name)
+        if first is None:
+            self._current_graph.cpp_kernels[name] = capture
+        else:  # its code reused (the same op in every layer): each reuse's nodes link too
+            first.reuses.append(capture)
+            first.nodes += [node for node in capture.nodes if node not in first.nodes]
 
     # -- template modifications (FlexAttention's score_mod / mask_mod) --------------
 

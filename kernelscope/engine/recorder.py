@@ -242,7 +242,7 @@ def record_block(options: RecordOptions, target: str, source_file: Path | None, 
     started = time.perf_counter()
     _check_options(options, device)
     block = RecordedBlock(device)
-    with _fake_job(options), Recording(device, options) as recording:
+    with _fake_job(options), Recording(device, options) as recording, _cpu_graphs_on_the_cpu(device, options):
         try:
             yield block
         except Exception as error:  # noqa: BLE001
@@ -252,6 +252,17 @@ def record_block(options: RecordOptions, target: str, source_file: Path | None, 
         raise CompileError(nothing_compiled + _why_nothing(run))
     _attach_numerics(run, recording, device, options, time.perf_counter() - started)
     block.run = run_assembly.finish(run, recording.probes, import_seconds, time.perf_counter() - started)
+
+
+def _cpu_graphs_on_the_cpu(device: str, options: RecordOptions):
+    """`--target auto` without a GPU (virtual-cuda): a program's graphs of CPU tensors alone are
+    compiled for the CPU, Inductor's C++ kernels, as `auto` does on a GPU machine (cuda); an
+    explicit `--target virtual-cuda`, and one rank of a job, copy them onto cuda as before."""
+    from kernelscope.engine.devices import virtual_cuda
+
+    if device == "virtual-cuda" and options.device == "auto" and options.world_size is None:
+        return virtual_cuda.cpu_graphs_compiled_for_the_cpu()
+    return contextlib.nullcontext()
 
 
 def record_script(path: Path, args: list[str], options: RecordOptions) -> RunRecord:

@@ -94,6 +94,7 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
     warnings += [f"a probe failed and was skipped: {error.splitlines()[0]}" for error in probes.errors[:5]]
     warnings += _distributed_warnings(recording.distributed, graphs)
     warnings += memory_problems
+    warnings += _unrecorded_backend_warnings(graphs)
     for capture in probes.graphs:  # a subgraph names its parent by the parent's final key
         child = built[id(capture)]
         if capture.parent is not None and child.subgraph is not None and id(capture.parent) in built:
@@ -187,6 +188,23 @@ def _parents_first(graphs: list[GraphRecord]) -> list[GraphRecord]:
         if graph.subgraph is None or graph.subgraph.parent not in {g.key for g in graphs}:
             add(graph)
     return ordered + [graph for orphans in children.values() for graph in orphans if graph not in ordered]
+
+
+def _unrecorded_backend_warnings(graphs: list[GraphRecord]) -> list[str]:
+    """A graph whose wrapper defines kernels of a backend kernelscope does not record (not
+    Triton, not Inductor's C++): said, so a run never shows "0 kernels" silently."""
+    from kernelscope.compile_text import wrapper_code
+
+    out = []
+    for graph in graphs:
+        found = wrapper_code.unrecorded_kernels(graph.wrapper_text)
+        if found:
+            backends = ", ".join(sorted({backend for _, backend in found}))
+            out.append(f"graph {graph.key}: {len(found)} kernel(s) of a backend kernelscope does not record "
+                       f"(async_compile.{backends}: {', '.join(name for name, _ in found[:3])}"
+                       f"{', ...' if len(found) > 3 else ''}): their lines are not linked, only the wrapper lines "
+                       "that call them")
+    return out
 
 
 def _distributed_warnings(distributed, graphs) -> list[str]:

@@ -424,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--preload-device", metavar="DEVICE",
                         help="import torch for this device target before serving "
-                             "(auto, cuda, virtual-cuda, cpu-triton)")
+                             "(auto, cuda, virtual-cuda, cpu-triton, cpu)")
     parser.add_argument("--execute", action="store_true",
                         help="with --preload-device cpu-triton: prepare Triton's interpreter")
     parser.add_argument("--memory-limit-mb", type=int, metavar="MB",

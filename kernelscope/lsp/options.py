@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-DEVICE_TARGETS = ("auto", "cuda", "virtual-cuda", "cpu-triton")
+DEVICE_TARGETS = ("auto", "cuda", "virtual-cuda", "cpu-triton", "cpu")
 
 # option field -> contract key
 _KEYS = {

@@ -6,7 +6,7 @@ top level of the current file (found by parsing it, never importing it).
 
     [tool.kernelscope]
     target = "mlp"                      # a name below, or PATH.py:FACTORY
-    device = "virtual-cuda"             # auto | cuda | virtual-cuda | cpu-triton
+    device = "virtual-cuda"             # auto | cuda | virtual-cuda | cpu-triton | cpu
     train = false
     dynamic = false
 

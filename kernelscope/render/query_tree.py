@@ -64,10 +64,18 @@ def build_summary(result: QueryResult) -> Branch:
     return root
 
 
+def kernels_label(names) -> str:
+    """"Triton", "C++" (the kernels of Inductor's CPU backend, `cpp_fused_*`, also as
+    `forward/cpp_fused_*`) or "Triton/C++": what generated kernels `names` are."""
+    cpp = [name.rsplit("/", 1)[-1].startswith("cpp_") for name in names]
+    return "Triton" if not any(cpp) else "C++" if all(cpp) else "Triton/C++"
+
+
 def _graph_branch(graph: str, post_nodes: int, called: int, triton: int, externs: int, generated: int,
                   groups: list[ModuleGroup]) -> Branch:
     via = f" ({called} via call)" if called else ""
-    branch = Branch(f"graph {graph}: {post_nodes} post-grad nodes{via} · {triton} Triton kernels · "
+    label = kernels_label([name for group in groups for name in group.triton_kernels])
+    branch = Branch(f"graph {graph}: {post_nodes} post-grad nodes{via} · {triton} {label} kernels · "
                     f"{externs} extern calls · {generated} generated lines", "bold cyan")
     branch.children = [_group_branch(group) for group in groups]
     return branch
@@ -75,14 +83,15 @@ def _graph_branch(graph: str, post_nodes: int, called: int, triton: int, externs
 
 def _group_branch(group: ModuleGroup) -> Branch:
     """One module instance, or a folded group of alike ones (its numbers are each member's)."""
-    counts = (f"{len(group.triton_kernels)} Triton, {len(group.extern_ops)} extern, "
+    label = kernels_label(group.triton_kernels)
+    counts = (f"{len(group.triton_kernels)} {label}, {len(group.extern_ops)} extern, "
               f"{group.generated_lines} generated lines, {group.post_nodes} post-grad nodes")
     if group.folded:
         counts += " each; same kernels"
     module = Branch(f"{group_title(group)}  {group.via or 'direct'}: {counts}", "bold yellow")
     module.children.append(Branch(f"source lines: {_compact_sources(group.source_lines)}", "green"))
     if group.triton_kernels:
-        module.children.append(Branch(f"Triton: {_capped(group.triton_kernels)}", "yellow"))
+        module.children.append(Branch(f"{label}: {_capped(group.triton_kernels)}", "yellow"))
     if group.folded and group.extern_ops:
         module.children.append(Branch(f"extern (each): {_capped(group.extern_ops)}", "blue"))
     elif group.extern_calls:

@@ -49,7 +49,7 @@ export interface ServerOptionsPayload {
   trusted?: false;
 }
 
-const DEVICE_TARGETS = ['auto', 'cuda', 'virtual-cuda', 'cpu-triton'];
+const DEVICE_TARGETS = ['auto', 'cuda', 'virtual-cuda', 'cpu-triton', 'cpu'];
 
 /**
  * Map the settings the user actually set (undefined = not set anywhere) to the

@@ -30,6 +30,11 @@ export function isGeneratedPath(fsPath: string): boolean {
   return /[\\/]\.kernelscope[\\/]runs[\\/]\d+[\\/]/.test(fsPath);
 }
 
+/** Whether a path is a C++ kernel of Inductor's CPU backend kept in a store (`.kernelscope/runs/<id>/graphs/.../kernels/cpp_fused_x_0.cpp`). */
+export function isCppKernelPath(fsPath: string): boolean {
+  return isGeneratedPath(fsPath) && /[\\/]kernels[\\/][^\\/]+\.cpp$/.test(fsPath);
+}
+
 /** Whether a path is a kernel's stage file below the kernel (`.kernelscope/runs/<id>/asm/.../k.sass`, `k.x86`). */
 export function isAsmPath(fsPath: string): boolean {
   return isGeneratedPath(fsPath) && /[\\/]asm[\\/].*\.(sass|ptx|ttgir|ttir|x86)$/.test(fsPath);

@@ -1,6 +1,6 @@
 """The device-target switch: which target a recording compiles for, and entering it.
 
-`resolve_device` turns what was asked (`auto`, `cuda`, `virtual-cuda`, `cpu-triton`) into
+`resolve_device` turns what was asked (`auto`, `cuda`, `virtual-cuda`, `cpu-triton`, `cpu`) into
 the target this machine compiles for; `device_target(device)` is the one context that
 makes torch.compile generate code for it. Each target's own modules (this package) are
 entered from here and nowhere else:
@@ -10,7 +10,10 @@ entered from here and nowhere else:
   timing decisions replayed or guessed (engine/decision_hooks/), and compile_fx replaced by
   virtual_cuda's, which enters the rest (fake cuda tensors, the virtual driver, ...);
 - `cpu-triton`: Inductor's Triton backend on CPU tensors (cpu_triton), its code kept and
-  never run unless `--execute` (codegen_only).
+  never run unless `--execute` (codegen_only);
+- `cpu`: Inductor's default C++/OpenMP backend on CPU tensors, compiled and run as a plain
+  torch.compile does (`config.cpu_backend` held at "cpp"); its C++ kernels are recorded line by
+  line (engine/cpp_kernels.py) — as they are in any run, wherever a graph's tensors are on the CPU.
 A new target is a name in `DEVICES`, its modules here, one branch of `device_target`,
 and its patch points declared in engine/patch_points.py under a feature of its name
 (checked whole before anything is compiled, `patch_points.require`).
@@ -22,7 +25,7 @@ import contextlib
 from kernelscope.engine import patch_points, patching
 from kernelscope.errors import UserError
 
-DEVICES = ("auto", "cuda", "virtual-cuda", "cpu-triton")
+DEVICES = ("auto", "cuda", "virtual-cuda", "cpu-triton", "cpu")
 
 
 def resolve_device(requested: str) -> str:
@@ -70,6 +73,11 @@ def device_target(device: str, execute: bool = False, decisions=None):
             session.check_gpu(log, session.gpu_of(device))
             stack.enter_context(session.replaying(log))
             stack.enter_context(_compile_fx_replaced(virtual_cuda.make_compile_fx))
+        elif device == "cpu":
+            import torch._inductor.config as inductor_config
+
+            patching.checked(patch_points.CPU_CPP_BACKEND)
+            stack.enter_context(inductor_config.patch(cpu_backend="cpp"))
         elif device == "cpu-triton":
             stack.enter_context(cpu_triton.cpu_triton_backend(execute))
             if not execute:

@@ -274,6 +274,22 @@ def _rederive_example_values(gm, fake_inputs, fake_mode) -> None:
                 node.meta[key] = value
 
 
+_cpu_graphs_for_the_cpu: list[bool] = []  # cpu_graphs_compiled_for_the_cpu, while inside
+
+
+@contextlib.contextmanager
+def cpu_graphs_compiled_for_the_cpu():
+    """While inside (a program recorded with `--target auto`, which a GPU machine records on
+    cuda), a graph a program on the virtual GPU captured on CPU tensors alone is compiled for
+    the CPU, as on a GPU machine: Inductor's C++ kernels, compiled and run (engine/cpp_kernels.py
+    records them). Outside, such a graph is copied onto cuda, as before."""
+    _cpu_graphs_for_the_cpu.append(True)
+    try:
+        yield
+    finally:
+        _cpu_graphs_for_the_cpu.pop()
+
+
 def make_compile_fx(original_compile_fx):
     """torch.compile's Inductor backend for virtual-cuda.
 
@@ -302,6 +318,9 @@ def make_compile_fx(original_compile_fx):
         fake_mode = detect_fake_mode(example_inputs_)
         in_program = program_mode.running()  # a program on the virtual GPU: fake cuda tensors all along
         as_captured = in_program and _captured_on_cuda(model_)
+        if in_program and not as_captured and _cpu_graphs_for_the_cpu:  # a CPU graph, compiled as on a GPU machine
+            with pretend_cuda_present():  # Inductor hashes the active Triton backend into its wrapper's metadata
+                return original_compile_fx(model_, example_inputs_, **kwargs)
         compiling.append(True)
         try:
             with meta_models.compiling(), pretend_cuda_present(), \

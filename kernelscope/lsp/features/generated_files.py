@@ -13,6 +13,9 @@ FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')  # Python stac
 GRAPH_COMMENT = re.compile(r"# File: (?P<file>[^\s:]+\.py):(?P<line>\d+)")  # FX graph code comments
 KERNEL_DEFINED = re.compile(r"\b(?P<name>triton_\w+) = async_compile\.triton\(")
 KERNEL_LAUNCH = re.compile(r"\b(?P<name>triton_\w+)\.run\(")
+# C++ kernels of Inductor's CPU backend, kept as `.cpp` files
+CPP_KERNEL_DEFINED = re.compile(r"^(?P<name>cpp_\w+) = async_compile\.cpp_pybinding\(")
+CPP_KERNEL_LAUNCH = re.compile(r"^\s*(?P<name>cpp_\w+)\(")
 KERNEL_PATH = re.compile(r"# kernel path: (?P<path>\S+)")
 
 
@@ -53,13 +56,14 @@ def links(server, uri: str) -> list[types.DocumentLink]:
         cache_path = KERNEL_PATH.search(text)
         if cache_path:
             pending_path.append((number, cache_path))
-        for pattern in (KERNEL_DEFINED, KERNEL_LAUNCH):
+        for pattern in (KERNEL_DEFINED, KERNEL_LAUNCH, CPP_KERNEL_DEFINED, CPP_KERNEL_LAUNCH):
             for match in pattern.finditer(text):
-                kernel_file = kernels_dir / f"{match['name']}.py"
+                suffix = ".cpp" if pattern in (CPP_KERNEL_DEFINED, CPP_KERNEL_LAUNCH) else ".py"
+                kernel_file = kernels_dir / f"{match['name']}{suffix}"
                 if kernel_file.is_file():
                     target = provenance.uri_for(str(kernel_file))
                     add(number, match, "name", target)
-                    if pattern is KERNEL_DEFINED:
+                    if pattern in (KERNEL_DEFINED, CPP_KERNEL_DEFINED):
                         for path_line, path_match in pending_path:
                             add(path_line, path_match, "path", target)  # Inductor's cache path: the stored copy
                         pending_path = []

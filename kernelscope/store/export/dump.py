@@ -50,7 +50,8 @@ from kernelscope.version import __version__
 # 8.0: run.memory's step peak and measured memory (`compile --memory`); kernel.asm of a C++ kernel
 #      built for the CPU (arch x86-64: ISA, vector width, loops; docs/below-the-kernel.md); graph.not_fused[].cause,
 #      other_graph (extern calls, templates, realized buffers, graph breaks);
-#      kernel.parts (foreach sub-kernels and the optimizer parameters they update)
+#      kernel.parts (foreach sub-kernels and the optimizer parameters they update); kernel kind "cpp"
+#      (a C++ kernel of Inductor's CPU backend, kept as .cpp)
 SCHEMA_VERSION = "8.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),

@@ -2,7 +2,7 @@
 
 Every figure is a `{"covered", "total", "share"}` dict (`share` is None when
 `total` is 0), so a reader sees the counts behind each percentage:
-- kernel_lines: body lines of Triton kernels (kinds "triton" and "template") with at least one node;
+- kernel_lines: body lines of generated kernels (kinds "triton", "template" and "cpp") with at least one node;
 - kernel_lines_specific: of those, lines tied to the one node that produced them
   (not the "shared:" index set-up and masks, which link to every node of the kernel);
 - wrapper_lines: wrapper lines with nodes over the lines that should have them
@@ -10,7 +10,7 @@ Every figure is a `{"covered", "total", "share"}` dict (`share` is None when
 - forward_nodes_with_source / backward_nodes_with_source: post-grad
   call_function nodes that have a user source line, forward and inference
   graphs counted together;
-- kernel_agreement: Triton kernels whose node set equals Inductor's own
+- kernel_agreement: generated kernels whose node set equals Inductor's own
   kernel->node mapping; kernels Inductor gave no mapping for are left out and
   counted in `excluded`.
 """
@@ -44,7 +44,7 @@ def compute_coverage(record: RunRecord) -> dict:
             forward_total += len(calls)
 
         for kernel in graph.kernels:
-            if kernel.kind not in ("triton", "template"):
+            if kernel.kind not in ("triton", "template", "cpp"):
                 continue
             kernel_lines_total += len(kernel.lines)
             kernel_lines_covered += sum(1 for origin in kernel.lines if origin.nodes)
