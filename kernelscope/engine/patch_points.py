@@ -277,6 +277,9 @@ DTENSOR_DISPATCH_RNG_MESH = PatchPoint(_PROGRAM, "torch.distributed.tensor._disp
 HAS_TRITON = PatchPoint(_PROGRAM, "torch.utils._triton", "has_triton",
                         "cached answer: asked again inside and after a program, whose virtual GPU "
                         "changes it (Dynamo treats Triton kernels as kernels only where it is True)")
+COMPILING_FLAG = PatchPoint(_PROGRAM, "torch.compiler", "_is_compiling_flag",
+                            "read, not patched: the program mode steps aside under Dynamo (what "
+                            "torch.compiler.is_compiling() answers, without its two Python calls per torch call)")
 OPTIM_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.optim.optimizer", "_foreach_supported_types",
                                  "list: optimizers take the foreach path for virtual GPU tensors, as for cuda")
 UTILS_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.utils._foreach_utils", "_foreach_supported_types",
