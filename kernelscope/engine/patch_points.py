@@ -314,6 +314,9 @@ PROGRAM_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed", "init_pro
 PROGRAM_C10D_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed.distributed_c10d", "init_process_group",
                                              "the same, where the program imports it from distributed_c10d",
                                              optional=True)
+PROGRAM_MESH_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed.device_mesh", "init_process_group",
+                                             "the same, where init_device_mesh calls it (imported by name)",
+                                             optional=True)
 CPP_EXTENSION_LOAD = PatchPoint(_PROGRAM, "torch.utils.cpp_extension", "load",
                                 "a CUDA C++ extension is refused in one line", parameters=("name", "sources"),
                                 keywords=("with_cuda",))

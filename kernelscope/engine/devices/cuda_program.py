@@ -32,9 +32,10 @@ While inside:
   checkpoint's recomputation is the program's, as its forward was);
 - what virtual-cuda cannot give is refused in one line naming the call, the program's line
   and what to do (program_refusal's `Unavailable`): a CUDA C++ extension, a library that
-  needs CUDA's runtime, CUDA graphs, NCCL in a single process, the CUDA runtime reached
-  where the mode is not (another thread, a C++ API), and a Triton kernel the interpreter
-  cannot run.
+  needs CUDA's runtime, an operator whose only kernel is CUDA's (program_mode), CUDA graphs,
+  NCCL in a single process (`init_process_group`, `init_device_mesh`) without --world-size,
+  the CUDA runtime reached where the mode is not (another thread, a C++ API), and a Triton
+  kernel the interpreter cannot run.
 Every change to torch is a patch point of "virtual-cuda program" (patch_points.py), checked
 whole before the program starts.
 """
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 
 from kernelscope.engine import patch_points as points
 from kernelscope.engine.devices.program_refusal import ON_A_GPU, Unavailable, refuse
@@ -228,10 +230,10 @@ def _refusals(patches: Patches, fake_job: bool) -> None:
         try:
             return load_library(self, path)
         except OSError as error:
-            if "cuda" in str(error).lower() or "cudart" in str(error).lower():
+            reason = _cuda_the_loader_missed(error, str(path))
+            if reason:
                 raise refuse(f"torch.ops.load_library({os.path.basename(str(path))!r})",
-                             f"the library needs CUDA's runtime ({str(error).splitlines()[0][:200]})",
-                             extension) from error
+                             f"the library needs CUDA's runtime ({reason[:200]})", extension) from error
             raise
 
     def refused_cuda_graphs(name, original):
@@ -255,6 +257,25 @@ def _refusals(patches: Patches, fake_job: bool) -> None:
         patches.wrap(points.PROGRAM_INIT_PROCESS_GROUP, _nccl_refused)
         if points.PROGRAM_C10D_INIT_PROCESS_GROUP.holds():
             patches.wrap(points.PROGRAM_C10D_INIT_PROCESS_GROUP, _nccl_refused)
+        if points.PROGRAM_MESH_INIT_PROCESS_GROUP.holds():  # init_device_mesh("cuda", ...) starts the group
+            patches.wrap(points.PROGRAM_MESH_INIT_PROCESS_GROUP, _nccl_refused)
+
+
+_CUDA_LIBRARIES = re.compile(r"cuda|cudnn|nccl|nvrtc|cublas|cufft|curand|cusparse|cusolver|nvjitlink|nvtoolsext",
+                             re.IGNORECASE)
+
+
+def _cuda_the_loader_missed(error: OSError, path: str) -> str | None:
+    """The dynamic loader's reason a library failed to load (torch's `load_library` raises its
+    own OSError from it), when that reason is a CUDA library or symbol it needs (`libcudart.so.12:
+    cannot open shared object file`, `undefined symbol: _ZN3c104cuda...`); None otherwise (a
+    missing file, whatever its name, is the program's own error)."""
+    cause = error.__cause__ if error.__cause__ is not None else error
+    lines = str(cause).splitlines()
+    reason = lines[0] if lines else ""
+    for name in {path, os.path.realpath(path), os.path.abspath(path)}:
+        reason = reason.replace(name, "")
+    return lines[0] if _CUDA_LIBRARIES.search(reason) else None
 
 
 def _runtime_refused(lazy_init):

@@ -88,6 +88,7 @@ _CONSTRUCTOR = "constructor"  # a factory a default device (`torch.set_default_d
 _HIGHER_ORDER = "higher-order"  # a higher-order op or a Python custom op: its body runs on CPU aliases
 _COLLECTIVE = "collective"  # a functional collective: its result stays plain (virtual_dtensor wraps it)
 _GRAD_READ = "grad read"  # `x.grad`: a virtual GPU tensor's gradient is on the virtual GPU
+_LIBRARY_OP = "library op"  # an operator a library registered in C++ (`torch.ops.ns.op`): its kernel may be CUDA's only
 
 
 def _runner():
@@ -98,7 +99,7 @@ def _runner():
     import torch.utils._device as default_device
 
     from kernelscope.engine import patch_points as points
-    from kernelscope.engine.devices import program_hops
+    from kernelscope.engine.devices import program_hops, program_refusal
     from kernelscope.engine.patching import checked
 
     vgt = tensor_class()
@@ -126,6 +127,8 @@ def _runner():
             return _HIGHER_ORDER
         if getattr(func, "namespace", None) == "_c10d_functional":
             return _COLLECTIVE
+        if program_hops.is_library_op(func):
+            return _LIBRARY_OP
         return _PASS
 
     def wrap(out, args):
@@ -187,6 +190,8 @@ def _runner():
             return func(*args, **kwargs)
         if kind is _HIGHER_ORDER:
             return run_higher_order(func, args, kwargs)
+        if kind is _LIBRARY_OP:
+            return wrap(run_library_op(func, types, args, kwargs), args)
         out = call_plain(func, types, args, kwargs or None)
         # a functional collective's result stays plain: torch wraps it as an in-flight
         # AsyncCollectiveTensor next (virtual_dtensor puts it on the virtual GPU there)
@@ -197,7 +202,17 @@ def _runner():
         here, below the mode, on the CPU (program_hops)."""
         with no_subclass():
             cpu_args, cpu_kwargs = program_hops.cpu_arguments(args, kwargs, vgt)
-            return wrap(func(*cpu_args, **cpu_kwargs), args)
+            try:
+                return wrap(func(*cpu_args, **cpu_kwargs), args)
+            except NotImplementedError as error:  # a custom op's kernel for cuda only
+                raise program_refusal.cuda_only_op(func) or error from error
+
+    def run_library_op(func, types, args, kwargs):
+        """A library's operator, refused in one line where its only kernel is CUDA's."""
+        try:
+            return call_plain(func, types, args, kwargs or None)
+        except NotImplementedError as error:  # the dispatcher found no kernel for the CPU tensors
+            raise program_refusal.cuda_only_op(func) or error from error
 
     def requires_grad_(func, args, kwargs):
         with no_subclass():
