@@ -277,6 +277,10 @@ DTENSOR_DISPATCH_RNG_MESH = PatchPoint(_PROGRAM, "torch.distributed.tensor._disp
 HAS_TRITON = PatchPoint(_PROGRAM, "torch.utils._triton", "has_triton",
                         "cached answer: asked again inside and after a program, whose virtual GPU "
                         "changes it (Dynamo treats Triton kernels as kernels only where it is True)")
+TENSOR_GUARD_TEXT = PatchPoint(_PROGRAM, "torch._dynamo.guards", "get_tensor_guard_code_part",
+                               "the text of a TENSOR_MATCH guard on a virtual GPU tensor reads as a GPU's "
+                               "(Tensor or Parameter, CUDA dispatch keys); the check itself is unchanged",
+                               parameters=("value", "name", "sizes", "strides", "pytype", "dispatch_keys"))
 COMPILING_FLAG = PatchPoint(_PROGRAM, "torch.compiler", "_is_compiling_flag",
                             "read, not patched: the program mode steps aside under Dynamo (what "
                             "torch.compiler.is_compiling() answers, without its two Python calls per torch call)")

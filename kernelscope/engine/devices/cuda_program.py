@@ -93,6 +93,7 @@ def cuda_program(fake_job: bool = False):
         patches.wrap(points.DYNAMO_SET_MODE_STACK, _program_mode_kept)
         patches.wrap(points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
             None if type(value) is vgt else infer(value)))
+        patches.wrap(points.TENSOR_GUARD_TEXT, _tensor_guard_text_as_on_a_gpu)
         _refusals(patches, fake_job)
         with fake_cuda.cuda_fake_tensors(), program_mode.program_mode() as notes, \
                 cuda_autocast.cuda_autocast_on_the_virtual_gpu(program_mode.note):
@@ -161,6 +162,33 @@ def _never_compiled_by_dynamo(patches: Patches) -> None:
         recompile()
 
     patches.callback(undo)
+
+
+_DISPATCH_KEY_SET = re.compile(r"DispatchKeySet\([^)]*\)")
+
+
+def _tensor_guard_text_as_on_a_gpu(code_part):
+    """Dynamo's text of a TENSOR_MATCH guard (`check_tensor(L['x'], VirtualGpuTensor,
+    DispatchKeySet(CPU, ..., AutogradCPU), ...)`, what the store keeps and `why` shows) for a
+    virtual GPU tensor as a GPU's guard reads: the class a GPU's tensor has there (`Parameter`
+    for a parameter, else `Tensor`) and the CUDA dispatch keys. Only the text: the check Dynamo
+    runs is made from the tensor itself (its class and its CPU keys), so a call with the same
+    tensors still passes it."""
+    import torch
+
+    from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
+
+    vgt = tensor_class()
+
+    def text(value, name, sizes, strides, pytype, dispatch_keys):
+        made = code_part(value, name, sizes, strides, pytype, dispatch_keys)
+        if pytype is not vgt:
+            return made
+        gpu_class = "Parameter" if isinstance(value, torch.nn.Parameter) else "Tensor"
+        made = made.replace(f"check_tensor({name}, {pytype.__qualname__}, ", f"check_tensor({name}, {gpu_class}, ", 1)
+        return _DISPATCH_KEY_SET.sub(lambda keys: re.sub(r"CPU\b", "CUDA", keys[0]), made, count=1)
+
+    return text
 
 
 def _program_mode_untraced(init):

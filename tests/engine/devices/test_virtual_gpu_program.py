@@ -434,3 +434,35 @@ def test_a_library_needing_cudas_runtime_is_refused_and_a_missing_one_is_its_own
     with pytest.raises(OSError) as missing:  # a path that is not there is the program's own error
         torch.ops.load_library(str(tmp_path / "libother_cuda.so"))
     assert not isinstance(missing.value, Unavailable)
+
+
+# -- what Dynamo's guards say ----------------------------------------------------------------------
+
+
+def test_a_tensor_guard_on_the_virtual_gpu_reads_as_a_gpus_and_still_passes(program):
+    """Dynamo's text of a TENSOR_MATCH guard (what the store keeps, `why` shows) names the
+    class and dispatch keys a GPU's tensor has, not kernelscope's class and the CPU keys;
+    the check itself is the tensor's own, so the same call reuses its compile."""
+    from torch._dynamo import guards
+    from torch._dynamo.testing import CompileCounter
+
+    def text(tensor):
+        return guards.get_tensor_guard_code_part(tensor, "L['t']", [2, 2], [2, 1], type(tensor),
+                                                 torch._C._dispatch_keys(tensor))
+
+    model = torch.nn.Linear(2, 2).to("cuda")
+    x = torch.ones(2, 2, device="cuda")
+    assert text(x).startswith("check_tensor(L['t'], Tensor, DispatchKeySet(CUDA, ") and "CPU" not in text(x), text(x)
+    assert "AutogradCUDA" in text(x) and "device=0" in text(x)
+    assert text(model.weight).startswith("check_tensor(L['t'], Parameter, DispatchKeySet(CUDA, "), text(model.weight)
+    cpu = text(torch.ones(2, 2))  # a CPU tensor of the program: as it is
+    assert cpu.startswith("check_tensor(L['t'], Tensor, DispatchKeySet(CPU, ") and "device=None" in cpu, cpu
+    counter = CompileCounter()
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(lambda a: model(a).relu(), backend=counter)
+        compiled(x)
+        compiled(x)
+    finally:
+        torch._dynamo.reset()
+    assert counter.frame_count == 1
