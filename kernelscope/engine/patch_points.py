@@ -299,6 +299,13 @@ DTENSOR_DISPATCH_RNG_MESH = PatchPoint(_PROGRAM, "torch.distributed.tensor._disp
 HAS_TRITON = PatchPoint(_PROGRAM, "torch.utils._triton", "has_triton",
                         "cached answer: asked again inside and after a program, whose virtual GPU "
                         "changes it (Dynamo treats Triton kernels as kernels only where it is True)")
+TENSOR_GUARD_TEXT = PatchPoint(_PROGRAM, "torch._dynamo.guards", "get_tensor_guard_code_part",
+                               "the text of a TENSOR_MATCH guard on a virtual GPU tensor reads as a GPU's "
+                               "(Tensor or Parameter, CUDA dispatch keys); the check itself is unchanged",
+                               parameters=("value", "name", "sizes", "strides", "pytype", "dispatch_keys"))
+COMPILING_FLAG = PatchPoint(_PROGRAM, "torch.compiler", "_is_compiling_flag",
+                            "read, not patched: the program mode steps aside under Dynamo (what "
+                            "torch.compiler.is_compiling() answers, without its two Python calls per torch call)")
 OPTIM_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.optim.optimizer", "_foreach_supported_types",
                                  "list: optimizers take the foreach path for virtual GPU tensors, as for cuda")
 UTILS_FOREACH_TYPES = PatchPoint(_PROGRAM, "torch.utils._foreach_utils", "_foreach_supported_types",
@@ -332,6 +339,9 @@ PROGRAM_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed", "init_pro
                                         "NCCL in a single process is refused in one line", optional=True)
 PROGRAM_C10D_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed.distributed_c10d", "init_process_group",
                                              "the same, where the program imports it from distributed_c10d",
+                                             optional=True)
+PROGRAM_MESH_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed.device_mesh", "init_process_group",
+                                             "the same, where init_device_mesh calls it (imported by name)",
                                              optional=True)
 CPP_EXTENSION_LOAD = PatchPoint(_PROGRAM, "torch.utils.cpp_extension", "load",
                                 "a CUDA C++ extension is refused in one line", parameters=("name", "sources"),

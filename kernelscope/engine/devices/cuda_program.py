@@ -32,9 +32,10 @@ While inside:
   checkpoint's recomputation is the program's, as its forward was);
 - what virtual-cuda cannot give is refused in one line naming the call, the program's line
   and what to do (program_refusal's `Unavailable`): a CUDA C++ extension, a library that
-  needs CUDA's runtime, CUDA graphs, NCCL in a single process, the CUDA runtime reached
-  where the mode is not (another thread, a C++ API), and a Triton kernel the interpreter
-  cannot run.
+  needs CUDA's runtime, an operator whose only kernel is CUDA's (program_mode), CUDA graphs,
+  NCCL in a single process (`init_process_group`, `init_device_mesh`) without --world-size,
+  the CUDA runtime reached where the mode is not (another thread, a C++ API), and a Triton
+  kernel the interpreter cannot run.
 Every change to torch is a patch point of "virtual-cuda program" (patch_points.py), checked
 whole before the program starts.
 """
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 
 from kernelscope.engine import patch_points as points
 from kernelscope.engine.devices.program_refusal import ON_A_GPU, Unavailable, refuse
@@ -91,6 +93,7 @@ def cuda_program(fake_job: bool = False):
         patches.wrap(points.DYNAMO_SET_MODE_STACK, _program_mode_kept)
         patches.wrap(points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
             None if type(value) is vgt else infer(value)))
+        patches.wrap(points.TENSOR_GUARD_TEXT, _tensor_guard_text_as_on_a_gpu)
         _refusals(patches, fake_job)
         with fake_cuda.cuda_fake_tensors(), program_mode.program_mode() as notes, \
                 cuda_autocast.cuda_autocast_on_the_virtual_gpu(program_mode.note):
@@ -161,6 +164,33 @@ def _never_compiled_by_dynamo(patches: Patches) -> None:
     patches.callback(undo)
 
 
+_DISPATCH_KEY_SET = re.compile(r"DispatchKeySet\([^)]*\)")
+
+
+def _tensor_guard_text_as_on_a_gpu(code_part):
+    """Dynamo's text of a TENSOR_MATCH guard (`check_tensor(L['x'], VirtualGpuTensor,
+    DispatchKeySet(CPU, ..., AutogradCPU), ...)`, what the store keeps and `why` shows) for a
+    virtual GPU tensor as a GPU's guard reads: the class a GPU's tensor has there (`Parameter`
+    for a parameter, else `Tensor`) and the CUDA dispatch keys. Only the text: the check Dynamo
+    runs is made from the tensor itself (its class and its CPU keys), so a call with the same
+    tensors still passes it."""
+    import torch
+
+    from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
+
+    vgt = tensor_class()
+
+    def text(value, name, sizes, strides, pytype, dispatch_keys):
+        made = code_part(value, name, sizes, strides, pytype, dispatch_keys)
+        if pytype is not vgt:
+            return made
+        gpu_class = "Parameter" if isinstance(value, torch.nn.Parameter) else "Tensor"
+        made = made.replace(f"check_tensor({name}, {pytype.__qualname__}, ", f"check_tensor({name}, {gpu_class}, ", 1)
+        return _DISPATCH_KEY_SET.sub(lambda keys: re.sub(r"CPU\b", "CUDA", keys[0]), made, count=1)
+
+    return text
+
+
 def _program_mode_untraced(init):
     """Dynamo's symbolic mode stack without the program mode (kept in its guards): the mode
     steps aside under Dynamo anyway, and Dynamo, reading an attribute of a virtual GPU tensor
@@ -228,10 +258,10 @@ def _refusals(patches: Patches, fake_job: bool) -> None:
         try:
             return load_library(self, path)
         except OSError as error:
-            if "cuda" in str(error).lower() or "cudart" in str(error).lower():
+            reason = _cuda_the_loader_missed(error, str(path))
+            if reason:
                 raise refuse(f"torch.ops.load_library({os.path.basename(str(path))!r})",
-                             f"the library needs CUDA's runtime ({str(error).splitlines()[0][:200]})",
-                             extension) from error
+                             f"the library needs CUDA's runtime ({reason[:200]})", extension) from error
             raise
 
     def refused_cuda_graphs(name, original):
@@ -255,6 +285,25 @@ def _refusals(patches: Patches, fake_job: bool) -> None:
         patches.wrap(points.PROGRAM_INIT_PROCESS_GROUP, _nccl_refused)
         if points.PROGRAM_C10D_INIT_PROCESS_GROUP.holds():
             patches.wrap(points.PROGRAM_C10D_INIT_PROCESS_GROUP, _nccl_refused)
+        if points.PROGRAM_MESH_INIT_PROCESS_GROUP.holds():  # init_device_mesh("cuda", ...) starts the group
+            patches.wrap(points.PROGRAM_MESH_INIT_PROCESS_GROUP, _nccl_refused)
+
+
+_CUDA_LIBRARIES = re.compile(r"cuda|cudnn|nccl|nvrtc|cublas|cufft|curand|cusparse|cusolver|nvjitlink|nvtoolsext",
+                             re.IGNORECASE)
+
+
+def _cuda_the_loader_missed(error: OSError, path: str) -> str | None:
+    """The dynamic loader's reason a library failed to load (torch's `load_library` raises its
+    own OSError from it), when that reason is a CUDA library or symbol it needs (`libcudart.so.12:
+    cannot open shared object file`, `undefined symbol: _ZN3c104cuda...`); None otherwise (a
+    missing file, whatever its name, is the program's own error)."""
+    cause = error.__cause__ if error.__cause__ is not None else error
+    lines = str(cause).splitlines()
+    reason = lines[0] if lines else ""
+    for name in {path, os.path.realpath(path), os.path.abspath(path)}:
+        reason = reason.replace(name, "")
+    return lines[0] if _CUDA_LIBRARIES.search(reason) else None
 
 
 def _runtime_refused(lazy_init):

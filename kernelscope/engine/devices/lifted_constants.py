@@ -12,11 +12,24 @@ copy (`_to_copy`, `device_put`) that no GPU graph has. Inductor names the kernel
 XGLM, TrOCR, MegatronBERT, ConvBERT, Longformer, GPT-OSS in the model suite) and, where a
 training graph saves the copy, gives it a kernel of its own.
 
+Indexing with Python data is the same on a GPU: `x[..., [-2], :]` (Falcon's multi-query
+attention) makes its index from the list in C++ (`sequenceToVariable(self.options(), ...)`,
+python_variable_indexing.cpp) on `x`'s C++ device and lifts it. On a GPU that is cuda, so the
+graph holds a cuda constant and `index`/`index_put` on cuda indices, which Inductor lowers to
+Triton kernels; a CPU-backed fake cuda tensor's C++ device is the CPU, so the index was a CPU
+constant, and Inductor, finding an index on another device, fell back to ATen (`aten.index`
+in the forward, `aten.index_put_` in the backward).
+
 So, while virtual-cuda compiles, a creator asked for cuda lifts its tensor as a cuda
-constant:
+constant, and so does indexing a cuda tensor with Python data:
 - the graph's creator calls (`torch.tensor`, `torch.as_tensor`, `torch.asarray` with a cuda
-  device) are marked (`creators_on_cuda`), and `Tensor.new_tensor` takes a cuda tensor's
+  device) are marked (`lifts_on_cuda`), and `Tensor.new_tensor` takes a cuda tensor's
   device (on a CPU-backed fake its C++ side would say cpu) and is marked likewise;
+- the graph's indexing calls (`operator.getitem`, `operator.setitem`) whose index holds a
+  list, a tuple or an array are marked too, and lift as cuda constants, when the indexed
+  tensor's Python device is cuda, the tensors C++ made from that data: those with one
+  dimension or more. The 0-dim tensor `x[i] = 2.0` makes of its Python value stays a CPU
+  constant, as on a GPU (python_variable_indexing.cpp makes a cuda tensor's value on the CPU);
 - within a marked call, the lift records a `CudaConstant`: the same CPU data, whose Python
   `device` says cuda:0 — what Inductor reads to inline the constant or keep it on the GPU —
   and the lift's fake value is a fake cuda tensor, so the `.to("cuda")` C++ does next
@@ -31,7 +44,9 @@ import functools
 from kernelscope.engine.devices.cuda_fakes import fake_cuda_like
 from kernelscope.engine.devices.virtual_gpu_tensor import AnswersCuda
 
-_lifting: list[bool] = []  # inside a creator call asked for cuda
+# inside a marked call: which of the tensors C++ builds from Python data and lifts are the GPU's
+# (a predicate on the tensor, innermost call last)
+_lifting: list = []
 _constant_class = []
 
 
@@ -75,12 +90,22 @@ def _creators():
     return (torch.tensor, torch.as_tensor, torch.asarray)
 
 
+def _every_tensor(tensor) -> bool:
+    return True
+
+
+def _index_from_data(tensor) -> bool:
+    """An index C++ made from a list, tuple or array (one dimension or more), not the 0-dim
+    tensor of a Python value assigned (`x[[0, 1]] = 2.0`)."""
+    return tensor.dim() >= 1
+
+
 def _lifting_while(function):
     """`function` (a creator), lifting what it makes as a cuda constant."""
 
     @functools.wraps(function)
     def creator(*args, **kwargs):
-        _lifting.append(True)
+        _lifting.append(_every_tensor)
         try:
             return function(*args, **kwargs)
         finally:
@@ -90,6 +115,25 @@ def _lifting_while(function):
     return creator
 
 
+def _indexing_on_the_python_device(function):
+    """`function` (`operator.getitem` or `setitem`), lifting the index it makes from Python
+    data as a cuda constant when the indexed tensor's Python device is cuda."""
+    import torch
+
+    @functools.wraps(function)
+    def indexing(tensor, *args):
+        if not (isinstance(tensor, torch.Tensor) and tensor.device.type == "cuda"):
+            return function(tensor, *args)
+        _lifting.append(_index_from_data)
+        try:
+            return function(tensor, *args)
+        finally:
+            _lifting.pop()
+
+    indexing.kernelscope_lifts_on_cuda = function
+    return indexing
+
+
 def _asks_for_cuda(node) -> bool:
     import torch
 
@@ -97,15 +141,33 @@ def _asks_for_cuda(node) -> bool:
     return device is not None and torch.device(device).type == "cuda"
 
 
-def creators_on_cuda(gm):
-    """Mark the creator calls of `gm` (a virtual-cuda copy of Dynamo's graph, its devices
-    already cuda) that are asked for cuda; returns `gm`. The targets keep their names
-    (`torch.tensor`), so the graph reads as before."""
+def _indexes_with_data(node) -> bool:
+    """Whether `node` indexes (getitem, setitem) with an index holding Python data that C++
+    makes a tensor of: a list, a tuple inside the index, an array."""
+    import operator
+
+    if node.target not in (operator.getitem, operator.setitem) or len(node.args) < 2:
+        return False
+    index = node.args[1]
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(item, (list, tuple)) or type(item).__module__ == "numpy" for item in items)
+
+
+def lifts_on_cuda(gm):
+    """Mark the calls of `gm` (a virtual-cuda copy of Dynamo's graph) that lift on cuda on a
+    GPU: creator calls asked for cuda (the copy's devices already cuda) and indexing with
+    Python data (see the module docstring); returns `gm`. The targets keep their names
+    (`torch.tensor`, `getitem`), so the graph reads as before."""
     creators = _creators()
     changed = False
     for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target in creators and _asks_for_cuda(node):
+        if node.op != "call_function" or hasattr(node.target, "kernelscope_lifts_on_cuda"):
+            continue
+        if node.target in creators and _asks_for_cuda(node):
             node.target = _lifting_while(node.target)
+            changed = True
+        elif _indexes_with_data(node):
+            node.target = _indexing_on_the_python_device(node.target)
             changed = True
     if changed:
         gm.recompile()
@@ -123,7 +185,7 @@ def new_tensor_on_the_python_device(original):
             kwargs["device"] = self.device
         if torch.device(kwargs["device"]).type != "cuda":
             return original(self, data, *args, **kwargs)
-        _lifting.append(True)
+        _lifting.append(_every_tensor)
         try:
             return original(self, data, *args, **kwargs)
         finally:
@@ -147,7 +209,7 @@ def is_lift_on_cuda(func, args) -> bool:
     import torch
 
     return bool(_lifting) and func in (torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default) \
-        and len(args) == 1 and _is_plain_cpu_tensor(args[0])
+        and len(args) == 1 and _is_plain_cpu_tensor(args[0]) and _lifting[-1](args[0])
 
 
 def constant_as_cuda(tracer, tensor) -> None:
@@ -169,6 +231,6 @@ def lifted_fake(fake_mode, func, args):
     if func not in fake_mode.lift_fns or len(args) != 1:
         return None
     tensor = args[0]
-    if not (is_cuda_constant(tensor) or (_lifting and _is_plain_cpu_tensor(tensor))):
+    if not (is_cuda_constant(tensor) or (_lifting and _is_plain_cpu_tensor(tensor) and _lifting[-1](tensor))):
         return None
     return fake_cuda_like(tensor, fake_mode)

@@ -59,6 +59,20 @@ def is_python_custom_op(func) -> bool:
     return name in OPDEFS
 
 
+def is_library_op(func) -> bool:
+    """Whether `func` is an operator outside torch's own namespaces (`torch.ops.ns.op`, a C++
+    extension's or a `torch.library` one's) that is no Python custom op."""
+    import torch
+
+    if isinstance(func, torch._ops.OpOverload):
+        name = func.name()
+    elif isinstance(func, torch._ops.OpOverloadPacket):
+        name = func._qualified_op_name
+    else:
+        return False
+    return name.split("::", 1)[0] not in _TORCH_NAMESPACES and not is_python_custom_op(func)
+
+
 def cpu_arguments(args, kwargs, vgt):
     """(args, kwargs) of a higher-order op, as its body runs on the CPU (see the module docstring);
     call with torch-function subclass handling off."""

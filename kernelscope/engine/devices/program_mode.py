@@ -32,8 +32,13 @@ enters `EagerProgramMode`, the same work without the step aside.
 
 Cost: one Python call per torch call, and for ops on virtual GPU tensors the subclass's
 own `__torch_function__` is skipped (the mode runs the op with subclass handling off and
-changes the class of what it made), so an op pays one Python layer, not two
-(bench/virtual_cuda_program.py measures the eager cost).
+changes the class of what it made), so an op pays one Python layer, not two. Most calls need
+no translation (an op with no device asked for, an attribute read, `.item()`): what the mode
+does with a function is decided on its first call and kept (`_runner`'s kinds), so such a call
+costs one dict lookup, the op run in one C call with subclass handling off
+(`torch._C._disabled_torch_function_impl`) and, for a fresh tensor, a class change. Under
+Dynamo the mode reads `torch.compiler`'s flag, not `is_compiling()` (two Python calls per torch
+call). bench/virtual_cuda_program.py measures the eager cost (docs/targets.md).
 """
 from __future__ import annotations
 
@@ -48,24 +53,19 @@ def mode_classes():
     """(ProgramMode, EagerProgramMode), made once (engine modules import without torch)."""
     if _made:
         return _made[0]
-    import torch
     from torch.overrides import TorchFunctionMode
 
-    run = _runner()
+    stepping_aside, never_aside = _runner()
 
     class ProgramMode(TorchFunctionMode):
         """The program's mode; steps aside while Dynamo traces (see the module docstring)."""
 
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            if torch.compiler.is_compiling():
-                return func(*args, **(kwargs or {}))
-            return run(func, types, args, kwargs)
+        __torch_function__ = stepping_aside
 
     class EagerProgramMode(TorchFunctionMode):
         """The same, for the program's code Dynamo runs for real while it compiles."""
 
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            return run(func, types, args, kwargs)
+        __torch_function__ = never_aside
 
     _made.append((ProgramMode, EagerProgramMode))
     return _made[0]
@@ -81,22 +81,55 @@ def _is_cuda(device) -> bool:
     return isinstance(device, int) and not isinstance(device, bool) and device >= 0
 
 
-def _runner():
-    """The mode's work, as one function (bound once to what it reads on every call)."""
-    import torch
+# How the mode handles a torch function, decided once per function (`_runner`'s `kind_of`).
+_PASS = "pass"  # nothing to translate: run as asked, results of ops on the virtual GPU kept there
+_SPECIAL = "special"  # answers differently on the virtual GPU (`_specials`)
+_CONSTRUCTOR = "constructor"  # a factory a default device (`torch.set_default_device`) applies to
+_HIGHER_ORDER = "higher-order"  # a higher-order op or a Python custom op: its body runs on CPU aliases
+_COLLECTIVE = "collective"  # a functional collective: its result stays plain (virtual_dtensor wraps it)
+_GRAD_READ = "grad read"  # `x.grad`: a virtual GPU tensor's gradient is on the virtual GPU
+_LIBRARY_OP = "library op"  # an operator a library registered in C++ (`torch.ops.ns.op`): its kernel may be CUDA's only
 
-    from kernelscope.engine.devices import program_hops
+
+def _runner():
+    """The mode's `__torch_function__`, stepping aside under Dynamo and not (ProgramMode's,
+    EagerProgramMode's), bound once to what they read on every call."""
+    import torch
+    import torch.compiler as compiler
+    import torch.utils._device as default_device
+
+    from kernelscope.engine import patch_points as points
+    from kernelscope.engine.devices import program_hops, program_refusal
+    from kernelscope.engine.patching import checked
 
     vgt = tensor_class()
     plain = torch.Tensor
     higher_order = torch._ops.HigherOrderOperator
     cpu = torch.device("cpu")
     no_subclass = torch._C.DisableTorchFunctionSubclass
-    grad_get = torch._C.TensorBase.grad.__get__
+    # `call_plain(func, types, args, kwargs)`: func(*args, **kwargs) with subclass handling off, in
+    # one C call (what `with no_subclass(): func(...)` does, without the context manager's Python)
+    call_plain = torch._C._disabled_torch_function_impl
+    grad_get = torch.Tensor.grad.__get__  # the func the mode is given for `x.grad`
     specials = _specials(vgt, cpu, no_subclass)
-    import torch.utils._device as default_device
-
     constructors = default_device._device_constructors()  # the factories a default device applies to
+    kinds: dict = {}  # func -> its kind, decided on its first call
+    checked(points.COMPILING_FLAG)
+
+    def kind_of(func) -> str:
+        if func == grad_get:
+            return _GRAD_READ
+        if func in specials:
+            return _SPECIAL
+        if func in constructors:
+            return _CONSTRUCTOR
+        if isinstance(func, higher_order) or program_hops.is_python_custom_op(func):
+            return _HIGHER_ORDER
+        if getattr(func, "namespace", None) == "_c10d_functional":
+            return _COLLECTIVE
+        if program_hops.is_library_op(func):
+            return _LIBRARY_OP
+        return _PASS
 
     def wrap(out, args):
         """Fresh results of an op on the virtual GPU change class; the op's inputs do not."""
@@ -104,8 +137,9 @@ def _runner():
             for arg in args:
                 if out is arg:
                     return out
+            needs_grad_hook = out.requires_grad and out.is_leaf  # read while plain: no Python layer
             out.__class__ = vgt
-            if out.requires_grad and out.is_leaf:
+            if needs_grad_hook:
                 grads_on_virtual_gpu(out)
         elif isinstance(out, (tuple, list)):
             for item in out:
@@ -113,50 +147,72 @@ def _runner():
                     item.__class__ = vgt
         return out
 
-    def run(func, types, args, kwargs):
-        special = specials.get(func)
-        if special is not None:
-            return special(func, args, kwargs or {})
-        if func in constructors and (not kwargs or kwargs.get("device") is None):
+    def torch_function(steps_aside: bool):
+        """The mode's `__torch_function__`: a fast path for the calls that need no translation,
+        `translate` for the others. `steps_aside`: under Dynamo (`torch.compiler.is_compiling()`,
+        its flag read without the function's two Python calls) the call runs as asked."""
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if steps_aside and compiler._is_compiling_flag:
+                return func(*args, **(kwargs or {}))
+            kind = kinds.get(func)
+            if kind is None:
+                kind = kinds[func] = kind_of(func)
+            if kind is _PASS and not kwargs:  # most calls: one dict lookup, then the op
+                if vgt not in types:
+                    return func(*args)
+                out = call_plain(func, types, args)
+                # only a fresh plain tensor, or a tuple or list, may need its class changed
+                return wrap(out, args) if type(out) is plain or isinstance(out, (tuple, list)) else out
+            if kind is _GRAD_READ:  # an optimizer reads each `p.grad` several times a step
+                grad = call_plain(func, types, args)
+                if type(grad) is plain and type(args[0]) is vgt:
+                    grad.__class__ = vgt
+                return grad
+            return translate(func, kind, types, args, kwargs or {})
+
+        return __torch_function__
+
+    def translate(func, kind, types, args, kwargs):
+        if kind is _SPECIAL:
+            return specials[func](func, args, kwargs)
+        if kind is _CONSTRUCTOR and kwargs.get("device") is None:
             default = default_device.CURRENT_DEVICE  # torch.set_default_device / with torch.device(...)
             if default is not None and default.type == "cuda":
-                kwargs = {**(kwargs or {}), "device": cpu}
-                with no_subclass():
-                    return wrap(func(*args, **kwargs), args)
-        if kwargs:
-            device = kwargs.get("device")
-            if device is not None:
-                if _is_cuda(device):
-                    kwargs = dict(kwargs)
-                    kwargs["device"] = cpu
-                    with no_subclass():
-                        return wrap(func(*args, **kwargs), args)
-                if vgt in types:  # told a device of its own: the result is not on the virtual GPU
-                    with no_subclass():
-                        return func(*args, **kwargs)
-        else:
-            kwargs = {}
-        if vgt in types:
-            if isinstance(func, higher_order) or program_hops.is_python_custom_op(func):
-                return run_higher_order(func, args, kwargs)
-            with no_subclass():
-                out = func(*args, **kwargs)
-            # a functional collective's result stays plain: torch wraps it as an in-flight
-            # AsyncCollectiveTensor next (virtual_dtensor puts it on the virtual GPU there)
-            return out if getattr(func, "namespace", None) == "_c10d_functional" else wrap(out, args)
-        return func(*args, **kwargs)
+                return wrap(call_plain(func, types, args, {**kwargs, "device": cpu}), args)
+        device = kwargs.get("device")
+        if device is not None:
+            if _is_cuda(device):
+                return wrap(call_plain(func, types, args, {**kwargs, "device": cpu}), args)
+            if vgt in types:  # told a device of its own: the result is not on the virtual GPU
+                return call_plain(func, types, args, kwargs or None)
+        if vgt not in types:
+            return func(*args, **kwargs)
+        if kind is _HIGHER_ORDER:
+            return run_higher_order(func, args, kwargs)
+        if kind is _LIBRARY_OP:
+            return wrap(run_library_op(func, types, args, kwargs), args)
+        out = call_plain(func, types, args, kwargs or None)
+        # a functional collective's result stays plain: torch wraps it as an in-flight
+        # AsyncCollectiveTensor next (virtual_dtensor puts it on the virtual GPU there)
+        return out if kind is _COLLECTIVE else wrap(out, args)
 
     def run_higher_order(func, args, kwargs):
         """A higher-order op (FlexAttention's, for one) runs its Python body
         here, below the mode, on the CPU (program_hops)."""
         with no_subclass():
             cpu_args, cpu_kwargs = program_hops.cpu_arguments(args, kwargs, vgt)
-            return wrap(func(*cpu_args, **cpu_kwargs), args)
+            try:
+                return wrap(func(*cpu_args, **cpu_kwargs), args)
+            except NotImplementedError as error:  # a custom op's kernel for cuda only
+                raise program_refusal.cuda_only_op(func) or error from error
 
-    def grad_read(func, args, kwargs):
-        with no_subclass():
-            grad = grad_get(args[0])
-        return on_virtual_gpu(grad) if grad is not None and type(args[0]) is vgt else grad
+    def run_library_op(func, types, args, kwargs):
+        """A library's operator, refused in one line where its only kernel is CUDA's."""
+        try:
+            return call_plain(func, types, args, kwargs or None)
+        except NotImplementedError as error:  # the dispatcher found no kernel for the CPU tensors
+            raise program_refusal.cuda_only_op(func) or error from error
 
     def requires_grad_(func, args, kwargs):
         with no_subclass():
@@ -165,20 +221,19 @@ def _runner():
             grads_on_virtual_gpu(args[0])
         return out
 
-    specials[torch.Tensor.grad.__get__] = grad_read
     specials[torch.Tensor.requires_grad_] = requires_grad_
     specials[torch.Tensor.requires_grad.__set__] = requires_grad_
-    return run
+    return torch_function(steps_aside=True), torch_function(steps_aside=False)
 
 
 def _grad_hook():
     import torch
 
     grad_get = torch._C.TensorBase.grad.__get__
-    no_subclass = torch._C.DisableTorchFunctionSubclass
+    no_torch_function = torch._C.DisableTorchFunction  # the read reaches no mode (the backward runs in one)
 
     def grad_on_virtual_gpu(tensor):
-        with no_subclass():
+        with no_torch_function():
             grad = grad_get(tensor)
         if grad is not None:
             on_virtual_gpu(grad)

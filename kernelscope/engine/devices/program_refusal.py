@@ -1,9 +1,10 @@
 """What virtual-cuda cannot give a program, refused in one line at the program's line.
 
 A program under virtual-cuda (cuda_program.py) that needs what the virtual GPU cannot give
-(a CUDA C++ extension, CUDA graphs, NCCL in one process, a Triton kernel the interpreter
-cannot run: user_triton.py) stops with one line: the program's `file:line`, the call, why,
-and what to do; the last good run in the store stays (`Unavailable`, a TargetError).
+(a CUDA C++ extension, an operator whose only kernel is CUDA's, CUDA graphs, NCCL in one
+process, a Triton kernel the interpreter cannot run: user_triton.py) stops with one line:
+the program's `file:line`, the call, why, and what to do; the last good run in the store
+stays (`Unavailable`, a TargetError).
 """
 from __future__ import annotations
 
@@ -40,3 +41,32 @@ def refuse(call: str, why: str, what_to_do: str) -> Unavailable:
 
 
 ON_A_GPU = "record this program on a GPU with --target cuda"
+
+_CPU_KEYS = ("CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+             "CompositeExplicitAutogradNonFunctional")  # kernels a virtual GPU tensor (CPU in C++) can run
+
+
+def cuda_only_op(func) -> Unavailable | None:
+    """The refusal for calling `func` (an operator a library registered, `torch.ops.ns.op`) on
+    the virtual GPU when its only kernel is CUDA's (registered for the CUDA dispatch key, as a
+    CUDA extension's `TORCH_LIBRARY_IMPL(ns, CUDA, m)` or `custom_op(..., device_types="cuda")`
+    registers it): the virtual GPU's tensors are CPU tensors to the dispatcher, which found no
+    kernel. None for any other operator (its error is its own)."""
+    import torch
+
+    if isinstance(func, torch._ops.OpOverload):
+        name = func.name()
+    elif isinstance(func, torch._ops.OpOverloadPacket):
+        name = func._qualified_op_name
+    else:
+        return None
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    try:
+        if not has_kernel(name, "CUDA") or any(has_kernel(name, key) for key in _CPU_KEYS):
+            return None
+    except RuntimeError:  # not an operator the dispatcher knows by that name
+        return None
+    return refuse(f"torch.ops.{name.replace('::', '.')}(...)",
+                  "its only kernel is CUDA code (registered for the CUDA dispatch key), which needs a GPU",
+                  ON_A_GPU + ", or register a CPU kernel for it (torch.library.register_kernel(..., \"cpu\")), "
+                  "which the virtual GPU runs")

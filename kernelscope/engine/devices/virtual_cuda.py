@@ -332,10 +332,10 @@ def make_compile_fx(original_compile_fx):
                     codegen_only.wrappers_kept(points.LOAD_BY_KEY_PATH):
                 if as_captured:
                     # captured as a GPU captures it: compiled as captured, from the real inputs
-                    cuda_gm = lifted_constants.creators_on_cuda(_copied(model_))
+                    cuda_gm = lifted_constants.lifts_on_cuda(_copied(model_))
                     original_compile_fx(cuda_gm, example_inputs_, **kwargs)
                 else:
-                    cuda_gm = lifted_constants.creators_on_cuda(_graph_on_cuda(model_))
+                    cuda_gm = lifted_constants.lifts_on_cuda(_graph_on_cuda(model_))
                     fake_inputs = _fake_cuda_inputs(cuda_gm, example_inputs_, fake_mode)
                     _rederive_example_values(cuda_gm, fake_inputs, fake_mode)
                     original_compile_fx(cuda_gm, fake_inputs, **kwargs)

@@ -212,3 +212,17 @@ def test_mixtrals_routing_counts_experts_in_int32_as_on_the_h100(tmp_path):
     assert sort and all("tmp5.to(tl.int32)" in source for source in sort)  # the CPU's branch: tl.float32
     cumsum = [source for source in sources if "'kernel_name': 'triton_per_fused_cumsum" in source]
     assert cumsum and all("'in_out_ptr0': '*i32'" in source for source in cumsum)  # the CPU's: in_ptr0 *fp32
+
+
+@pytest.mark.slow
+def test_a_factorys_guards_name_the_gpus_classes_not_kernelscopes(tmp_path):
+    """The guards a factory's recording keeps (`why`, the dump) read as a GPU's: the input a
+    `Tensor`, the parameters `Parameter`, CUDA dispatch keys; before, `VirtualGpuTensor`."""
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+
+    run = record_factory(f"{REPO / 'examples/mlp.py'}:make", RecordOptions(device="virtual-cuda", workspace=tmp_path))
+    tensors = [guard.expression for guard in run.guards if guard.kind == "TENSOR_MATCH"]
+    assert tensors and not any("VirtualGpuTensor" in text or "CPU" in text for text in tensors), tensors
+    assert any(text.startswith("check_tensor(x, Tensor, DispatchKeySet(CUDA, ") for text in tensors), tensors
+    assert any(text.startswith("check_tensor(self._modules['fc1']._parameters['weight'], Parameter, ")
+               for text in tensors), tensors

@@ -359,6 +359,8 @@ def test_what_cannot_be_given_is_refused_in_one_line(program):
         "load('ext', ...)": lambda: cpp_extension.load("ext", ["kernel.cu"]),
         "load_inline('ext', cuda_sources=...)": lambda: cpp_extension.load_inline("ext", "", cuda_sources="x"),
         "init_process_group(backend='nccl')": lambda: torch.distributed.init_process_group("nccl"),
+        # a mesh starts the default group itself (device_mesh imports init_process_group by name)
+        "init_process_group(backend=None)": lambda: torch.distributed.device_mesh.init_device_mesh("cuda", (2,)),
         "torch.cuda.CUDAGraph": lambda: torch.cuda.CUDAGraph(),
         "torch.cuda.graph_pool_handle": lambda: torch.cuda.graph_pool_handle(),  # torchtitan's CUDA graphs start here
     }
@@ -370,3 +372,97 @@ def test_what_cannot_be_given_is_refused_in_one_line(program):
         assert message.startswith(f"{__file__}:"), message  # the program's own line
         assert "(the last good run in the store is unchanged)" in message
     assert "--world-size" in str(pytest.raises(Unavailable, torch.distributed.init_process_group, "nccl").value)
+
+
+def test_an_operator_whose_only_kernel_is_cudas_is_refused_in_one_line(program):
+    """A C++ extension registers its CUDA kernels for the CUDA dispatch key only (as
+    `TORCH_LIBRARY_IMPL(ns, CUDA, m)` does; here through torch.library), a Python custom op
+    with `device_types="cuda"` likewise: the dispatcher finds no kernel for the virtual GPU's
+    CPU tensors. One line naming the op, the program's line and what to do; an operator with a
+    CPU kernel too runs on the virtual GPU."""
+    library = torch.library.Library("ks_cuda_only_test", "DEF")
+    try:
+        library.define("fused(Tensor x) -> Tensor")
+        library.impl("fused", lambda x: x * 2, "CUDA")
+        library.define("both(Tensor x) -> Tensor")
+        library.impl("both", lambda x: x * 2, "CUDA")
+        library.impl("both", lambda x: x * 3, "CPU")
+
+        @torch.library.custom_op("ks_cuda_only_test::scaled", mutates_args=(), device_types="cuda")
+        def scaled(x: torch.Tensor) -> torch.Tensor:
+            return x * 4
+
+        x = torch.ones(2, device="cuda")
+        for call, refused in {"torch.ops.ks_cuda_only_test.fused(...)": lambda: torch.ops.ks_cuda_only_test.fused(x),
+                              "torch.ops.ks_cuda_only_test.scaled(...)": lambda: scaled(x)}.items():
+            with pytest.raises(Unavailable) as caught:
+                refused()
+            message = str(caught.value)
+            assert "\n" not in message and message.startswith(f"{__file__}:"), message
+            assert f"`{call}`: its only kernel is CUDA code (registered for the CUDA dispatch key)" in message
+            assert "--target cuda" in message and 'register_kernel(..., "cpu")' in message
+        both = torch.ops.ks_cuda_only_test.both(x)
+        assert on_gpu(both) and both.tolist() == [3.0, 3.0]
+        with pytest.raises(RuntimeError, match="expected"):  # any other error of a library op stays its own
+            torch.ops.ks_cuda_only_test.both(x, x)
+    finally:
+        library._destroy()
+
+
+def test_a_library_needing_cudas_runtime_is_refused_and_a_missing_one_is_its_own_error(program, tmp_path):
+    """`torch.ops.load_library` of a CUDA extension's shared library on a machine without CUDA's
+    runtime: built here as a library linked to a `libcudart.so.12` that is then removed."""
+    import shutil
+    import subprocess
+
+    if shutil.which("cc") is None:
+        pytest.skip("needs a C compiler to build the library")
+    stub, library = tmp_path / "stub", tmp_path / "libops_cuda.so"
+    stub.mkdir()
+    (tmp_path / "stub.c").write_text("int cuda_stub(void) { return 0; }\n")
+    (tmp_path / "ops.c").write_text("int cuda_stub(void);\nint ops(void) { return cuda_stub(); }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(stub / "libcudart.so.12"), str(tmp_path / "stub.c")],
+                   check=True)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(tmp_path / "ops.c"), f"-L{stub}",
+                    "-l:libcudart.so.12"], check=True)
+    shutil.rmtree(stub)
+    with pytest.raises(Unavailable) as caught:
+        torch.ops.load_library(str(library))
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{__file__}:"), message
+    assert "`torch.ops.load_library('libops_cuda.so')`: the library needs CUDA's runtime (libcudart.so.12" in message
+    with pytest.raises(OSError) as missing:  # a path that is not there is the program's own error
+        torch.ops.load_library(str(tmp_path / "libother_cuda.so"))
+    assert not isinstance(missing.value, Unavailable)
+
+
+# -- what Dynamo's guards say ----------------------------------------------------------------------
+
+
+def test_a_tensor_guard_on_the_virtual_gpu_reads_as_a_gpus_and_still_passes(program):
+    """Dynamo's text of a TENSOR_MATCH guard (what the store keeps, `why` shows) names the
+    class and dispatch keys a GPU's tensor has, not kernelscope's class and the CPU keys;
+    the check itself is the tensor's own, so the same call reuses its compile."""
+    from torch._dynamo import guards
+    from torch._dynamo.testing import CompileCounter
+
+    def text(tensor):
+        return guards.get_tensor_guard_code_part(tensor, "L['t']", [2, 2], [2, 1], type(tensor),
+                                                 torch._C._dispatch_keys(tensor))
+
+    model = torch.nn.Linear(2, 2).to("cuda")
+    x = torch.ones(2, 2, device="cuda")
+    assert text(x).startswith("check_tensor(L['t'], Tensor, DispatchKeySet(CUDA, ") and "CPU" not in text(x), text(x)
+    assert "AutogradCUDA" in text(x) and "device=0" in text(x)
+    assert text(model.weight).startswith("check_tensor(L['t'], Parameter, DispatchKeySet(CUDA, "), text(model.weight)
+    cpu = text(torch.ones(2, 2))  # a CPU tensor of the program: as it is
+    assert cpu.startswith("check_tensor(L['t'], Tensor, DispatchKeySet(CPU, ") and "device=None" in cpu, cpu
+    counter = CompileCounter()
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(lambda a: model(a).relu(), backend=counter)
+        compiled(x)
+        compiled(x)
+    finally:
+        torch._dynamo.reset()
+    assert counter.frame_count == 1
