@@ -31,7 +31,7 @@ def add_target_arguments(parser) -> None:
     """--target, --execute and --decisions, shared by compile, run and watch."""
     parser.add_argument(
         "--target", dest="target_device", default="auto",
-        choices=["auto", "cuda", "virtual-cuda", "cpu-triton"],
+        choices=["auto", "cuda", "virtual-cuda", "cpu-triton", "cpu"],
         help="device target: auto = cuda with a GPU, else virtual-cuda (default: auto)",
     )
     parser.add_argument("--execute", action="store_true",

@@ -83,6 +83,9 @@ class KernelLineCapture:
     # A template kernel (FlexAttention, a max-autotune GEMM): the node whose lowering chose the
     # template; the template's own code (its loops, loads, dots, softmax) computes it.
     template_node: str | None = None
+    # The kernel's module as Inductor defined it (its name in place): a C++ wrapper does not
+    # hold its Triton kernels' code, as the Python wrapper does (engine/cpp_wrapper_links.py).
+    source: str = ""
 
     def origins(self, text: str) -> list[tuple[str | None, str]]:
         """The (node, reason) of a kernel line at its first generation and each reuse."""
@@ -121,6 +124,10 @@ class GraphCapture:
     not_fused: dict[tuple[str, str, str], tuple[list[str], list[str]]] = field(default_factory=dict)
     # Sizes, producers, inputs and outputs from Inductor's IR at codegen (engine/memory.py).
     memory: Any = None
+    # A C++ wrapper (AOTInductor, `cpp_wrapper` mode): "cpp", and the kernel code Inductor
+    # returns beside it (AOTInductor's C++ kernels, compiled apart from the wrapper).
+    wrapper_language: str = "python"
+    kernel_code: str = ""
 
 
 @dataclass
@@ -386,13 +393,16 @@ class Probes:
 
         def define_kernel(scheduling, src_code, node_schedule, kernel):
             name = original(scheduling, src_code, node_schedule, kernel)
-            probes._guarded("kernel_lines", probes._finish_kernel, name, node_schedule, kernel)
+            probes._guarded("kernel_lines", probes._finish_kernel, name, node_schedule, kernel, src_code)
             return name
 
         return define_kernel
 
-    def _finish_kernel(self, name, node_schedule, kernel) -> None:
+    def _finish_kernel(self, name, node_schedule, kernel, src_code: str = "") -> None:
+        from torch._inductor.utils import Placeholder
+
         capture = self._kernel_capture.pop(id(kernel), KernelLineCapture())
+        capture.source = src_code.replace(str(Placeholder.KERNEL_NAME), name) if isinstance(src_code, str) else ""
         # A combo kernel (ComboKernel, e.g. a compiled optimizer's foreach step) generates
         # each sub-kernel's lines with that sub-kernel as V.kernel.
         for sub_kernel in getattr(kernel, "sub_kernels", None) or ():
@@ -524,6 +534,8 @@ class Probes:
             capture.inductor_kernel_nodes = {
                 key: list(nodes) for key, nodes in after.items() if key not in before
             }
+            if getattr(graph_lowering, "cpp_wrapper", False):
+                capture.wrapper_language = "cpp"
             probes._guarded("graph_codegen", probes._finish_graph, capture, result)
             return result
 
@@ -538,6 +550,12 @@ class Probes:
             for line_number, context in wrapper.line_map
             if isinstance(context, WrapperRegion)
         ]
+        if capture.wrapper_language == "cpp":
+            capture.kernel_code = getattr(result[1], "value", "") or ""
+            # AOTInductor's GPU build generates a graph twice: a Python wrapper first, run to
+            # tune its kernels, then the C++ one (GraphLowering.codegen_with_cpp_wrapper).
+            # The C++ wrapper is the one built: it replaces the first pass.
+            self.graphs = [each for each in self.graphs if each.post_grad_gm is not capture.post_grad_gm]
         self.graphs.append(capture)
 
 
