@@ -472,13 +472,12 @@ class NumericsReport:
 @dataclass
 class AotPackage:
     """The `.pt2` package an `--aot` build wrote (engine/aot_build.py): where the engine left it
-    (the store copies it into the run's folder), its size, the files it holds, and whether it
-    holds generated sources only (virtual-cuda: nothing compiled, `package_cpp_only`)."""
+    (the store copies it into the run's folder, store/paths.py AOT_PACKAGE), its size and the
+    files it holds (paths inside the zip)."""
 
     local_path: str
     bytes: int
     files: list[str] = field(default_factory=list)
-    sources_only: bool = False
 
 
 @dataclass

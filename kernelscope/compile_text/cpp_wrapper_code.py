@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 _BODY_START = re.compile(r"^void (AOTInductorModel::run_impl|inductor_entry_impl)\(\s*$")
 _HANDLE = re.compile(r"//\s*\[Provenance debug handles\]\s*(\S+):(\d+)")
 _EXTERN = re.compile(r"\b(aoti_torch_(?:cpu|cuda|xpu|mps)_\w+|aoti_torch_proxy_executor_call_function)\(")
-_ALLOC = re.compile(r"aoti_torch_empty_strided\(|^\s*AtenTensorHandle \w+_handle;|^\s*RAIIAtenTensorHandle \w+\(\w+_handle\);")
+_ALLOC = re.compile(r"aoti_torch_empty_strided\(|^\s*AtenTensorHandle \w+_handle;"
+                    r"|^\s*RAIIAtenTensorHandle \w+\(\w+_handle\);")
 _REUSE = re.compile(r"^\s*auto (\w+) = std::move\((\w+)\);\s*// reuse")
 _FREE = re.compile(r"^\s*\w+\.reset\(\);\s*$")
 _SIZES = re.compile(r"^\s*static constexpr int64_t int_array_\d+\[\] = ")

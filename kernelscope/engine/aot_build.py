@@ -7,10 +7,11 @@ of AOTInductor's model) and its kernels are linked line by line like any recorde
 (engine/cpp_wrapper_links.py). What it returns describes the `.pt2` package it wrote;
 the store keeps a copy with the run (`AotPackage`, run_record.py).
 
-Targets: `cpu` (C++ kernels, the C++ wrapper compiled and linked into the package),
-`cuda` (a real GPU: Triton kernels compiled to cubins), `virtual-cuda` (the CUDA wrapper
-and Triton kernels generated for the virtual sm_90 GPU; nothing is compiled or run, so
-the package holds the generated sources only: `package_cpp_only`).
+Targets: `cpu` (C++ kernels, the C++ wrapper compiled and linked into the package) and
+`cuda` (a real GPU: Triton kernels compiled to cubins; the same path, untested here).
+`virtual-cuda` is refused (`VIRTUAL_CUDA_REFUSAL`): its compile takes Dynamo's graph with the
+parameters as inputs, and an exported program holds them as constants of the CPU; the
+CUDA C++ wrapper of torch.compile is recorded there with `--cpp-wrapper` instead.
 
 An export that fails (data-dependent control flow, an unsupported op) raises one
 TargetError naming the user's line and what to do (`export_error`).
@@ -28,6 +29,11 @@ from kernelscope.errors import TargetError
 from kernelscope.run_record import AotPackage
 
 PACKAGE_NAME = "model.pt2"
+VIRTUAL_CUDA_REFUSAL = (
+    "--aot --target virtual-cuda is not supported: AOTInductor's CUDA build needs the exported program's "
+    "parameters on a (virtual) GPU, which kernelscope does not do yet. Use --aot --target cpu (AOTInductor's "
+    "C++ wrapper and C++ kernels), --aot --target cuda on a GPU, or --cpp-wrapper --target virtual-cuda "
+    "(torch.compile's CUDA C++ wrapper and Triton kernels, no GPU needed)")
 
 
 def build(model, inputs: tuple, options: RecordOptions, device: str, source_file: Path | None) -> AotPackage:
@@ -37,6 +43,11 @@ def build(model, inputs: tuple, options: RecordOptions, device: str, source_file
 
     if options.train:
         raise TargetError("--aot builds an inference package (AOTInductor compiles the forward only): drop --train")
+    if device == "virtual-cuda":
+        raise TargetError(VIRTUAL_CUDA_REFUSAL)
+    if device == "cpu-triton":
+        raise TargetError("--aot builds for --target cpu (C++ kernels) or cuda (on a GPU); cpu-triton's Triton "
+                          "kernels on the CPU are torch.compile's only")
     if options.dynamic:
         raise TargetError("--aot exports with the example inputs' static sizes: drop --dynamic")
     options.on_phase("capture", "torch.export")
@@ -45,18 +56,16 @@ def build(model, inputs: tuple, options: RecordOptions, device: str, source_file
     except Exception as error:  # noqa: BLE001 - reported as one line at the user's code
         raise export_error(error, source_file) from error
     folder = Path(tempfile.mkdtemp(prefix="kernelscope-aot-"))
-    configs = {"aot_inductor.package_cpp_only": True} if device == "virtual-cuda" else {}
     options.on_phase("lower", "AOTInductor")
-    path = torch._inductor.aoti_compile_and_package(
-        exported, package_path=str(folder / PACKAGE_NAME), inductor_configs=configs)
-    return describe(Path(path), sources_only=device == "virtual-cuda")
+    path = torch._inductor.aoti_compile_and_package(exported, package_path=str(folder / PACKAGE_NAME))
+    return describe(Path(path))
 
 
-def describe(path: Path, sources_only: bool = False) -> AotPackage:
+def describe(path: Path) -> AotPackage:
     """The package's size and the files it holds (paths inside the `.pt2` zip)."""
     with zipfile.ZipFile(path) as archive:
         files = sorted(info.filename for info in archive.infolist() if not info.is_dir())
-    return AotPackage(local_path=str(path), bytes=path.stat().st_size, files=files, sources_only=sources_only)
+    return AotPackage(local_path=str(path), bytes=path.stat().st_size, files=files)
 
 
 def export_error(error: BaseException, source_file: Path | None) -> TargetError:

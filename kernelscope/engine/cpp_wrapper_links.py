@@ -24,7 +24,8 @@ from kernelscope.compile_text import cpp_wrapper_code as cpp
 from kernelscope.engine.probes import GraphCapture
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, GraphRecord, Kernel, LineOrigin
 
-CPP_KERNEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this C++ kernel (kernel-level: its line-level links are the C++ kernels' own)"
+CPP_KERNEL_REASON = (f"{SHARED_LINE_REASON_PREFIX} in this C++ kernel (kernel-level: its line-level links are "
+                     "the C++ kernels' own)")
 
 
 def link_cpp_wrapper(record: GraphRecord, capture: GraphCapture, inductor_by_handle: dict[tuple[str, int], list[str]],

@@ -162,8 +162,7 @@ def _finished_run(recording: Recording, shown: str, source_file: Path | None, op
         from kernelscope.store.paths import AOT_PACKAGE
 
         package = run.aot_package
-        run.config["aot_package"] = {"file": AOT_PACKAGE, "bytes": package.bytes, "files": package.files,
-                                     "sources_only": package.sources_only}
+        run.config["aot_package"] = {"file": AOT_PACKAGE, "bytes": package.bytes, "files": package.files}
     if options.train and options.against_eager:
         from kernelscope.engine import eager_memory
 
