@@ -164,10 +164,11 @@ export class ServerManager implements vscode.Disposable {
       options: { cwd: launch.cwd, env: { ...process.env, ...launch.env } },
     };
     const clientOptions: LanguageClientOptions = {
-      // Python files, and kernels' PTX/SASS files in the store (the server answers in them too).
+      // Python files, kernels' PTX/SASS files and C++ wrappers/kernels in the store (the server answers in them too).
       documentSelector: [
         { scheme: 'file', language: 'python' },
         { scheme: 'file', pattern: '**/.kernelscope/runs/*/asm/**/*.{sass,ptx,ttgir,ttir}' },
+        { scheme: 'file', pattern: '**/.kernelscope/runs/*/graphs/**/*.cpp' },
       ],
       outputChannel: this.output,
       traceOutputChannel: this.output,

@@ -30,6 +30,11 @@ export function isGeneratedPath(fsPath: string): boolean {
   return /[\\/]\.kernelscope[\\/]runs[\\/]\d+[\\/]/.test(fsPath);
 }
 
+/** Whether a path is a C++ file of a kernelscope store (a C++ wrapper `wrapper.cpp`, a C++ kernel). */
+export function isStoredCppPath(fsPath: string): boolean {
+  return isGeneratedPath(fsPath) && /[\\/]graphs[\\/].*\.cpp$/.test(fsPath);
+}
+
 /** Whether a path is a kernel's stage file below Triton (`.kernelscope/runs/<id>/asm/.../k.sass`). */
 export function isAsmPath(fsPath: string): boolean {
   return isGeneratedPath(fsPath) && /[\\/]asm[\\/].*\.(sass|ptx|ttgir|ttir)$/.test(fsPath);

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from rich.segment import Segment
 from textual.strip import Strip
 
-from kernelscope.tui.panes.syntax import highlight, string_lines
+from kernelscope.tui.panes.syntax import highlight, language_of, string_lines
 
 # Rows a file keeps, by (line index, line class, marked); cleared when full. A few hundred
 # screens of one file; the rows of a 200,000-line wrapper are drawn as they are reached.
@@ -29,17 +29,20 @@ class ShownFile:
     segments: dict[int, list[Segment]] = field(default_factory=dict)  # lexed lines by index
     rows: dict[tuple[int, str | None, bool], Strip] = field(default_factory=dict)
     rows_geometry: tuple[int, ...] = ()  # the horizontal scroll and widths the rows were drawn for
+    language: str = "python"  # "cpp" for a .cpp file (syntax.language_of)
 
     @classmethod
-    def read(cls, text: str, lex_strings: bool) -> ShownFile:
+    def read(cls, text: str, lex_strings: bool, language: str = "python") -> ShownFile:
         lines = text.splitlines() or [""]
-        starts_in_string = string_lines(lines) if lex_strings else [False] * len(lines)
-        return cls(text, lines, starts_in_string, max(len(line) for line in lines))
+        python_strings = lex_strings and language == "python"  # C++ has no triple-quoted strings
+        starts_in_string = string_lines(lines) if python_strings else [False] * len(lines)
+        return cls(text, lines, starts_in_string, max(len(line) for line in lines), language=language)
 
     def line_segments(self, index: int) -> list[Segment]:
         segments = self.segments.get(index)
         if segments is None:
-            segments = self.segments[index] = highlight(self.lines[index], self.starts_in_string[index])
+            segments = self.segments[index] = highlight(self.lines[index], self.starts_in_string[index],
+                                                        self.language)
         return segments
 
     def row(self, key: tuple[int, str | None, bool], geometry: tuple[int, ...]) -> Strip | None:
@@ -66,7 +69,7 @@ class RecentFiles:
         key = (path, lex_strings)
         shown = self._files.get(key)
         if shown is None or shown.text != text:
-            shown = ShownFile.read(text, lex_strings)
+            shown = ShownFile.read(text, lex_strings, language_of(path))
         self._files[key] = shown
         self._files.move_to_end(key)
         while len(self._files) > self.size:

@@ -1,4 +1,4 @@
-"""Python syntax highlighting one line at a time, on demand.
+"""Python (and C++: wrapper.cpp, C++ kernels) syntax highlighting one line at a time, on demand.
 
 Lexing a whole 100,000-line wrapper takes seconds; the view lexes only the
 lines it draws and caches them. Lines inside a triple-quoted string are
@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import re
 
-from pygments.lexers import PythonLexer
+from pygments.lexers import CppLexer, PythonLexer
 from pygments.token import String
 from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
 
 THEME = PygmentsSyntaxTheme("monokai")
-_LEXER = PythonLexer(stripnl=False, ensurenl=False)
+_LEXERS = {"python": PythonLexer(stripnl=False, ensurenl=False), "cpp": CppLexer(stripnl=False, ensurenl=False)}
 _QUOTES = re.compile(r"'''|\"\"\"")
+
+
+def language_of(path: str | None) -> str:
+    """A stored file's language by its name: `.cpp` (a C++ wrapper or kernel) is C++."""
+    return "cpp" if path is not None and path.endswith(".cpp") else "python"
 
 
 def string_lines(lines: list[str]) -> list[bool]:
@@ -38,13 +43,13 @@ def string_lines(lines: list[str]) -> list[bool]:
     return starts_inside
 
 
-def highlight(line: str, in_string: bool = False) -> list[Segment]:
+def highlight(line: str, in_string: bool = False, language: str = "python") -> list[Segment]:
     """The line as styled segments (tabs expanded)."""
     line = line.expandtabs(4)
     if in_string:
         return [Segment(line, _style(String))]
     segments = []
-    for token_type, value in _LEXER.get_tokens(line):
+    for token_type, value in _LEXERS[language].get_tokens(line):
         if value:
             segments.append(Segment(value, _style(token_type)))
     return segments
