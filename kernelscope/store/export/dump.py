@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v7.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v8.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -46,11 +46,12 @@ from kernelscope.store.reading.runs import resolve_run_id
 from kernelscope.version import __version__
 
 # 7.0: kernel.user, run.guards, recompile.failures, graph.not_fused, fx_node.recompute, memory, numerics
-SCHEMA_VERSION = "7.0"
+# 8.0: graph.wrapper_language, kernel kind `cpp` (C++ wrappers and kernels: docs/aot.md)
+SCHEMA_VERSION = "8.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
                     "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
-                    "7.0": ("schema", "dump-v7.json")}
+                    "7.0": ("schema", "dump-v7.json"), "8.0": ("schema", "dump-v8.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -108,6 +109,9 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
     "NumericsFix": {"$def": "numerics_fix", "renamed": {}, "dropped": set(), "added": set()},
 }
 DUMP_FIELD_CHANGES["RunRecord"]["added"] = DUMP_FIELD_CHANGES["RunRecord"]["added"] | {"memory"}
+# --aot (docs/aot.md): the package kept in the run's folder; the store keeps its facts in the run's config
+DUMP_FIELD_CHANGES["AotPackage"] = {"$def": "aot_package", "renamed": {"local_path": "file"}, "dropped": set(),
+                                    "added": set()}
 
 # `# kernel path: /tmp/tmpab12/tmpcd34/ti/cti66....py`: Inductor's cache dir is a fresh
 # temporary directory per recording; the last two components name the code itself.
@@ -155,7 +159,7 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         "triton_version": run["triton_version"],
         "provenance": run["provenance"],
         "execute_max_error": run["execute_max_error"],
-        "config": json.loads(run["config_json"]),
+        **_config_and_package(json.loads(run["config_json"])),
         "warnings": sorted(context.portable(warning) for warning in json.loads(run["warnings_json"])),
         "coverage": json.loads(run["coverage_json"]),
         "graphs": sorted(graphs, key=lambda graph: graph["key"]),
@@ -351,6 +355,7 @@ class _DumpContext:
             "pre_grad_file": files.get("pre_grad"),
             "post_grad_file": files.get("post_grad"),
             "wrapper_file": files.get("wrapper"),
+            "wrapper_language": "cpp" if (files.get("wrapper") or {}).get("path", "").endswith(".cpp") else "python",
             "pre_grad_nodes": sorted(nodes["pre"], key=node_order),
             "post_grad_nodes": sorted(nodes["post"], key=node_order),
             "kernels": sorted(kernels, key=lambda kernel: (kernel["name"], kernel["wrapper_lines"])),
@@ -456,6 +461,12 @@ class InvalidDumpError(UserError):
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         super().__init__(f"invalid dump at {first.path}: {first.message}{more}")
+
+
+def _config_and_package(config: dict) -> dict:
+    """`run.config`, and `run.aot_package` (`--aot`), which the store keeps in the config."""
+    package = config.pop("aot_package", None)
+    return {"config": config, "aot_package": package}
 
 
 @cache
