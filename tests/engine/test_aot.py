@@ -92,6 +92,19 @@ def test_aot_cpu_keeps_its_package_with_the_run(aot_cpu):
     assert any(name.endswith(".so") for name in package["files"])  # built and linked on the CPU
 
 
+def test_the_dump_says_cpp_and_holds_the_package(aot_cpu):
+    from kernelscope.store import validate_dump
+
+    record, run = aot_cpu
+    dumped = run.view.dump()
+    validate_dump(dumped)
+    (graph,) = dumped["run"]["graphs"]
+    assert graph["wrapper_language"] == "cpp" and graph["wrapper_file"]["path"].endswith("wrapper.cpp")
+    assert dumped["run"]["aot_package"]["file"] == "aot/model.pt2"
+    assert "aot_package" not in dumped["run"]["config"] and dumped["run"]["config"]["aot"] is True
+    assert {kernel["kind"] for kernel in graph["kernels"]} == {"cpp", "extern"}
+
+
 def test_cpp_wrapper_mode_on_cpu_uses_the_same_linker(cpp_wrapper_cpu):
     record, run = cpp_wrapper_cpu
     _check_cpp_wrapper(record, run, "cpp_fused_mul_silu_0(")
