@@ -23,6 +23,8 @@ Recording a compile
 - `worker`          — the warm engine worker: JSON-RPC over stdio (`record`, `asm`);
   `worker_failures` says where a failed recording failed, in the user's terms.
 - `profiling`       — `compile --profile`: profiled GPU steps inside the same recording.
+- `aot_build`       — `--aot`: torch.export + AOTInductor's package built inside the recording
+  (docs/aot.md); an export that fails as one error at the user's line.
 - `numerics`        — `kernelscope numerics`: every kernel's outputs against eager, the
   first divergence at its model line, the fixes (its own map: `engine/numerics/__init__.py`).
 
@@ -34,7 +36,8 @@ Seeing what Inductor does
 - `why_probes`      — why: the fusions Inductor's scheduler refused and the values a call had
   when a guard failed; `why_assembly` adds them and the trace's guards and recompile
   reasons (compile_text/guards.py) to the RunRecord (docs/why.md).
-- `links`           — probes + trace -> GraphRecords with links, each with its reason.
+- `links`           — probes + trace -> GraphRecords with links, each with its reason;
+  `cpp_wrapper_links` links a C++ wrapper's lines (AOTInductor, cpp_wrapper mode).
 - `subgraphs`       — higher-order ops' subgraphs (cond branches, while_loop, nested compile
   regions): their call sites, label, pre-grad subgraph, and their code inside the parent's wrapper.
 - `recompute`       — backward nodes that recompute forward ops (checkpointing), tied to the
