@@ -55,7 +55,9 @@ def run_overview(run) -> dict:
     """The graphs, graph breaks and recompiles of a RunRecord, for summaries."""
     return {
         "graphs": [{"compile_id": g.compile_id, "kind": g.kind,
-                    "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
+                    "kernels": sum(1 for k in g.kernels if k.kind not in ("extern", "cpp")),
+                    # C++ kernels of Inductor's CPU backend (docs/aot.md), named only where there are some
+                    **({"cpp_kernels": cpp} if (cpp := sum(1 for k in g.kernels if k.kind == "cpp")) else {}),
                     "extern_calls": sum(1 for k in g.kernels if k.kind == "extern"),
                     # a higher-order op's subgraph: its label (absent for a graph of its own)
                     **({"subgraph": g.subgraph.label} if g.subgraph is not None else {})} for g in run.graphs],
@@ -124,6 +126,10 @@ def record_and_store(args, record, after_store=None) -> int:
         "execute_max_error": run.execute_max_error,
         "warnings": run.warnings,
     }
+    if run.aot_package is not None:  # --aot: the package kept in the run's folder (docs/aot.md)
+        package = run.config["aot_package"]
+        summary["aot_package"] = {"path": f"{args.store}/runs/{run_id}/{package['file']}",
+                                  "bytes": package["bytes"], "files": len(package["files"])}
     if user_lines[1]:
         summary["user_kernel_lines"] = {"covered": user_lines[0], "total": user_lines[1],
                                         "share": round(user_lines[0] / user_lines[1], 4)}
@@ -178,12 +184,13 @@ def render_overview(summary: dict) -> list[str]:
     """The lines for a summary's `run_overview` part: graphs, kernels, breaks, recompiles."""
     kernels = sum(g["kernels"] for g in summary["graphs"])
     externs = sum(g["extern_calls"] for g in summary["graphs"])
+    cpp = sum(g.get("cpp_kernels", 0) for g in summary["graphs"])
     graphs = ", ".join(f"[{g['compile_id']}] {g['kind']}" for g in summary["graphs"] if not g.get("subgraph"))
     subgraphs = [g["subgraph"] for g in summary["graphs"] if g.get("subgraph")]
     out = [
         f"  {len(summary['graphs']) - len(subgraphs)} graph(s): {graphs}",
         *([f"  {len(subgraphs)} subgraph(s): {'; '.join(subgraphs)}"] if subgraphs else []),
-        f"  {kernels} Triton kernel(s), {externs} extern call(s)",
+        f"  {kernels} Triton kernel(s), {f'{cpp} C++ kernel(s), ' if cpp else ''}{externs} extern call(s)",
     ]
     for brk in summary["graph_breaks"]:
         where = f"{brk['file']}:{brk['line']}" if brk["file"] else "unknown location"
@@ -209,6 +216,9 @@ def render_summary(summary: dict) -> str:
                    f"{format_share(summary['user_kernel_lines'])}")
     if summary.get("distributed"):
         out.extend(f"  {line}" for line in distributed_view.render_overview(summary["distributed"]))
+    if summary.get("aot_package"):
+        package = summary["aot_package"]
+        out.append(f"  AOTInductor package: {package['path']} ({package['bytes']:,} bytes, {package['files']} files)")
     if summary["execute_max_error"] is not None:
         out.append(f"  executed in Triton's interpreter: max error vs eager {summary['execute_max_error']:.3g}")
     phases = " · ".join(f"{k} {v:.2f}s" for k, v in summary["timings"].items())
