@@ -138,6 +138,11 @@ def kernel_launch(line: str, kernel_names: set[str]) -> str | None:
     return None
 
 
+def is_extern(name: str) -> bool:
+    """Whether a debug handle's name is an extern kernel's (`aoti_torch_cpu_mm_out`), not a generated kernel's."""
+    return bool(_EXTERN.fullmatch(f"{name}("))
+
+
 def extern_call(line: str) -> str | None:
     stripped = line.strip()
     if stripped.startswith("//"):

@@ -78,7 +78,7 @@ def _kernel_names(text: str, capture: GraphCapture, inductor_by_handle: dict) ->
     """The kernels Inductor generated for this graph: declared or defined in the wrapper or
     its kernel code, seen by the Triton probes, or named by a debug handle (not extern calls)."""
     names = cpp.declared_kernels(text) | cpp.declared_kernels(capture.kernel_code) | set(capture.kernels)
-    names |= {name for name, _ in inductor_by_handle if not cpp.extern_call(f"{name}(")}
+    names |= {name for name, _ in inductor_by_handle if not cpp.is_extern(name)}
     return names
 
 

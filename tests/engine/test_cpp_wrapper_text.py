@@ -91,3 +91,9 @@ def test_each_line_says_what_it_does():
         "allocates output of", "calls extern kernel aoti_torch_cpu_mm_out", "launches kernel cpp_fused_mul_silu_0",
         "launches kernel cpp_fused_mul_silu_0", "reuses buffer for", "frees buffer after", "sizes and strides for",
         "comment"]
+
+
+def test_extern_kernels_are_told_from_generated_ones_by_name():
+    assert cpp.is_extern("aoti_torch_cpu_mm_out") and cpp.is_extern("aoti_torch_cuda_addmm_out")
+    assert cpp.is_extern("aoti_torch_proxy_executor_call_function")
+    assert not cpp.is_extern("cpp_fused_mul_silu_0") and not cpp.is_extern("triton_poi_fused_mul_silu_0")
