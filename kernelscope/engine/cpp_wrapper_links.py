@@ -24,6 +24,7 @@ from kernelscope.compile_text import cpp_wrapper_code as cpp
 from kernelscope.engine.probes import GraphCapture
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, GraphRecord, Kernel, LineOrigin
 
+SUBGRAPH_REASON = "in a subgraph it calls:"
 CPP_KERNEL_REASON = (f"{SHARED_LINE_REASON_PREFIX} in this C++ kernel (kernel-level: its line-level links are "
                      "the C++ kernels' own)")
 
@@ -40,9 +41,14 @@ def link_cpp_wrapper(record: GraphRecord, capture: GraphCapture, inductor_by_han
     layout = cpp.read_layout(text, names)
     regions = sorted((start - offset, origins, computes) for start, origins, computes in capture.wrapper_regions)
     region_nodes = _region_of_each_line([(start, computes) for start, _, computes in regions], layout.body_end)
+    calling = _subgraph_call_sites(regions, {start - offset for start in capture.inlined_regions}, layout.body_end)
     kernel_nodes = _nodes_of_kernels(names, capture, inductor_by_handle)
+    for number, name in layout.launches.items():  # a kernel a subgraph launches: its call site's nodes
+        if number in calling:
+            kernel_nodes[name] = calling[number]
     # each launch its own nodes, by its debug handle (a kernel reused by every layer)
-    launch_nodes = {number: inductor_by_handle.get(layout.handles.get(number)) or kernel_nodes.get(name, [])
+    launch_nodes = {number: (calling.get(number) or inductor_by_handle.get(layout.handles.get(number))
+                             or kernel_nodes.get(name, []))
                     for number, name in layout.launches.items()}
     moved = _displaced_launches(lines, layout, regions, region_nodes, launch_nodes)
 
@@ -53,7 +59,10 @@ def link_cpp_wrapper(record: GraphRecord, capture: GraphCapture, inductor_by_han
         if not line.strip() or nodes is None:
             continue
         attributable += 1
-        record.wrapper_lines.append(LineOrigin(number, line, list(nodes), cpp.line_reason(line, names)))
+        reason = cpp.line_reason(line, names)
+        if number in calling:  # a subgraph's code inlined in the body: its call site's nodes
+            nodes, reason = calling[number], f"{SUBGRAPH_REASON} {reason}"
+        record.wrapper_lines.append(LineOrigin(number, line, list(nodes), reason))
     for number, name in sorted(layout.declarations.items()):
         if lines[number - 1].strip() and kernel_nodes.get(name):
             attributable += 1
@@ -71,7 +80,8 @@ def link_cpp_wrapper(record: GraphRecord, capture: GraphCapture, inductor_by_han
                               kernel_lines)
     for kernel in record.kernels:  # a displaced launch also names the node its scheduler node computes
         for number in kernel.wrapper_lines:
-            kernel.nodes += [node for node in moved.get(number, ()) if node not in kernel.nodes]
+            if number not in calling:  # (a subgraph's launch: its call site's nodes already)
+                kernel.nodes += [node for node in moved.get(number, ()) if node not in kernel.nodes]
 
 
 def _kernel_names(text: str, capture: GraphCapture, inductor_by_handle: dict) -> set[str]:
@@ -163,9 +173,25 @@ def _generated_kernel(name: str, sources: dict[str, str], capture: GraphCapture,
     if probe is not None and probe.source:  # a Triton kernel: linked line by line as in a Python wrapper
         return Kernel(name, "triton", probe.source, nodes, kernel_lines(probe.source, probe, nodes))
     source = sources.get(name, "")
-    rows = [LineOrigin(number, line, nodes, CPP_KERNEL_REASON)
+    rows = [LineOrigin(number, line, list(nodes), CPP_KERNEL_REASON)
             for number, line in enumerate(source.splitlines(), 1) if line.strip()] if nodes else []
     return Kernel(name, "cpp", source, nodes, rows)
+
+
+def _subgraph_call_sites(regions: list[tuple[int, list, list]], inlined: set[int], end: int) -> dict[int, list[str]]:
+    """Lines of a region a subgraph opened (`inlined`: their first lines) -> the nodes of the last
+    earlier region of this graph (the higher-order op that calls the subgraph). A C++ wrapper
+    inlines a `cond` branch's code in the body (`if (buf2_scalar) { // subgraph: true_graph_0`),
+    with regions of the subgraph's nodes, which no graph of the run holds."""
+    calling: dict[int, list[str]] = {}
+    caller: list[str] = []
+    for index, (start, _origins, computes) in enumerate(regions):
+        stop = regions[index + 1][0] if index + 1 < len(regions) else end
+        if start not in inlined:
+            caller = list(computes)
+        elif caller:
+            calling.update({number: caller for number in range(start, stop)})
+    return calling
 
 
 def _region_of_each_line(regions: list[tuple[int, list[str]]], end: int) -> dict[int, list[str]]:

@@ -128,6 +128,9 @@ class GraphCapture:
     # returns beside it (AOTInductor's C++ kernels, compiled apart from the wrapper).
     wrapper_language: str = "python"
     kernel_code: str = ""
+    # The first lines of the regions another GraphLowering opened: a higher-order op's subgraph
+    # whose code a C++ wrapper inlines in the body (`if (...) { // subgraph: true_graph_0`).
+    inlined_regions: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -176,6 +179,9 @@ class WrapperRegion:
         self.computes = [origin_node.name] if origin_node is not None else list(self.origins)
         last = max(origins) if origins else None  # FX nodes order by their place in the graph
         self.stack_trace = last.meta.get("stack_trace") if last is not None else None
+        from torch._inductor.virtualized import V
+
+        self.lowering = id(V.graph)  # the graph being generated: a subgraph a C++ wrapper inlines has its own
 
 
 def current_compile_id() -> tuple[int, int, int] | None:
@@ -536,12 +542,12 @@ class Probes:
             }
             if getattr(graph_lowering, "cpp_wrapper", False):
                 capture.wrapper_language = "cpp"
-            probes._guarded("graph_codegen", probes._finish_graph, capture, result)
+            probes._guarded("graph_codegen", probes._finish_graph, capture, result, id(graph_lowering))
             return result
 
         return codegen
 
-    def _finish_graph(self, capture: GraphCapture, result) -> None:
+    def _finish_graph(self, capture: GraphCapture, result, lowering: int = 0) -> None:
         wrapper = result[0]
         capture.wrapper_text = wrapper.value
         capture.trace_position = self.trace_position()
@@ -551,6 +557,8 @@ class Probes:
             if isinstance(context, WrapperRegion)
         ]
         if capture.wrapper_language == "cpp":
+            capture.inlined_regions = [line_number for line_number, context in wrapper.line_map
+                                       if isinstance(context, WrapperRegion) and context.lowering != lowering]
             capture.kernel_code = getattr(result[1], "value", "") or ""
             # AOTInductor's GPU build generates a graph twice: a Python wrapper first, run to
             # tune its kernels, then the C++ one (GraphLowering.codegen_with_cpp_wrapper).

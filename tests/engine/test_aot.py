@@ -166,3 +166,25 @@ async def test_lsp_hover_goes_from_a_cpp_wrapper_line_to_the_model_line_and_back
         assert "wrapper.cpp" in on_model or f"L{launch}" in on_model, on_model
     finally:
         await session.stop()
+
+
+def test_cpp_wrapper_links_an_inlined_cond_branch_to_its_call_site(tmp_path):
+    """A C++ wrapper inlines each `torch.cond` branch in the body, with the branch's own nodes
+    (which no graph of the run holds, and whose names may be the parent's: both have a `sub`):
+    those lines, and the branch's kernels, link to the parent's cond node."""
+    from kernelscope.api.recording import write_run
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+
+    record = record_factory(f"{EXAMPLES / 'cond_branch'}.py:make",
+                            RecordOptions(device="cpu", cpp_wrapper=True, workspace=REPO))
+    run = write_run(record, tmp_path / ".kernelscope")
+    (graph,) = record.graphs
+    own = {node.name for node in graph.post_grad_nodes}
+    assert all(set(origin.nodes) <= own for origin in graph.wrapper_lines)
+    assert all(set(origin.nodes) <= own for kernel in graph.kernels for origin in kernel.lines)
+    branch = [origin for origin in graph.wrapper_lines if "cpp_fused_gt_pow_sub_tanh" in origin.text
+              and origin.reason.startswith("in a subgraph it calls: launches kernel")]
+    assert branch and all("cond" in origin.nodes and "sub" not in origin.nodes for origin in branch)
+    answer = run.view.query(EXAMPLES / "cond_branch.py", example_line("cond_branch", "torch.cond("))
+    reached = {line.line for chain in answer.graphs for line in chain.wrapper_lines}
+    assert {origin.line for origin in branch} <= reached
