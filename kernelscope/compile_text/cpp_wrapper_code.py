@@ -25,6 +25,10 @@ _SIZES = re.compile(r"^\s*static constexpr int64_t int_array_\d+\[\] = ")
 # A kernel's definition or declaration: `extern "C"  void  cpp_fused_mul_silu_0(float* in_out_ptr0,`
 _KERNEL_DECL = re.compile(r'^extern "C"\s+void\s+(\w+)\(')
 _CPP_SOURCE_START = re.compile(r'^cpp_wrapper_src = \($')
+# A CUDA C++ wrapper keeps each Triton kernel's module as a string it compiles lazily:
+# `async_compile.triton('triton_poi_fused_mul_silu_0', '''` ... `''', device_str='cuda')`.
+_TRITON_START = re.compile(r"^async_compile\.triton\('(\w+)', '''\s*$")
+_TRITON_END = re.compile(r"^''', device_str='\w+'\)\s*$")
 
 
 @dataclass
@@ -43,6 +47,7 @@ class CppWrapperLayout:
     launches: dict[int, str]  # line -> the kernel it launches
     definitions: list[KernelDefinition] = field(default_factory=list)  # kernels defined in the wrapper
     declarations: dict[int, str] = field(default_factory=dict)  # line -> the kernel it declares
+    triton_sources: list[KernelDefinition] = field(default_factory=list)  # Triton modules the wrapper holds
 
 
 def cpp_part(wrapper_text: str) -> tuple[str, int]:
@@ -83,8 +88,25 @@ def read_layout(text: str, kernel_names: set[str]) -> CppWrapperLayout:
         if pending and (launched or extern_call(line)):
             handles[number] = pending
             pending = None
+    triton_sources = _triton_sources(lines)
+    inside = {number for block in triton_sources for number in range(block.first_line - 1, block.last_line + 2)}
     definitions, declarations = _kernel_definitions(lines, kernel_names, body_start, body_end)
-    return CppWrapperLayout(body_start, body_end, handles, launches, definitions, declarations)
+    declarations = {number: name for number, name in declarations.items() if number not in inside}
+    return CppWrapperLayout(body_start, body_end, handles, launches, definitions, declarations, triton_sources)
+
+
+def _triton_sources(lines: list[str]) -> list[KernelDefinition]:
+    """The Triton kernels' modules a CUDA C++ wrapper holds as strings: first_line..last_line
+    are the module's lines (between the `async_compile.triton(...` line and its end)."""
+    found: list[KernelDefinition] = []
+    for index, line in enumerate(lines):
+        start = _TRITON_START.match(line)
+        if start is None:
+            continue
+        end = next((each for each in range(index + 1, len(lines)) if _TRITON_END.match(lines[each])), None)
+        if end is not None:
+            found.append(KernelDefinition(start.group(1), index + 2, end, "\n".join(lines[index + 1:end]) + "\n"))
+    return found
 
 
 def _kernel_definitions(lines: list[str], names: set[str], body_start: int,

@@ -67,17 +67,27 @@ def link_cpp_wrapper(record: GraphRecord, capture: GraphCapture, inductor_by_han
         if lines[number - 1].strip() and kernel_nodes.get(name):
             attributable += 1
             record.wrapper_lines.append(LineOrigin(number, lines[number - 1], list(kernel_nodes[name]),
-                                                   f"declares kernel {name}"))
+                                                   f"declares or sets up kernel {name}"))
     for definition in layout.definitions:
         for number in range(definition.first_line, definition.last_line + 1):
             if lines[number - 1].strip() and kernel_nodes.get(definition.name):
                 attributable += 1
                 record.wrapper_lines.append(LineOrigin(number, lines[number - 1], list(kernel_nodes[definition.name]),
                                                        f"defines kernel {definition.name}: {CPP_KERNEL_REASON}"))
-    record.wrapper_lines.sort(key=lambda origin: origin.line)
-    record.wrapper_attributable = attributable
     record.kernels = _kernels(lines, layout, capture, names, kernel_nodes, region_nodes, inductor_by_handle,
                               kernel_lines)
+    embedded = {block.name: block for block in layout.triton_sources}
+    for kernel in record.kernels:  # a Triton kernel's module held in the wrapper: the same lines, linked
+        block = embedded.get(kernel.name)
+        if kernel.kind != "triton" or block is None:
+            continue
+        for row in kernel.lines:
+            number = block.first_line + row.line - 1
+            attributable += 1
+            record.wrapper_lines.append(LineOrigin(number, lines[number - 1], list(row.nodes),
+                                                   f"defines kernel {kernel.name}: {row.reason}"))
+    record.wrapper_lines.sort(key=lambda origin: origin.line)
+    record.wrapper_attributable = attributable
     for kernel in record.kernels:  # a displaced launch also names the node its scheduler node computes
         for number in kernel.wrapper_lines:
             if number not in calling:  # (a subgraph's launch: its call site's nodes already)
@@ -137,7 +147,7 @@ def _kernels(lines: list[str], layout: cpp.CppWrapperLayout, capture: GraphCaptu
     """The graph's kernels, in launch order: each generated kernel with its launch lines (its
     source: its definition in the wrapper or the kernel code beside it, or for a Triton
     kernel the module the probe saw defined) and each extern call."""
-    sources = {definition.name: definition.source for definition in layout.definitions}
+    sources = {definition.name: definition.source for definition in layout.definitions + layout.triton_sources}
     kernel_code = cpp.read_layout(capture.kernel_code, names).definitions if capture.kernel_code else []
     sources.update({definition.name: definition.source for definition in kernel_code if definition.name not in sources})
     kernels: dict[str, Kernel] = {}
@@ -170,9 +180,12 @@ def _generated_kernel(name: str, sources: dict[str, str], capture: GraphCapture,
                       kernel_lines) -> Kernel:
     nodes = list(kernel_nodes.get(name, []))
     probe = capture.kernels.get(name)
-    if probe is not None and probe.source:  # a Triton kernel: linked line by line as in a Python wrapper
-        return Kernel(name, "triton", probe.source, nodes, kernel_lines(probe.source, probe, nodes))
     source = sources.get(name, "")
+    if probe is not None and (source or probe.source) and not name.startswith("cpp_"):
+        # a Triton kernel, linked line by line as in a Python wrapper: its module as the wrapper
+        # holds it (its lines are then the wrapper's too), else as Inductor defined it
+        source = source or probe.source
+        return Kernel(name, "triton", source, nodes, kernel_lines(source, probe, nodes))
     rows = [LineOrigin(number, line, list(nodes), CPP_KERNEL_REASON)
             for number, line in enumerate(source.splitlines(), 1) if line.strip()] if nodes else []
     return Kernel(name, "cpp", source, nodes, rows)

@@ -127,6 +127,9 @@ def test_cpp_wrapper_mode_on_virtual_cuda_links_its_triton_kernels(cpp_wrapper_v
     assert coverage["kernel_lines"]["share"] == 1.0 and coverage["kernel_agreement"]["share"] == 1.0
     (triton,) = [kernel for kernel in record.graphs[0].kernels if kernel.kind == "triton"]
     assert any("tl.store(" in line.text for line in triton.lines)
+    # the wrapper holds the kernel's module as a string: its lines are linked as the kernel's
+    (exp,) = [origin for origin in record.graphs[0].wrapper_lines if "libdevice.exp(" in origin.text]
+    assert exp.nodes == ["exp"] and exp.reason.startswith(f"defines kernel {triton.name}")
 
 
 def test_export_failure_names_the_users_line_and_what_to_do():

@@ -97,3 +97,22 @@ def test_extern_kernels_are_told_from_generated_ones_by_name():
     assert cpp.is_extern("aoti_torch_cpu_mm_out") and cpp.is_extern("aoti_torch_cuda_addmm_out")
     assert cpp.is_extern("aoti_torch_proxy_executor_call_function")
     assert not cpp.is_extern("cpp_fused_mul_silu_0") and not cpp.is_extern("triton_poi_fused_mul_silu_0")
+
+
+def test_a_triton_module_the_cuda_wrapper_holds_as_a_string_is_found():
+    text = "\n".join([
+        "static CUfunction triton_poi_fused_0 = nullptr;",
+        'static const char* triton_poi_fused_0_source = R"TRITON(',
+        "async_compile.triton('triton_poi_fused_0', '''",
+        "import triton",
+        "@triton.jit",
+        "def triton_poi_fused_0(in_ptr0, xnumel, XBLOCK : tl.constexpr):",
+        "    tmp0 = tl.load(in_ptr0 + (x0), xmask)",
+        "''', device_str='cuda')",
+        ')TRITON";',
+    ]) + "\n"
+    layout = cpp.read_layout(text, {"triton_poi_fused_0"})
+    (block,) = layout.triton_sources
+    assert (block.name, block.first_line, block.last_line) == ("triton_poi_fused_0", 4, 7)
+    assert block.source.startswith("import triton") and "tl.load" in block.source
+    assert sorted(layout.declarations) == [1]  # the kernel handle, not the lines of the module it holds
