@@ -322,6 +322,9 @@ class GraphRecord:
     subgraph: Subgraph | None = None  # a higher-order op's subgraph, nested in its parent graph
     not_fused: list[NotFused] = field(default_factory=list)  # fusions Inductor's scheduler refused (why)
     memory: GraphMemory | None = None  # the allocation timeline (engine/memory.py)
+    # The wrapper's language: "python" (Inductor's default), "cpp" (AOTInductor's wrapper,
+    # or `cpp_wrapper` mode's): the store keeps it as wrapper.py or wrapper.cpp.
+    wrapper_language: str = "python"
 
     @property
     def compile_id(self) -> str:
@@ -531,6 +534,17 @@ class NumericsReport:
 
 
 @dataclass
+class AotPackage:
+    """The `.pt2` package an `--aot` build wrote (engine/aot_build.py): where the engine left it
+    (the store copies it into the run's folder, store/paths.py AOT_PACKAGE), its size and the
+    files it holds (paths inside the zip)."""
+
+    local_path: str
+    bytes: int
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass
 class RunRecord:
     target: str  # "examples/mlp.py:make" or "script.py"
     device: str  # cuda | virtual-cuda | cpu-triton
@@ -560,6 +574,7 @@ class RunRecord:
     eager_memory: EagerMemory | None = None  # --against-eager: what eager saves for the backward
     measured_memory: MeasuredMemory | None = None  # --memory: the step's allocations, measured
     numerics: NumericsReport | None = None  # `kernelscope numerics` (docs/numerics.md)
+    aot_package: AotPackage | None = None  # `--aot`: the AOTInductor package (docs/aot.md)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -26,7 +26,8 @@ def add_parser(subparsers) -> None:
         "  kernelscope compile examples/mlp.py:make --target cuda --profile --steps 20   # on a GPU\n"
         "  kernelscope compile examples/mlp.py:make --train --target cuda --memory   # measured memory, on a GPU\n"
         "  kernelscope compile model.py:make --decisions gpu-run.json   # a GPU's pad_mm/autotune choices\n"
-        "  kernelscope compile examples/distributed/llama_tp.py:make --world-size 8   # rank 0 of 8, faked",
+        "  kernelscope compile examples/distributed/llama_tp.py:make --world-size 8   # rank 0 of 8, faked\n"
+        "  kernelscope compile examples/swiglu_mlp.py:make --aot --target cpu   # AOTInductor, its C++ wrapper",
     )
     parser.add_argument("target", metavar="PATH.py:FACTORY")
     recording_output.add_recording_arguments(parser)
@@ -45,8 +46,19 @@ def add_parser(subparsers) -> None:
                         help="on a GPU: then run the compiled model (warm-up, then --steps steps) under "
                              "torch.profiler and attach each kernel's device time to the run")
     parser.add_argument("--steps", type=int, default=10, help="profiled steps with --profile (default: 10)")
+    parser.add_argument("--aot", action="store_true",
+                        help="build with AOTInductor (torch.export + aoti_compile_and_package) instead of "
+                             "torch.compile: its C++ wrapper linked line by line, the .pt2 package kept with the run "
+                             "(docs/aot.md)")
+    add_cpp_wrapper_argument(parser)
     distributed_args.add_distributed_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def add_cpp_wrapper_argument(parser) -> None:
+    parser.add_argument("--cpp-wrapper", action="store_true",
+                        help="Inductor's C++ wrapper instead of its Python one (torch._inductor.config.cpp_wrapper), "
+                             "linked line by line as wrapper.cpp (docs/aot.md)")
 
 
 def run(args) -> int:
@@ -67,7 +79,8 @@ def run(args) -> int:
         options = RecordOptions(
             device=args.target_device, train=args.train, dynamic=args.dynamic,
             execute=args.execute, workspace=Path.cwd(), on_phase=on_phase, decisions=decisions,
-            against_eager=args.against_eager, measure_memory=args.memory, **distributed_args.record_options(args),
+            against_eager=args.against_eager, measure_memory=args.memory, aot=args.aot,
+            cpp_wrapper=args.cpp_wrapper, **distributed_args.record_options(args),
         )
         return record_factory(args.target, options)
 

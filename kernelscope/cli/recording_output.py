@@ -126,6 +126,10 @@ def record_and_store(args, record, after_store=None) -> int:
         "execute_max_error": run.execute_max_error,
         "warnings": run.warnings,
     }
+    if run.aot_package is not None:  # --aot: the package kept in the run's folder (docs/aot.md)
+        package = run.config["aot_package"]
+        summary["aot_package"] = {"path": f"{args.store}/runs/{run_id}/{package['file']}",
+                                  "bytes": package["bytes"], "files": len(package["files"])}
     if user_lines[1]:
         summary["user_kernel_lines"] = {"covered": user_lines[0], "total": user_lines[1],
                                         "share": round(user_lines[0] / user_lines[1], 4)}
@@ -213,6 +217,9 @@ def render_summary(summary: dict) -> str:
                    f"{format_share(summary['user_kernel_lines'])}")
     if summary.get("distributed"):
         out.extend(f"  {line}" for line in distributed_view.render_overview(summary["distributed"]))
+    if summary.get("aot_package"):
+        package = summary["aot_package"]
+        out.append(f"  AOTInductor package: {package['path']} ({package['bytes']:,} bytes, {package['files']} files)")
     if summary["execute_max_error"] is not None:
         out.append(f"  executed in Triton's interpreter: max error vs eager {summary['execute_max_error']:.3g}")
     phases = " · ".join(f"{k} {v:.2f}s" for k, v in summary["timings"].items())

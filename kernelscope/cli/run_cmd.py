@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernelscope.cli import distributed_args, numerics_cmd, recording_output
+from kernelscope.cli import compile_cmd, distributed_args, numerics_cmd, recording_output
 
 
 def add_parser(subparsers) -> None:
@@ -29,6 +29,7 @@ def add_parser(subparsers) -> None:
                         help="compare every compiled kernel's outputs with eager and name the model line where they "
                              "part ways, as `kernelscope numerics` does (--target cpu-triton or cuda)")
     numerics_cmd.add_numerics_arguments(parser)
+    compile_cmd.add_cpp_wrapper_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -48,7 +49,7 @@ def run(args) -> int:
                 lambda opts: record_script(Path(args.script), script_args, opts), options, args.no_fixes)
         options = RecordOptions(
             device=args.target_device, execute=args.execute, workspace=Path.cwd(),
-            on_phase=on_phase, decisions=decisions, **distributed,
+            on_phase=on_phase, decisions=decisions, cpp_wrapper=args.cpp_wrapper, **distributed,
         )
         return record_script(Path(args.script), script_args, options)
 

@@ -9,6 +9,8 @@ and `kernelscope.errors`.
 Map:
 - `wrapper_code`  — an Inductor Python wrapper: kernel definitions, the `call` body,
   launches, extern calls, and what each wrapper line does;
+- `cpp_wrapper_code` — the same for an Inductor C++ wrapper (AOTInductor's `run_impl`,
+  cpp_wrapper mode's entry), and the C++ taken out of cpp_wrapper mode's Python module;
 - `printed_graph` — a printed FX graph (`GraphModule.print_readable()`): the line of each node;
 - `stack_traces`  — Dynamo's printed stack traces: their frames, the user's frames;
 - `trace_records` — a structured-trace record's kind, from its metadata (TORCH_TRACE's records);

@@ -23,12 +23,14 @@ Recording a compile
 - `worker`          — the warm engine worker: JSON-RPC over stdio (`record`, `asm`);
   `worker_failures` says where a failed recording failed, in the user's terms.
 - `profiling`       — `compile --profile`: profiled GPU steps inside the same recording.
+- `aot_build`       — `--aot`: torch.export + AOTInductor's package built inside the recording
+  (docs/aot.md); an export that fails as one error at the user's line.
 - `numerics`        — `kernelscope numerics`: every kernel's outputs against eager, the
   first divergence at its model line, the fixes (its own map: `engine/numerics/__init__.py`).
 
 Seeing what Inductor does
 - `probes`          — line-level provenance: which post-grad node each kernel line and
-  wrapper line came from (hooks into Inductor).
+  wrapper line came from (hooks into Inductor); `captures` holds what they capture.
 - `cpp_kernels`     — the same for the C++ kernels of Inductor's CPU backend: each line's node
   or loop nest, and where the recorded loop code sits in the kernel's source.
 - `distributed_probes` — DDP's graph splits, passes that move collectives, the rank.
@@ -39,7 +41,8 @@ Seeing what Inductor does
   reasons (compile_text/guards.py) to the RunRecord (docs/why.md).
 - `cuda_target_notes` — `--target cuda`: the run's warnings about graphs compiled for the CPU
   (CPU tensors) and forwards whose backward never ran.
-- `links`           — probes + trace -> GraphRecords with links, each with its reason.
+- `links`           — probes + trace -> GraphRecords with links, each with its reason;
+  `cpp_wrapper_links` links a C++ wrapper's lines (AOTInductor, cpp_wrapper mode).
 - `subgraphs`       — higher-order ops' subgraphs (cond branches, while_loop, nested compile
   regions): their call sites, label, pre-grad subgraph, and their code inside the parent's wrapper.
 - `recompute`       — backward nodes that recompute forward ops (checkpointing), tied to the

@@ -60,7 +60,13 @@ def build_graph(
     record.wrapper_text = capture.wrapper_text
     record.inductor_mapping = inductor_mapping
     splices = _subgraphs(record, capture, children)
-    _link_wrapper_and_kernels(record, capture, inductor_mapping or {}, splices)
+    if capture.wrapper_language == "cpp":  # AOTInductor's or cpp_wrapper mode's C++ wrapper
+        from kernelscope.engine import cpp_wrapper_links
+
+        cpp_wrapper_links.link_cpp_wrapper(record, capture, _capture_nodes_by_handle(capture, inductor_mapping or {}),
+                                           _kernel_lines)
+    else:
+        _link_wrapper_and_kernels(record, capture, inductor_mapping or {}, splices)
     kernel_parts.add_parts(record, capture, pre_grad)
     if capture.parent is not None:
         _keep_own_nodes(record)
@@ -314,6 +320,12 @@ def _inductor_nodes_by_handle(mapping: dict) -> dict[tuple[str, int], list[str]]
     return result
 
 
+def _capture_nodes_by_handle(capture: GraphCapture, mapping: dict) -> dict[tuple[str, int], list[str]]:
+    """Inductor's kernel -> nodes records of this graph, from the trace and from its codegen."""
+    return _inductor_nodes_by_handle(
+        {"cppCodeToPost": {**(mapping.get("cppCodeToPost") or {}), **capture.inductor_kernel_nodes}})
+
+
 def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mapping: dict,
                               splices: list[tuple[subgraphs.Splice, list]]) -> None:
     """Kernels and wrapper lines. A subgraph's code spliced into this wrapper is the
@@ -321,9 +333,7 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
     higher-order op nodes that call it."""
     layout = wrapper_code.read_layout(capture.wrapper_text, capture.name or "call")
     wrapper_lines = capture.wrapper_text.splitlines()
-    inductor_by_handle = _inductor_nodes_by_handle(
-        {"cppCodeToPost": {**(mapping.get("cppCodeToPost") or {}), **capture.inductor_kernel_nodes}}
-    )
+    inductor_by_handle = _capture_nodes_by_handle(capture, mapping)
     kernels: dict[str, Kernel] = {}
 
     # Triton kernels: their own lines, and the same lines inside the wrapper.

@@ -45,3 +45,8 @@ class RecordOptions:
     atol: float | None = None
     eager_lines: list[tuple[str, int]] = field(default_factory=list)
     emulate_precision_casts: bool = False
+    # `--aot`: build with AOTInductor (torch.export + aoti_compile_and_package) instead of
+    # calling torch.compile (engine/aot_build.py; docs/aot.md). `--cpp-wrapper`: Inductor's
+    # C++ wrapper instead of its Python one (config.cpp_wrapper); `--aot` always has one.
+    aot: bool = False
+    cpp_wrapper: bool = False

@@ -82,7 +82,7 @@ def _record_factory(target, options: RecordOptions, device: str, import_seconds:
     shown = f"{targets.display_path(target.path, options.workspace)}:{target.factory}"
     saved = dynamo_config.save_config()
     try:
-        if factory_program.runs_as_program(device, options):
+        if factory_program.runs_as_program(device, options) and not options.aot:
             return _record_factory_as_program(target, shown, options, device, import_seconds)
         model, inputs = targets.load_factory(target, targets.factory_device(device))
         return _record_model(model, inputs, shown, target.path, options, device, import_seconds)
@@ -148,6 +148,11 @@ def _record_factory_as_program(target, shown: str, options: RecordOptions, devic
 def _call_compiled(model, inputs: tuple, source_file: Path | None, options: RecordOptions, device: str,
                    recording: Recording) -> float | None:
     try:
+        if options.aot:  # AOTInductor builds a package instead (engine/aot_build.py)
+            from kernelscope.engine import aot_build
+
+            recording.aot_package = aot_build.build(model, inputs, options, device, source_file)
+            return None
         return user_model.call_compiled(model, inputs, options, device)
     except Exception as error:  # noqa: BLE001 - reported as a one-line error
         error_translation.raise_translated(error, source_file, recording.probes)
@@ -158,6 +163,12 @@ def _finished_run(recording: Recording, shown: str, source_file: Path | None, op
                   notes: list[str]) -> RunRecord:
     run = run_assembly.build_run(recording, shown, options, device)
     run.execute_max_error = called.max_error
+    run.aot_package = recording.aot_package
+    if run.aot_package is not None:  # what the store keeps with the run (store/paths.py AOT_PACKAGE)
+        from kernelscope.store.paths import AOT_PACKAGE
+
+        package = run.aot_package
+        run.config["aot_package"] = {"file": AOT_PACKAGE, "bytes": package.bytes, "files": package.files}
     if options.train and options.against_eager:
         from kernelscope.engine import eager_memory
 

@@ -81,6 +81,7 @@ class Recording:
         self.numerics = None  # numerics/capture.py's NumericsCapture, for `kernelscope numerics`
         self.eager_nodes: list[str] = []  # post-grad nodes a numerics recompile left to eager
         self.graph_keys: dict[int, str] = {}  # id(GraphCapture) -> its graph's key (run_assembly)
+        self.aot_package = None  # `--aot`: the package engine/aot_build.py wrote (run_record.AotPackage)
 
     def __enter__(self):
         # What cannot work in part is checked before anything is set up (patch_points.require).
@@ -114,6 +115,8 @@ class Recording:
                     "force_disable_caches": True,
                     "compile_threads": 1,
                     "trace.provenance_tracking_level": 1,
+                    # `--cpp-wrapper`: Inductor's C++ wrapper (AOTInductor sets it itself)
+                    **({"cpp_wrapper": True} if self.options.cpp_wrapper else {}),
                 }
             )
         )

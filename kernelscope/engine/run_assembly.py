@@ -130,12 +130,17 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
                     if recording.why is not None else _recompiles(trace)),
         guards=guards,
         warnings=warnings,
-        config={"execute": options.execute},
+        config={"execute": options.execute, **_wrapper_config(options)},
         rank=recording.distributed.rank or rank_info.current(options.job),
         gpu=gpu,
         decisions=list(decisions.decisions),
         replay=decisions.replay_record(),
     )
+
+
+def _wrapper_config(options) -> dict:
+    """`--aot` and `--cpp-wrapper`, named in the run's config only when asked (docs/aot.md)."""
+    return {**({"aot": True} if options.aot else {}), **({"cpp_wrapper": True} if options.cpp_wrapper else {})}
 
 
 def _add_memory(captures, built: dict[int, GraphRecord]) -> list[str]:

@@ -81,6 +81,7 @@ def _details_text(details: RunDetails, asm: dict | None) -> str:
                                     graph_rows)))
     out += _subgraph_lines(details.graphs)
     out += _recompute_lines(details.graphs)
+    out += _aot_package_lines(summary.id, details.config)
     out += ["", "kernels"]
     kernel_rows = [[kernel.graph, kernel.name, kernel.kind, str(len(kernel.nodes)), kernel.file or "-"]
                    for kernel in details.kernels]
@@ -113,6 +114,16 @@ def _details_text(details: RunDetails, asm: dict | None) -> str:
     if details.execute_max_error is not None:
         out.append(f"  max error vs eager: {details.execute_max_error:.3g}")
     return "\n".join(out)
+
+
+def _aot_package_lines(run_id: int, config: dict) -> list[str]:
+    """`--aot`: the AOTInductor package kept in the run's folder, and what it holds (docs/aot.md)."""
+    package = config.get("aot_package")
+    if not package:
+        return []
+    out = ["", f"AOTInductor package  runs/{run_id}/{package['file']}  ({package['bytes']:,} bytes, "
+               f"{len(package['files'])} files)"]
+    return out + [f"  {name}" for name in package["files"]]
 
 
 def _recompute_lines(graphs: list) -> list[str]:

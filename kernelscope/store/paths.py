@@ -32,9 +32,18 @@ def graph_dir(run_id: int, graph_key: str) -> str:
     return f"{run_dir(run_id)}/graphs/{safe_file_name(graph_key)}"
 
 
-def graph_file(run_id: int, graph_key: str, kind: str) -> str:
-    """`kind` is 'pre_grad', 'post_grad' or 'wrapper'."""
-    return f"{graph_dir(run_id, graph_key)}/{kind}.py"
+def graph_file(run_id: int, graph_key: str, kind: str, language: str = "python") -> str:
+    """`kind` is 'pre_grad', 'post_grad' or 'wrapper'; a C++ wrapper (`language` "cpp":
+    AOTInductor's, cpp_wrapper mode's) is kept as `wrapper.cpp`."""
+    return f"{graph_dir(run_id, graph_key)}/{kind}{'.cpp' if language == 'cpp' else '.py'}"
+
+
+# `--aot`: the AOTInductor package, relative to the run's folder (docs/aot.md)
+AOT_PACKAGE = "aot/model.pt2"
+
+
+def aot_package_file(run_id: int) -> str:
+    return f"{run_dir(run_id)}/{AOT_PACKAGE}"
 
 
 # A kernel's file suffix by its kind: a C++ kernel (Inductor's cpp backend) is a .cpp file,

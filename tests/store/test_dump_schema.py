@@ -69,6 +69,7 @@ def expected_run(record: RunRecord) -> dict:
             "pre_grad_file": file_ref(f"{directory}/pre_grad.py", graph.pre_grad_text),
             "post_grad_file": file_ref(f"{directory}/post_grad.py", graph.post_grad_text),
             "wrapper_file": file_ref(f"{directory}/wrapper.py", graph.wrapper_text),
+            "wrapper_language": graph.wrapper_language,
             "pre_grad_nodes": [node(fx) for fx in graph.pre_grad_nodes],
             "post_grad_nodes": [node(fx) for fx in graph.post_grad_nodes],
             "kernels": [{"name": k.name, "kind": k.kind, "file": file_ref(f"{directory}/kernels/{k.name}.py", k.source),
@@ -118,6 +119,7 @@ def expected_run(record: RunRecord) -> dict:
             "lines": [{**dataclasses.asdict(line), "source": source(line.source)}
                       for line in record.eager_memory.lines]},
         "numerics": None,  # the mlp run is recorded without numerics (tests/engine/test_numerics.py has them)
+        "aot_package": None,  # recorded without --aot (tests/engine/test_aot.py)
     }
 
 

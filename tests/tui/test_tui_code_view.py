@@ -157,6 +157,20 @@ def test_recent_files_keep_their_work_and_forget_changed_or_old_ones():
     assert recent.open("a.py", "a = 2\n", lex_strings=True) is not again
 
 
+def test_a_cpp_file_is_lexed_as_cpp():
+    """wrapper.cpp and C++ kernels (docs/aot.md): C++ tokens, and `//` comments, not Python's `#`."""
+    recent = RecentFiles()
+    text = '#include <torch/csrc/inductor/cpp_wrapper/cpu.h>\n    auto buf2 = std::move(buf0);  // reuse """\n'
+    cpp = recent.open("runs/1/graphs/0_0_0-inference/wrapper.cpp", text, lex_strings=True)
+    python = recent.open("runs/1/graphs/0_0_0-inference/wrapper.py", text, lex_strings=True)
+    assert cpp.language == "cpp" and python.language == "python"
+    assert cpp.starts_in_string == [False, False]  # no triple-quoted strings in C++
+    keyword = {segment.text: segment.style for segment in cpp.line_segments(1)}["auto"]
+    assert keyword != {segment.text: segment.style for segment in python.line_segments(1)}.get("auto")
+    # a preprocessor directive and its header, not one Python comment
+    assert len(cpp.line_segments(0)) > 1 and len(python.line_segments(0)) == 1
+
+
 def test_a_theme_change_redraws_the_rows_in_its_colours():
     async def scenario(app, view, pilot):
         view.load("model.py", numbered(10))

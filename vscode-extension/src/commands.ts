@@ -19,7 +19,7 @@ import {
 } from './protocol';
 import type { ServerManager } from './server';
 import { rankText } from './statusText';
-import { baseName, isAsmPath, isCppKernelPath } from './uris';
+import { baseName, isAsmPath, isStoredCppPath } from './uris';
 
 async function serverCommand<T>(server: ServerManager, command: string, args: unknown[] = []): Promise<T> {
   const client = await server.ready();
@@ -193,7 +193,7 @@ export function registerCommands(
 
   register('kernelscope.buildAsmForLine', async () => {
     const editor = vscode.window.activeTextEditor;
-    const linkable = editor && editor.document.uri.scheme === 'file' && (editor.document.languageId === 'python' || isAsmPath(editor.document.uri.fsPath) || isCppKernelPath(editor.document.uri.fsPath));
+    const linkable = editor && editor.document.uri.scheme === 'file' && (editor.document.languageId === 'python' || isAsmPath(editor.document.uri.fsPath) || isStoredCppPath(editor.document.uri.fsPath));
     await buildAsm(linkable ? { uri: editor.document.uri.toString(), line: editor.selection.active.line } : {});
   });
 

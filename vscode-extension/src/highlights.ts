@@ -9,7 +9,7 @@ import { toRange } from './convert';
 import { planHighlights } from './linked';
 import { Methods, type LinkedRangesAnswer } from './protocol';
 import type { ServerManager } from './server';
-import { isAsmPath, isCppKernelPath } from './uris';
+import { isAsmPath, isStoredCppPath } from './uris';
 
 const DEBOUNCE_MS = 120;
 
@@ -64,7 +64,7 @@ export class LinkedHighlighter implements vscode.Disposable {
   async refresh(editor: vscode.TextEditor, reveal = true): Promise<void> {
     const sequence = ++this.sequence;
     const client = this.server.current;
-    const supported = editor.document.uri.scheme === 'file' && (editor.document.languageId === 'python' || isAsmPath(editor.document.uri.fsPath) || isCppKernelPath(editor.document.uri.fsPath));
+    const supported = editor.document.uri.scheme === 'file' && (editor.document.languageId === 'python' || isAsmPath(editor.document.uri.fsPath) || isStoredCppPath(editor.document.uri.fsPath));
     let answer: LinkedRangesAnswer | null = null;
     if (client && supported) {
       try {

@@ -164,12 +164,11 @@ export class ServerManager implements vscode.Disposable {
       options: { cwd: launch.cwd, env: { ...process.env, ...launch.env } },
     };
     const clientOptions: LanguageClientOptions = {
-      // Python files, kernels' PTX/SASS (a C++ kernel's x86) files and C++ kernels in the store (the server answers in them too).
+      // Python files, kernels' PTX/SASS (a C++ kernel's x86) files and C++ wrappers/kernels in the store (the server answers in them too).
       documentSelector: [
         { scheme: 'file', language: 'python' },
         { scheme: 'file', pattern: '**/.kernelscope/runs/*/asm/**/*.{sass,ptx,ttgir,ttir,x86}' },
-        // C++ kernels of Inductor's CPU backend (--target cpu), kept as .cpp files
-        { scheme: 'file', pattern: '**/.kernelscope/runs/*/graphs/**/kernels/*.cpp' },
+        { scheme: 'file', pattern: '**/.kernelscope/runs/*/graphs/**/*.cpp' },
       ],
       outputChannel: this.output,
       traceOutputChannel: this.output,

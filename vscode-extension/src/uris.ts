@@ -35,6 +35,11 @@ export function isCppKernelPath(fsPath: string): boolean {
   return isGeneratedPath(fsPath) && /[\\/]kernels[\\/][^\\/]+\.cpp$/.test(fsPath);
 }
 
+/** Whether a path is a C++ file of a kernelscope store (a C++ wrapper `wrapper.cpp`, a C++ kernel). */
+export function isStoredCppPath(fsPath: string): boolean {
+  return isGeneratedPath(fsPath) && /[\\/]graphs[\\/].*\.cpp$/.test(fsPath);
+}
+
 /** Whether a path is a kernel's stage file below the kernel (`.kernelscope/runs/<id>/asm/.../k.sass`, `k.x86`). */
 export function isAsmPath(fsPath: string): boolean {
   return isGeneratedPath(fsPath) && /[\\/]asm[\\/].*\.(sass|ptx|ttgir|ttir|x86)$/.test(fsPath);

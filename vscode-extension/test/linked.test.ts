@@ -94,6 +94,14 @@ test('a kernel\'s PTX and SASS files are stage files of the store; other files a
   assert.equal(isAsmPath('/ws/styles/site.sass'), false);
 });
 
+test('a C++ wrapper or kernel of the store is served; a C++ file of the workspace is not', async () => {
+  const { isStoredCppPath } = await import('../src/uris');
+  assert.equal(isStoredCppPath('/ws/.kernelscope/runs/3/graphs/0_0_0-inference/wrapper.cpp'), true);
+  assert.equal(isStoredCppPath('C:\\ws\\.kernelscope\\runs\\3\\graphs\\g\\kernels\\cpp_fused_0.cpp'), true);
+  assert.equal(isStoredCppPath('/ws/.kernelscope/runs/3/graphs/0_0_0-inference/wrapper.py'), false);
+  assert.equal(isStoredCppPath('/ws/src/model.cpp'), false);
+});
+
 test('PTX/SASS links highlight like any other file, labelled with their kernel', () => {
   const sass = 'file:///ws/.kernelscope/runs/1/asm/g/k/k.sass';
   const plan = planHighlights(

@@ -16,10 +16,12 @@ from kernelscope.engine import patching
 
 def is_output_code(path) -> bool:
     """Whether `path` is a graph's generated module (its wrapper, which launches every
-    kernel) rather than a template kernel that max-autotune loads to time it."""
+    kernel; `cpp_wrapper` mode's holds its C++ as `cpp_wrapper_src`, which importing would
+    compile) rather than a template kernel that max-autotune loads to time it."""
     try:
         with open(path, encoding="utf-8") as file:
-            return "def call(" in file.read()
+            text = file.read()
+            return "def call(" in text or "\ncpp_wrapper_src = (" in text
     except OSError:
         return True
 

@@ -5,6 +5,7 @@ the target this machine compiles for; `device_target(device)` is the one context
 makes torch.compile generate code for it. Each target's own modules (this package) are
 entered from here and nowhere else:
 - `cuda`: nothing to change (the real GPU compiles);
+- `cpu`: nothing to change (Inductor's C++ backend, CPU tensors as they are);
 - `virtual-cuda`: the no-op CUDA device guard (cuda_guard), meta-device models captured
   as CPU ones (meta_models), SDPA as ATen decides it on an sm_90 GPU (cuda_attention),
   timing decisions replayed or guessed (engine/decision_hooks/), and compile_fx replaced by

@@ -51,7 +51,8 @@ from kernelscope.version import __version__
 #      built for the CPU (arch x86-64: ISA, vector width, loops; docs/below-the-kernel.md); graph.not_fused[].cause,
 #      other_graph (extern calls, templates, realized buffers, graph breaks);
 #      kernel.parts (foreach sub-kernels and the optimizer parameters they update); kernel kind "cpp"
-#      (a C++ kernel of Inductor's CPU backend, kept as .cpp)
+#      (a C++ kernel of Inductor's CPU backend, kept as .cpp); graph.wrapper_language and run.aot_package
+#      (C++ wrappers, AOTInductor: docs/aot.md)
 SCHEMA_VERSION = "8.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
@@ -124,6 +125,9 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
 DUMP_FIELD_CHANGES["RunRecord"]["added"] = DUMP_FIELD_CHANGES["RunRecord"]["added"] | {"memory"}
 # --memory's measurement is dumped inside run.memory (beside the prediction), as `measured`
 DUMP_FIELD_CHANGES["RunRecord"]["dropped"] = DUMP_FIELD_CHANGES["RunRecord"]["dropped"] | {"measured_memory"}
+# --aot (docs/aot.md): the package kept in the run's folder; the store keeps its facts in the run's config
+DUMP_FIELD_CHANGES["AotPackage"] = {"$def": "aot_package", "renamed": {"local_path": "file"}, "dropped": set(),
+                                    "added": set()}
 
 # `# kernel path: /tmp/tmpab12/tmpcd34/ti/cti66....py`: Inductor's cache dir is a fresh
 # temporary directory per recording; the last two components name the code itself.
@@ -171,7 +175,7 @@ def dump_run(conn: sqlite3.Connection, run_id: int | None, options: DumpOptions 
         "triton_version": run["triton_version"],
         "provenance": run["provenance"],
         "execute_max_error": run["execute_max_error"],
-        "config": json.loads(run["config_json"]),
+        **_config_and_package(json.loads(run["config_json"])),
         "warnings": sorted(context.portable(warning) for warning in json.loads(run["warnings_json"])),
         "coverage": json.loads(run["coverage_json"]),
         "graphs": sorted(graphs, key=lambda graph: graph["key"]),
@@ -368,6 +372,7 @@ class _DumpContext:
             "pre_grad_file": files.get("pre_grad"),
             "post_grad_file": files.get("post_grad"),
             "wrapper_file": files.get("wrapper"),
+            "wrapper_language": "cpp" if (files.get("wrapper") or {}).get("path", "").endswith(".cpp") else "python",
             "pre_grad_nodes": sorted(nodes["pre"], key=node_order),
             "post_grad_nodes": sorted(nodes["post"], key=node_order),
             "kernels": sorted(kernels, key=lambda kernel: (kernel["name"], kernel["wrapper_lines"])),
@@ -473,6 +478,12 @@ class InvalidDumpError(UserError):
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         super().__init__(f"invalid dump at {first.path}: {first.message}{more}")
+
+
+def _config_and_package(config: dict) -> dict:
+    """`run.config`, and `run.aot_package` (`--aot`), which the store keeps in the config."""
+    package = config.pop("aot_package", None)
+    return {"config": config, "aot_package": package}
 
 
 @cache

@@ -174,6 +174,7 @@ class _RunWriter:
                                                                 in zip(self.record.graphs, graph_ids)],
                                        self.record.measured_memory)
         numerics.write_numerics(self.conn, self.run_id, self.record)
+        self._copy_aot_package()
         self.conn.executemany(
             "INSERT INTO files (run_id, path, kind) VALUES (?, ?, 'source')",
             [(self.run_id, path) for path in sorted(self.source_files)],
@@ -205,7 +206,8 @@ class _RunWriter:
             ("wrapper", graph.wrapper_text),
         ):
             if text:
-                self._write_file(paths.graph_file(self.run_id, graph.key, kind), kind, text, ids.graph_id)
+                language = graph.wrapper_language if kind == "wrapper" else "python"
+                self._write_file(paths.graph_file(self.run_id, graph.key, kind, language), kind, text, ids.graph_id)
         ids.pre_nodes = self._insert_nodes(graph.pre_grad_nodes, "pre", ids.graph_id)
         ids.post_nodes = self._insert_nodes(graph.post_grad_nodes, "post", ids.graph_id)
         return ids
@@ -336,7 +338,17 @@ class _RunWriter:
                 f"graph {graph.key} has {kind} line provenance but no {kind} text "
                 f"(engine bug: GraphRecord.{kind}_text is empty)"
             )
-        return paths.graph_file(self.run_id, graph.key, kind)
+        return paths.graph_file(self.run_id, graph.key, kind, graph.wrapper_language if kind == "wrapper" else "python")
+
+    def _copy_aot_package(self) -> None:
+        """`--aot`: the package the engine built, kept in the run's folder (paths.AOT_PACKAGE;
+        the run's config says what it holds)."""
+        package = self.record.aot_package
+        if package is None:
+            return
+        target = self.staging / paths.AOT_PACKAGE
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(package.local_path, target)
 
     # -- the rest ---------------------------------------------------------------
 

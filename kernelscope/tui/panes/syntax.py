@@ -40,7 +40,7 @@ def string_lines(lines: list[str]) -> list[bool]:
 
 
 def language_of(path: str | None) -> str:
-    """"cpp" for a stored C++ kernel (`.cpp`), else "python"."""
+    """A stored file's language by its name: `.cpp` (a C++ wrapper or kernel) is C++."""
     return "cpp" if path is not None and path.endswith(".cpp") else "python"
 
 
