@@ -85,7 +85,7 @@ def test_the_summary_counts_the_cpp_kernel_apart(aot_cpu):
     from kernelscope.cli.recording_output import render_overview, run_overview
 
     record, _ = aot_cpu
-    assert "  0 Triton kernel(s), 1 C++ kernel(s), 3 extern call(s)" in render_overview(run_overview(record))
+    assert "  1 C++ kernel(s), 3 extern call(s)" in render_overview(run_overview(record))
 
 
 def test_aot_cpu_keeps_its_package_with_the_run(aot_cpu):
