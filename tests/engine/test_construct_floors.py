@@ -4,10 +4,9 @@ op traced to a source line (forward and backward), every Triton kernel tied to n
 no subgraph labelled a DDP part. One row per construct and mode; the recordings are the
 ones the construct's own tests use (conftest.RecordingCache: recorded once per session).
 
-Rows recorded elsewhere than virtual-cuda, or not at all, say why in the row: a nested
-region's backward records on cpu-triton (torch's invoke_subgraph backward finds no fake
-mode on the virtual GPU's tensors); a while_loop trains only with
-`capture_scalar_outputs` (tests/engine/test_subgraphs.py checks the refusal)."""
+Rows recorded elsewhere than virtual-cuda, or not at all, say why in the row: a while_loop
+trains only with `capture_scalar_outputs` (tests/engine/test_subgraphs.py checks the
+refusal)."""
 from __future__ import annotations
 
 import pytest
@@ -24,6 +23,23 @@ def ops(run) -> set[str]:
     return {graph.subgraph.op for graph in run.graphs if graph.subgraph is not None}
 
 
+def regions_called_forward_and_backward(run) -> bool:
+    """A nested compile region in the forward and in the backward graph, each called from
+    `invoke_subgraph` nodes of its parent."""
+    graphs = {graph.key: graph for graph in run.graphs}
+    kinds = set()
+    for graph in run.graphs:
+        region = graph.subgraph
+        if region is None or region.op != "invoke_subgraph":
+            continue
+        parent = graphs[region.parent]
+        callers = {node.name: node.target for node in parent.post_grad_nodes if node.name in region.call_sites}
+        if region.call_sites and set(callers.values()) == {"torch.ops.higher_order.invoke_subgraph"} \
+                and len(callers) == len(region.call_sites):
+            kinds.add(parent.kind)
+    return kinds == {"forward", "backward"}
+
+
 def kernels(run) -> list:
     return [kernel for graph in run.graphs for kernel in graph.kernels]
 
@@ -37,8 +53,8 @@ ROWS = {
     "map training": (lambda r: r.get_spec(f"{EXAMPLES}/scan_map.py:make_map", train=True),
                      lambda run: "while_loop" in ops(run)),
     "nested_compile_region forward": (lambda r: r.get("nested_region"), lambda run: "invoke_subgraph" in ops(run)),
-    "nested_compile_region training (cpu-triton)": (
-        lambda r: r.get("nested_region", device="cpu-triton", train=True), lambda run: "invoke_subgraph" in ops(run)),
+    "nested_compile_region training": (lambda r: r.get("nested_region", train=True),
+                                       regions_called_forward_and_backward),
     "FlexAttention score_mod forward": (lambda r: r.get("flex_attention"),
                                         lambda run: "flex_attention" in ops(run)),
     "FlexAttention score_mod + mask_mod training": (

@@ -139,15 +139,23 @@ def test_nested_region_is_one_subgraph_with_every_call_site(recordings, tmp_path
         assert region.subgraph.label in [chain.graph.title for chain in answer.graphs]
 
 
-def test_nested_region_training_on_cpu_triton_has_a_backward_region(recordings):
-    """`--train` (on cpu-triton: virtual-cuda's tensors give torch's invoke_subgraph backward
-    no fake mode): the forward and the backward region, each with its call sites."""
-    run = recordings.get("nested_region", device="cpu-triton", train=True)
+def test_nested_region_training_has_a_forward_and_a_backward_region(recordings):
+    """`--train` on virtual-cuda: the forward and the backward region, each called from the
+    `invoke_subgraph` nodes of its own graph. (The eager run of Dynamo's graph calls the regions
+    inline, devices/eager_regions: torch's invoke_subgraph backward asserts a fake mode.)"""
+    run = recordings.get("nested_region", train=True)
     found = subgraphs(run)
     sites = {graph.kind: len(graph.subgraph.call_sites) for graph in found.values()}
     assert set(found) == {f"nested region Block.forward, {sites['forward']} call sites",
                           f"nested region Block.forward (backward), {sites['backward']} call sites"}
     assert sites["forward"] == sites["backward"] >= 3  # the first call, whose input needs no gradient, is inlined
+    graphs = {graph.key: graph for graph in run.graphs}
+    for region in found.values():
+        parent = graphs[region.subgraph.parent]
+        assert parent.subgraph is None and parent.kind == region.kind
+        callers = [node for node in parent.post_grad_nodes if node.name in region.subgraph.call_sites]
+        assert len(callers) == len(region.subgraph.call_sites)
+        assert all(node.target == "torch.ops.higher_order.invoke_subgraph" for node in callers)
     assert_flat_attribution(run)
 
 
