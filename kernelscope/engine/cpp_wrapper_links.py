@@ -188,7 +188,9 @@ def _generated_kernel(name: str, sources: dict[str, str], capture: GraphCapture,
         source = source or probe.source
         return Kernel(name, "triton", source, nodes, kernel_lines(source, probe, nodes))
     cpp_probe = capture.cpp_kernels.get(name)
-    if cpp_probe is not None and source:  # a C++ kernel whose lines the probes saw written (cpp_kernels)
+    # a C++ kernel whose lines the probes saw written (cpp_kernels), unless its nodes are another
+    # graph's (an inlined cond branch's kernel links, whole, to its parent's call site)
+    if cpp_probe is not None and source and (not nodes or set(cpp_probe.nodes) <= set(nodes)):
         nodes = nodes or list(cpp_probe.nodes)
         rows = cpp_kernels.kernel_lines(source, cpp_probe, nodes)
         if rows:
