@@ -105,11 +105,7 @@ def _kernel_branch(below: KernelBelow, refs: dict[int, LineRef]):
         Branch(f"files: {asm_text.stage_files(info.files)}", "dim"),
     ])
     for kernel_line in below.kernel_lines:
-        ref = refs.get(kernel_line)
-        label = f"kernel line {kernel_line}"
-        if ref is not None:
-            label += f"  [{ref.reason}{' ' + ', '.join(ref.nodes) if ref.nodes else ''}]  | {ref.text.strip()}"
-        line_branch = Branch(label, "bold cyan")
+        line_branch = _kernel_line_branch(kernel_line, refs)
         of_line = [line for line in below.lines if line.kernel_line == kernel_line]
         for stage in ("ttgir", "ptx"):
             stage_lines = [line for line in of_line if line.stage == stage]
@@ -132,6 +128,15 @@ def _kernel_branch(below: KernelBelow, refs: dict[int, LineRef]):
     return branch
 
 
+def _kernel_line_branch(kernel_line: int, refs: dict[int, LineRef]) -> Branch:
+    """A kernel line's branch: its number, and its reason, nodes and text where recorded."""
+    ref = refs.get(kernel_line)
+    label = f"kernel line {kernel_line}"
+    if ref is not None:
+        label += f"  [{ref.reason}{' ' + ', '.join(ref.nodes) if ref.nodes else ''}]  | {ref.text.strip()}"
+    return Branch(label, "bold cyan")
+
+
 def _cpu_kernel_branch(below: KernelBelow, info: KernelAsmInfo, facts: CpuFacts, refs: dict[int, LineRef]):
     """A C++ kernel built for the CPU: its facts, then per .cpp line its loop, its x86-64
     instructions by class and the widest-vector ones first."""
@@ -142,11 +147,7 @@ def _cpu_kernel_branch(below: KernelBelow, info: KernelAsmInfo, facts: CpuFacts,
         Branch(f"files: {asm_text.stage_files(info.files)}", "dim"),
     ])
     for kernel_line in below.kernel_lines:
-        ref = refs.get(kernel_line)
-        label = f"kernel line {kernel_line}"
-        if ref is not None:
-            label += f"  [{ref.reason}{' ' + ', '.join(ref.nodes) if ref.nodes else ''}]  | {ref.text.strip()}"
-        line_branch = Branch(label, "bold cyan")
+        line_branch = _kernel_line_branch(kernel_line, refs)
         where = asm_text.loops_at(facts, kernel_line)
         if where:
             line_branch.children.append(Branch(where, "cyan"))

@@ -21,6 +21,20 @@ def select_in(conn: sqlite3.Connection, sql: str, ids: Iterable[int], plain: boo
     return rows
 
 
+def rows_if_table(conn: sqlite3.Connection, sql: str, parameters) -> list:
+    """The rows of a read of a table a later store version added (`{}` in `sql`: `parameters`
+    are ids, read through select_in); none in a read-only store older than the table, which
+    cannot gain it."""
+    try:
+        if "{}" in sql:
+            return select_in(conn, sql, parameters)
+        return conn.execute(sql, parameters).fetchall()
+    except sqlite3.OperationalError as error:
+        if "no such table" in str(error):
+            return []
+        raise
+
+
 def inserted_id(cursor: sqlite3.Cursor) -> int:
     """The rowid of the row `cursor`'s INSERT just made (sqlite3 types `lastrowid` as
     `int | None`: None only before any INSERT)."""

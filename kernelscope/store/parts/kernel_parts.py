@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 
 from kernelscope.run_record import Kernel
+from kernelscope.store.database.sql import rows_if_table as _rows
 from kernelscope.store.results import KERNEL, SOURCE, GraphRef, KernelPartRef, Location
 
 _PART_ROWS = """SELECT p.*, k.name AS kernel, k.file, k.graph_id FROM kernel_parts p
@@ -126,12 +127,3 @@ def _caller(conn: sqlite3.Connection, stack_id: int) -> sqlite3.Row | None:
             return frames[depth - 1] if depth else None
     return frames[0] if frames else None
 
-
-def _rows(conn: sqlite3.Connection, sql: str, parameters: tuple) -> list[sqlite3.Row]:
-    """The rows of a read of kernel_parts; none in a read-only store older than the table."""
-    try:
-        return conn.execute(sql, parameters).fetchall()
-    except sqlite3.OperationalError as error:
-        if "no such table" in str(error):
-            return []
-        raise

@@ -24,6 +24,7 @@ from kernelscope.run_record import (
     SourceLocation,
 )
 from kernelscope.store import paths
+from kernelscope.store.database.sql import rows_if_table as _rows
 
 __all__ = ["LineNumerics", "NumericsReport", "dump_numerics", "line_numerics", "read_numerics", "write_numerics"]
 
@@ -181,11 +182,3 @@ def dump_numerics(report: NumericsReport | None) -> dict | None:
 def _json(value) -> str:
     return json.dumps(value, allow_nan=True)
 
-
-def _rows(conn: sqlite3.Connection, sql: str, parameters: tuple) -> list[sqlite3.Row]:
-    try:
-        return conn.execute(sql, parameters).fetchall()
-    except sqlite3.OperationalError as error:
-        if "no such table" in str(error):
-            return []
-        raise

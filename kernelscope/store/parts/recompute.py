@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from kernelscope.run_record import GraphRecord
+from kernelscope.store.database.sql import rows_if_table as _rows
 from kernelscope.store.database.sql import select_in
 from kernelscope.store.reading.locate import graph_ref
 from kernelscope.store.results import RecomputeRef, RecomputeSummary
@@ -102,15 +103,3 @@ def dump_recomputes(conn: sqlite3.Connection, graph_id: int) -> dict[int, dict]:
                           JOIN nodes n ON n.id = r.node_id WHERE n.graph_id = ?""", [graph_id])
     return {row["node_id"]: {"recompute": row["why"], "recomputed_from": row["forward_node_name"]} for row in rows}
 
-
-def _rows(conn: sqlite3.Connection, sql: str, parameters: list) -> list[sqlite3.Row]:
-    """The rows of a read of recomputed_nodes (`{}` in `sql`: the list of parameters); none
-    in a read-only store older than the table."""
-    try:
-        if "{}" in sql:
-            return list(select_in(conn, sql, parameters))
-        return conn.execute(sql, parameters).fetchall()
-    except sqlite3.OperationalError as error:
-        if "no such table" in str(error):
-            return []
-        raise

@@ -13,6 +13,7 @@ import json
 import sqlite3
 
 from kernelscope.run_record import GraphRecord
+from kernelscope.store.database.sql import rows_if_table as _rows
 from kernelscope.store.results import SubgraphRef
 
 
@@ -61,12 +62,3 @@ def dump_subgraph(conn: sqlite3.Connection, graph_id: int) -> dict | None:
     return {"name": row["name"], "op": row["op"], "role": row["role"], "parent": row["parent_key"] or "",
             "call_sites": sorted(json.loads(row["call_sites_json"])), "label": row["label"]}
 
-
-def _rows(conn: sqlite3.Connection, sql: str, parameters: tuple) -> list[sqlite3.Row]:
-    """The rows of a read of graph_subgraphs; none in a read-only store older than the table."""
-    try:
-        return conn.execute(sql, parameters).fetchall()
-    except sqlite3.OperationalError as error:
-        if "no such table" in str(error):
-            return []
-        raise

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable
 
 from kernelscope.run_record import Kernel
+from kernelscope.store.database.sql import rows_if_table as _rows
 from kernelscope.store.results import (
     KERNEL,
     SOURCE,
@@ -181,12 +182,3 @@ def _line_ref(row) -> UserKernelLineRef:
     return UserKernelLineRef(line=row["line"], text=row["text"] or "", source_file=row["source_file"],
                              source_line=row["source_line"], source_code=row["source_code"], reason=row["reason"])
 
-
-def _rows(conn: sqlite3.Connection, sql: str, parameters: tuple) -> list[sqlite3.Row]:
-    """The rows of a read of the user kernel tables; none in a read-only store older than them."""
-    try:
-        return conn.execute(sql, parameters).fetchall()
-    except sqlite3.OperationalError as error:
-        if "no such table" in str(error):
-            return []
-        raise
