@@ -348,8 +348,15 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
     region_nodes = _region_of_each_line(sorted(capture.wrapper_regions), call_end)
     launched_by = _launching_nodes(wrapper_lines, layout.call_start, call_end, region_nodes)
     by_variable: dict[str, Kernel] = {}
+    # a subgraph's C++ kernel is defined among this wrapper's kernels, outside its code's splice
+    child_cpp = {kernel.name: (spliced, sites) for spliced, sites in splices
+                 for kernel in spliced.child.kernels if kernel.kind == "cpp"}
     for block in layout.kernel_blocks:
         if any(spliced.holds(block.first_line) for spliced, _ in splices):
+            continue
+        if block.language == "cpp" and block.name in child_cpp and block.name not in capture.cpp_kernels:
+            spliced, sites = child_cpp[block.name]
+            attributable += _add_subgraph_kernel_lines(record, block, spliced, sites, wrapper_lines)
             continue
         if block.language == "cpp":
             kernels[block.name] = by_variable[block.name] = _cpp_kernel(block, capture, inductor_by_kernel)
@@ -426,6 +433,17 @@ def _cpp_kernel(block: wrapper_code.KernelBlock, capture: GraphCapture,
     else:
         lines = cpp_kernels.kernel_lines(block.source, probe, nodes)
     return Kernel(block.name, "cpp", block.source, nodes, lines)
+
+
+def _add_subgraph_kernel_lines(record: GraphRecord, block: wrapper_code.KernelBlock, spliced: subgraphs.Splice,
+                               sites: list, wrapper_lines: list[str]) -> int:
+    """A subgraph's C++ kernel defined in this wrapper: listed under the subgraph, its lines
+    here linked to the higher-order op nodes that call the subgraph; returns how many."""
+    name = spliced.child.subgraph.name if spliced.child.subgraph else ""
+    rows = [LineOrigin(number, line, [site.node for site in sites], f"subgraph {name}")
+            for number, line in enumerate(block.source.splitlines(), 1)
+            if number >= wrapper_code.kernel_body_start(block.source) and line.strip()]
+    return _add_definition_lines(record, block, rows, wrapper_lines)
 
 
 def _add_definition_lines(record: GraphRecord, block: wrapper_code.KernelBlock, lines: list[LineOrigin],

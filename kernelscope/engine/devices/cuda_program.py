@@ -46,7 +46,7 @@ import os
 import re
 
 from kernelscope.engine import patch_points as points
-from kernelscope.engine.devices.program_refusal import ON_A_GPU, Unavailable, refuse
+from kernelscope.engine.devices.program_refusal import ON_A_GPU, Unavailable, UnavailableLibrary, refuse
 from kernelscope.engine.patching import Patches, checked
 
 
@@ -261,7 +261,8 @@ def _refusals(patches: Patches, fake_job: bool) -> None:
             reason = _cuda_the_loader_missed(error, str(path))
             if reason:
                 raise refuse(f"torch.ops.load_library({os.path.basename(str(path))!r})",
-                             f"the library needs CUDA's runtime ({reason[:200]})", extension) from error
+                             f"the library needs CUDA's runtime ({reason[:200]})", extension,
+                             UnavailableLibrary) from error
             raise
 
     def refused_cuda_graphs(name, original):

@@ -34,10 +34,16 @@ def _program_line() -> str:
     return "the program"
 
 
-def refuse(call: str, why: str, what_to_do: str) -> Unavailable:
+class UnavailableLibrary(Unavailable, OSError):
+    """A library virtual-cuda cannot load. Still an OSError, as the loader's own failure is: a
+    program that goes on without a library that does not load (torchvision's `_C` check) goes
+    on as on a machine without it; one that does not gets the one line."""
+
+
+def refuse(call: str, why: str, what_to_do: str, kind: type[Unavailable] = Unavailable) -> Unavailable:
     """The one-line error for `call`, made at the program's line."""
-    return Unavailable(f"{_program_line()}: virtual-cuda cannot run `{call}`: {why}; {what_to_do} "
-                       "(the last good run in the store is unchanged)")
+    return kind(f"{_program_line()}: virtual-cuda cannot run `{call}`: {why}; {what_to_do} "
+                "(the last good run in the store is unchanged)")
 
 
 ON_A_GPU = "record this program on a GPU with --target cuda"
