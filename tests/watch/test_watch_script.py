@@ -117,8 +117,10 @@ def latest_run(store_root: Path, target: str) -> int | None:
 def test_watching_a_script_records_each_save_and_reports_broken_ones(workspace):
     log = EventLog()
     store_root, script = workspace / ".kernelscope", workspace / "train.py"
+    # virtual-cuda asked for: under `auto` a script whose tensors stay on the CPU compiles for the CPU
     session = WatchSession(WatchOptions("train.py", store=store_root, workspace=workspace, keep=2,
-                                        quiet_seconds=0.2, script_args=["--steps", "2"]), log)
+                                        device="virtual-cuda", quiet_seconds=0.2, script_args=["--steps", "2"]),
+                           log)
     session.start()
     try:
         first = log.build_result(1)
