@@ -57,7 +57,8 @@ def run_overview(run) -> dict:
     return {
         "graphs": [{"compile_id": g.compile_id, "kind": g.kind,
                     "kernels": sum(1 for k in g.kernels if k.kind != "extern"),
-                    "cpp_kernels": sum(1 for k in g.kernels if k.kind == "cpp"),  # Inductor's CPU backend
+                    # C++ kernels of Inductor's CPU backend, named only where there are some
+                    **({"cpp_kernels": cpp} if (cpp := sum(1 for k in g.kernels if k.kind == "cpp")) else {}),
                     "extern_calls": sum(1 for k in g.kernels if k.kind == "extern"),
                     # a higher-order op's subgraph: its label (absent for a graph of its own)
                     **({"subgraph": g.subgraph.label} if g.subgraph is not None else {})} for g in run.graphs],
