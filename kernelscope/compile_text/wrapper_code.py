@@ -189,3 +189,14 @@ def assignment_target(stripped_line: str) -> str | None:
         return None
     target = stripped_line.split(" = ", 1)[0].split(":", 1)[0].strip()
     return target if target.isidentifier() else None
+
+
+def region_of_each_line(regions: list[tuple[int, list[str], list[str]]], call_end: int) -> dict[int, list[str]]:
+    """Wrapper line -> the nodes its scheduler node computes, from the regions the scheduler
+    opened (first line, origins, computes), in order; lines of no region are absent."""
+    nodes_of_line: dict[int, list[str]] = {}
+    for index, (start, _origins, computes) in enumerate(regions):
+        end = regions[index + 1][0] if index + 1 < len(regions) else call_end
+        for number in range(start, end):
+            nodes_of_line[number] = computes
+    return nodes_of_line

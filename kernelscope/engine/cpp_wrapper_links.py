@@ -21,6 +21,7 @@ kept (what Inductor compiles), its lines numbered as the C++ file's.
 from __future__ import annotations
 
 from kernelscope.compile_text import cpp_wrapper_code as cpp
+from kernelscope.compile_text import wrapper_code
 from kernelscope.engine import cpp_kernels
 from kernelscope.engine.probes import GraphCapture
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, GraphRecord, Kernel, LineOrigin
@@ -41,7 +42,7 @@ def link_cpp_wrapper(record: GraphRecord, capture: GraphCapture, inductor_by_han
     names = _kernel_names(text, capture, inductor_by_handle)
     layout = cpp.read_layout(text, names)
     regions = sorted((start - offset, origins, computes) for start, origins, computes in capture.wrapper_regions)
-    region_nodes = _region_of_each_line([(start, computes) for start, _, computes in regions], layout.body_end)
+    region_nodes = wrapper_code.region_of_each_line(regions, layout.body_end)
     calling = _subgraph_call_sites(regions, {start - offset for start in capture.inlined_regions}, layout.body_end)
     kernel_nodes = _nodes_of_kernels(names, capture, inductor_by_handle)
     for number, name in layout.launches.items():  # a kernel a subgraph launches: its call site's nodes
@@ -214,13 +215,3 @@ def _subgraph_call_sites(regions: list[tuple[int, list, list]], inlined: set[int
         elif caller:
             calling.update({number: caller for number in range(start, stop)})
     return calling
-
-
-def _region_of_each_line(regions: list[tuple[int, list[str]]], end: int) -> dict[int, list[str]]:
-    """Wrapper line -> the nodes its scheduler node computes (lines of no region are absent)."""
-    nodes_of_line: dict[int, list[str]] = {}
-    for index, (start, computes) in enumerate(regions):
-        stop = regions[index + 1][0] if index + 1 < len(regions) else end
-        for number in range(start, stop):
-            nodes_of_line[number] = computes
-    return nodes_of_line

@@ -345,7 +345,7 @@ def _link_wrapper_and_kernels(record: GraphRecord, capture: GraphCapture, mappin
     }
     # The call body: each scheduler node opened a region of lines (wrapper_regions probe).
     call_end = layout.call_end or len(wrapper_lines)
-    region_nodes = _region_of_each_line(sorted(capture.wrapper_regions), call_end)
+    region_nodes = wrapper_code.region_of_each_line(sorted(capture.wrapper_regions), call_end)
     launched_by = _launching_nodes(wrapper_lines, layout.call_start, call_end, region_nodes)
     by_variable: dict[str, Kernel] = {}
     # a subgraph's C++ kernel is defined among this wrapper's kernels, outside its code's splice
@@ -427,9 +427,7 @@ def _cpp_kernel(block: wrapper_code.KernelBlock, capture: GraphCapture,
     probe = capture.cpp_kernels.get(block.name)
     nodes = list(probe.nodes) if probe else list(inductor_by_kernel.get(block.name, []))
     if probe is None:  # probes off, or a C++ template (max-autotune's GEMM): every line links to the whole set
-        lines = [LineOrigin(number, line, list(nodes), CPP_KERNEL_LEVEL_REASON)
-                 for number, line in enumerate(block.source.splitlines(), 1)
-                 if number >= wrapper_code.kernel_body_start(block.source) and line.strip()]
+        lines = _body_lines(block.source, nodes, CPP_KERNEL_LEVEL_REASON)
     else:
         lines = cpp_kernels.kernel_lines(block.source, probe, nodes)
     return Kernel(block.name, "cpp", block.source, nodes, lines)
@@ -440,10 +438,15 @@ def _add_subgraph_kernel_lines(record: GraphRecord, block: wrapper_code.KernelBl
     """A subgraph's C++ kernel defined in this wrapper: listed under the subgraph, its lines
     here linked to the higher-order op nodes that call the subgraph; returns how many."""
     name = spliced.child.subgraph.name if spliced.child.subgraph else ""
-    rows = [LineOrigin(number, line, [site.node for site in sites], f"subgraph {name}")
-            for number, line in enumerate(block.source.splitlines(), 1)
-            if number >= wrapper_code.kernel_body_start(block.source) and line.strip()]
+    rows = _body_lines(block.source, [site.node for site in sites], f"subgraph {name}")
     return _add_definition_lines(record, block, rows, wrapper_lines)
+
+
+def _body_lines(source: str, nodes: list[str], reason: str) -> list[LineOrigin]:
+    """Every non-blank line of a kernel's body (after its signature), each linked to `nodes`."""
+    body_start = wrapper_code.kernel_body_start(source)
+    return [LineOrigin(number, line, list(nodes), reason) for number, line in enumerate(source.splitlines(), 1)
+            if number >= body_start and line.strip()]
 
 
 def _add_definition_lines(record: GraphRecord, block: wrapper_code.KernelBlock, lines: list[LineOrigin],
@@ -488,13 +491,3 @@ def _keep_own_nodes(record: GraphRecord) -> None:
             origin.nodes = kept(origin.nodes)
     for origin in record.wrapper_lines:
         origin.nodes = kept(origin.nodes)
-
-
-def _region_of_each_line(regions: list[tuple[int, list[str], list[str]]], call_end: int) -> dict[int, list[str]]:
-    """Wrapper line -> the nodes its scheduler node computes (lines of no region are absent)."""
-    nodes_of_line: dict[int, list[str]] = {}
-    for index, (start, _origins, computes) in enumerate(regions):
-        end = regions[index + 1][0] if index + 1 < len(regions) else call_end
-        for number in range(start, end):
-            nodes_of_line[number] = computes
-    return nodes_of_line
