@@ -111,7 +111,9 @@ def test_below_the_kernel_and_ranks_in_code_server(recordings, gloo_ranks, tmp_p
     assert row[headers.index("spills")] == "0" and row[headers.index("occupancy")] == occupancy
     sass = results["sass"]
     assert sass["kernel"] == known["kernel"] and sass["sassTab"] == f"{known['kernel']}.sass"
-    assert sass["kernelOrigin"] == [known["exp_line"]]
+    log = ARTIFACTS / "kernelscope.log"
+    assert sass["kernelOrigin"] == [known["exp_line"]], (
+        sass["seen"], log.read_text()[-3000:] if log.exists() else "no kernelscope.log")
     shown = set(sass["sassLines"])
     assert shown and shown <= known["sass"], (sorted(shown), sorted(known["sass"]))
     assert sass["mufuShown"] and set(known["mufu"]) & shown

@@ -198,6 +198,8 @@ try {
       sassLines: await waitForDecoratedLines(linked, sassGroup, undefined, 45000),
       kernelOrigin: await waitForDecoratedLines(origin, kernelGroup, undefined, 45000),
     };
+    // what the test prints should the origin line be missing: which editor was active, and where the origin went
+    results.sass.seen = { activeTab: await activeTab(), kernelGroup, sassGroup, sassOrigin: await decoratedLines(origin, sassGroup) };
     results.sass.mufuShown = (await page.locator('.editor-group-container').nth(sassGroup).locator('.view-lines .view-line', { hasText: 'MUFU.EX2' }).count()) > 0;
     await shot('06-sass-beside');
 

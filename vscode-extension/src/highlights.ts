@@ -12,6 +12,7 @@ import type { ServerManager } from './server';
 import { isAsmPath, isStoredCppPath } from './uris';
 
 const DEBOUNCE_MS = 120;
+const RETRY_MS = 500;
 
 export class LinkedHighlighter implements vscode.Disposable {
   private readonly originType = vscode.window.createTextEditorDecorationType({
@@ -67,14 +68,22 @@ export class LinkedHighlighter implements vscode.Disposable {
     const supported = editor.document.uri.scheme === 'file' && (editor.document.languageId === 'python' || isAsmPath(editor.document.uri.fsPath) || isStoredCppPath(editor.document.uri.fsPath));
     let answer: LinkedRangesAnswer | null = null;
     if (client && supported) {
+      const ask = () => client.sendRequest<LinkedRangesAnswer>(Methods.linkedRanges, {
+        textDocument: { uri: editor.document.uri.toString() },
+        position: editor.selection.active,
+      });
       try {
-        answer = await client.sendRequest<LinkedRangesAnswer>(Methods.linkedRanges, {
-          textDocument: { uri: editor.document.uri.toString() },
-          position: editor.selection.active,
-        });
+        answer = await ask();
       } catch (error) {
-        this.log.warn(`linkedRanges failed for ${editor.document.uri.fsPath}:${editor.selection.active.line + 1}: ${String(error)}`);
-        answer = null;
+        // A busy or restarting server: ask once more before leaving the editors unhighlighted.
+        this.log.warn(`linkedRanges failed for ${editor.document.uri.fsPath}:${editor.selection.active.line + 1}: ${String(error)}; asking again`);
+        await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+        try {
+          answer = sequence === this.sequence ? await ask() : null;
+        } catch (again) {
+          this.log.warn(`linkedRanges failed again: ${String(again)}`);
+          answer = null;
+        }
       }
     }
     this.log.debug(`linked ranges of ${editor.document.uri.fsPath}:${editor.selection.active.line + 1}: ${answer ? answer.links.length : 'no'} file(s)`);
