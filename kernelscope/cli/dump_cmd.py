@@ -1,4 +1,4 @@
-"""`kernelscope dump`: a run as deterministic JSON matching kernelscope/schema/dump-v8.json (the
+"""`kernelscope dump`: a run as deterministic JSON matching kernelscope/schema/dump-v9.json (the
 Python API's `run.dump()`, written out)."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def add_parser(subparsers) -> None:
         "model dump byte-identically. Keys and lists are sorted, source paths are workspace-relative "
         "(`<site-packages>/...` for installed packages), generated files are named by their path in the "
         "run's directory with the sha256 of their portable text. The format is the JSON Schema "
-        "kernelscope/schema/dump-v8.json (`kernelscope validate FILE` checks it).",
+        "kernelscope/schema/dump-v9.json (`kernelscope validate FILE` checks it).",
         examples=["kernelscope dump -o baseline.json",
                   "kernelscope dump --run 3 -o run3.json && kernelscope validate run3.json",
                   "kernelscope dump --include-volatile --absolute-paths | jq .run.volatile",

@@ -15,8 +15,8 @@ def add_parser(subparsers) -> None:
         "validate",
         help="check a dump against the dump JSON Schema",
         description="Validate a file written by `kernelscope dump` against the JSON Schema of its "
-        "`schema_version` (kernelscope/schema/dump-v8.json for 8.0, dump-v7.json for 7.0, dump-v6.json for 6.0, "
-        "dump-v5.json for 5.0, dump-v4.json for 4.0, dump-v3.json for 3.0, dump-v2.json for 2.0, "
+        "`schema_version` (kernelscope/schema/dump-v9.json for 9.0, dump-v8.json for 8.0, dump-v7.json for 7.0, "
+        "dump-v6.json for 6.0, dump-v5.json for 5.0, dump-v4.json for 4.0, dump-v3.json for 3.0, dump-v2.json for 2.0, "
         "dump-v1.json for 1.0). "
         "Exit status 0 when valid; 1 with the JSON path of each problem when not; 2 when FILE cannot be read.",
         formatter_class=argparse.RawDescriptionHelpFormatter,

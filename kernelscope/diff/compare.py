@@ -19,6 +19,7 @@ from kernelscope.diff.match import KernelPair, match_kernels
 from kernelscope.diff.memory import MemoryDiff, compare_memory
 from kernelscope.diff.model import BreakView, DiffSide, KernelView, SourceKey
 from kernelscope.diff.resources import ResourceDiff, compare_resources
+from kernelscope.diff.vectorization import VectorizationDiff, compare_vectorization
 
 TOTALS = ["graphs", "kernels", "extern_calls", "fallbacks", "kernel_lines", "wrapper_lines", "graph_breaks",
           "recompiles"]
@@ -139,6 +140,8 @@ class RunDiff:
     memory: MemoryDiff | None = None  # peak and saved-for-backward bytes (schema 7.0), when either side has them
     # model lines beyond numerics tolerance in one run only: {"status": new|gone, "file", "line", "max_rel"}
     numerics: list[dict] = field(default_factory=list)
+    # C++ kernels (Inductor's CPU backend) and how they were vectorized, when either run has one
+    vectorization: VectorizationDiff | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -146,7 +149,8 @@ class RunDiff:
                     or self.source_lines or self.graph_breaks or self.recompiles or self.fallbacks or self.coverage
                     or self.guards or self.guard_failures
                     or (self.resources is not None and self.resources.changes)
-                    or (self.decisions is not None and self.decisions.changed) or self.numerics)
+                    or (self.decisions is not None and self.decisions.changed) or self.numerics
+                    or (self.vectorization is not None and self.vectorization.differs))
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -181,6 +185,7 @@ def compare_runs(before: DiffSide, after: DiffSide) -> RunDiff:
         decisions=compare_decisions(before.decisions, after.decisions),
         memory=compare_memory(before.memory, after.memory),
         numerics=_numerics_changes(before, after),
+        vectorization=compare_vectorization(pairs, before.cpu_vec_isa, after.cpu_vec_isa),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernelscope.diff import device_time, memory, resources
+from kernelscope.diff import device_time, memory, resources, vectorization
 from kernelscope.diff.compare import KernelChange, RunDiff
 from kernelscope.errors import UserError
 
@@ -116,6 +116,8 @@ GATES: dict[str, Gate] = {gate.name: gate for gate in [
          lambda diff: resources.gate_reasons(diff.resources, "registers")),
     Gate("spills-increase", "a kernel spills more registers to local memory (both sides built with --asm)",
          lambda diff: resources.gate_reasons(diff.resources, "spills")),
+    Gate("vectorization-lost", "a C++ kernel's loop nest vectorized in A is scalar in B, or has fewer lanes "
+         "(Inductor's CPU backend; dumps 9.0)", lambda diff: vectorization.gate_reasons(diff.vectorization)),
     Gate("memory", "a higher peak memory than A plus 10% (memory+N% for another margin; dumps of schema 7.0)",
          lambda diff: memory.gate_reasons(diff.memory)),
 ]}

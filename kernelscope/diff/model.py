@@ -1,6 +1,6 @@
 """One side of a diff: a dump (file or a run of the store) read into plain views.
 
-A side is whatever `kernelscope dump` writes: a JSON file (schema 1.0 to 5.0),
+A side is whatever `kernelscope dump` writes: a JSON file (schema 1.0 to 9.0),
 `-` for stdin, or a run of the store named `3`, `latest` or `latest~N` (N runs
 before the latest). Only the facts a diff compares are kept.
 """
@@ -13,12 +13,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelscope.asm.model import CppLoop
 from kernelscope.diff.decisions import DecisionView, decision_views
 from kernelscope.errors import StoreError, UserError
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
 
 RUN_REFERENCE = re.compile(r"^(?:(\d+)|latest(?:~(\d+))?)$")
-READABLE_SCHEMAS = ("1.0", "2.0", "3.0", "4.0", "5.0", "6.0", "7.0", "8.0")
+READABLE_SCHEMAS = ("1.0", "2.0", "3.0", "4.0", "5.0", "6.0", "7.0", "8.0", "9.0")
 
 # Extern calls into these namespaces are ATen ops Inductor had no lowering for and ran
 # eagerly (a FallbackKernel: `torch.ops.aten.median.default(...)` in the wrapper).
@@ -47,6 +48,9 @@ class KernelView:
     lines_by_source: tuple[tuple[SourceKey, int], ...]  # kernel body lines computed for each source line
     registers: int | None = None  # below the kernel (schema 4.0, when built): per thread
     spill_bytes: int | None = None  # local memory per thread
+    # a C++ kernel's loops (schema 9.0 `cpp_loops`, or 8.0's `asm.loops` when it was built); None:
+    # not a C++ kernel, or a dump that does not have them
+    cpp_loops: tuple[CppLoop, ...] | None = None
 
     @property
     def is_generated(self) -> bool:
@@ -115,6 +119,7 @@ class DiffSide:
     # error, and where compiled and eager first part ways ("file:line", "" when they do not); None: no numerics
     numerics_over: dict[SourceKey, object] | None = None
     first_divergence: str = ""
+    cpu_vec_isa: dict | None = None  # the vector ISA of the run's C++ kernels (schema 9.0): {"name", "bits"}
 
 
 @dataclass(frozen=True)
@@ -255,6 +260,7 @@ def diff_side(data: dict, label: str) -> DiffSide:
                                 f"[{recompile['compile_id']}] after [{f['failed_compile_id']}]")
                         for recompile in run["recompiles"] for f in recompile.get("failures", [])],
         memory=run.get("memory"),
+        cpu_vec_isa=run["config"].get("cpu_vec_isa") if isinstance(run.get("config"), dict) else None,
         **_numerics_view(run.get("numerics")),
     )
 
@@ -287,7 +293,18 @@ def _kernel_view(kernel: dict, graph_label: str, phase: str, node_sources: dict[
         lines_by_source=tuple(sorted(lines_by_source.items())),
         registers=(kernel.get("asm") or {}).get("registers"),
         spill_bytes=(kernel.get("asm") or {}).get("spill_bytes"),
+        cpp_loops=_cpp_loops(kernel),
     )
+
+
+def _cpp_loops(kernel: dict) -> tuple[CppLoop, ...] | None:
+    """A C++ kernel's loops: read from its code (9.0), else from its CPU build (8.0, `--asm`)."""
+    if kernel["kind"] != "cpp":
+        return None
+    loops = kernel.get("cpp_loops")
+    if loops is None and (kernel.get("asm") or {}).get("arch") == "x86-64":
+        loops = kernel["asm"]["loops"]
+    return None if loops is None else tuple(CppLoop.from_dict(loop) for loop in loops)
 
 
 def _break_reason(brk: dict) -> str:

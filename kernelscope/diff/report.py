@@ -10,6 +10,7 @@ from kernelscope.diff.device_time import render_lines as render_device_time
 from kernelscope.diff.gates import GateResult
 from kernelscope.diff.memory import render_lines as render_memory
 from kernelscope.diff.resources import render_lines as render_resources
+from kernelscope.diff.vectorization import render_lines as render_vectorization
 
 FORMATS = ("text", "json", "md")
 TOTAL_LABELS = {
@@ -149,6 +150,7 @@ def _text(diff: RunDiff, gates: list[GateResult]) -> str:
     out += render_device_time(diff.device_time)
     out += render_memory(diff.memory)
     out += render_resources(diff.resources)
+    out += render_vectorization(diff.vectorization)
     out += render_decisions(diff.decisions)
     if gates:
         out.append("gates:")
@@ -216,6 +218,9 @@ def _markdown(diff: RunDiff, gates: list[GateResult]) -> str:
     resource_lines = render_resources(diff.resources)
     if resource_lines:
         out += ["#### Registers and spills", "", "```", *resource_lines, "```", ""]
+    vector_lines = render_vectorization(diff.vectorization)
+    if vector_lines:
+        out += ["#### C++ kernels and their vectorization", "", "```", *vector_lines, "```", ""]
     decision_lines = render_decisions(diff.decisions)
     if decision_lines:
         out += ["#### Timing decisions", "", "```", *decision_lines, "```", ""]

@@ -172,6 +172,18 @@ class CppKernelProbes:
         return define_kernel
 
 
+def picked_vec_isa() -> dict:
+    """The vector ISA Inductor picks for C++ kernels now (`cpu_vec_isa.pick_vec_isa`: the CPU's
+    widest, or the one `config.cpp.simdlen` / ATEN_CPU_CAPABILITY ask for): `{"name": "avx512",
+    "bits": 512}`; `{"name": "none", "bits": 0}` when none is valid (every kernel is then scalar)."""
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+    isa = pick_vec_isa()
+    if not isa:
+        return {"name": "none", "bits": 0}
+    return {"name": str(isa), "bits": int(isa.bit_width())}
+
+
 def _body(kernel_group, group: _Group) -> list[tuple[str, list[str], str]]:
     """The group's loop code as Inductor emits it (a deferred line whose buffer was removed
     is left out, as `IndentedBuffer.getvalue` does), each line attributed."""

@@ -130,12 +130,22 @@ def build_run(recording: Recording, target: str, options: RecordOptions, device:
                     if recording.why is not None else _recompiles(trace)),
         guards=guards,
         warnings=warnings,
-        config={"execute": options.execute, **_wrapper_config(options)},
+        config={"execute": options.execute, **_wrapper_config(options), **_cpu_vec_isa(graphs)},
         rank=recording.distributed.rank or rank_info.current(options.job),
         gpu=gpu,
         decisions=list(decisions.decisions),
         replay=decisions.replay_record(),
     )
+
+
+def _cpu_vec_isa(graphs: list[GraphRecord]) -> dict:
+    """The vector ISA Inductor gave the run's C++ kernels (`cpu_vec_isa`: name and width in bits),
+    named in the run's config only when it has C++ kernels; `kernelscope diff` compares it."""
+    if not any(kernel.kind == "cpp" for graph in graphs for kernel in graph.kernels):
+        return {}
+    from kernelscope.engine.cpp_kernels import picked_vec_isa
+
+    return {"cpu_vec_isa": picked_vec_isa()}
 
 
 def _wrapper_config(options) -> dict:

@@ -104,7 +104,7 @@ def test_new_fallback_trips_the_fallback_gate(mlp_store):
 
 def test_gate_names_are_checked():
     assert parse_gates(["graph-break,kernel-count", "fallback"]) == ["kernel-count", "graph-break", "fallback"]
-    assert len(parse_gates(["all"])) == 13
+    assert len(parse_gates(["all"])) == 14
     with pytest.raises(UserError, match="unknown gate 'kernel-counts' in --fail-on; gates: kernel-count, "):
         parse_gates(["kernel-counts"])
 
@@ -131,7 +131,7 @@ def test_cli_errors_and_exit_codes(mlp_store, workspace, cli):
     code, out, _ = cli("diff", "a.json", "latest", "--fail-on", "all", "--format", "json", "-o", "d.json")
     assert (code, out) == (0, "")
     report = json.loads(Path("d.json").read_text())
-    assert report["empty"] is True and report["exit_code"] == 0 and len(report["gates"]) == 13
+    assert report["empty"] is True and report["exit_code"] == 0 and len(report["gates"]) == 14
 
 
 def test_diff_help_lists_gates_exit_codes_and_examples(cli, capsys):

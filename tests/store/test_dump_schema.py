@@ -76,7 +76,8 @@ def expected_run(record: RunRecord) -> dict:
                          "nodes": k.nodes, "lines": [origin(line) for line in k.lines],
                          "inductor_nodes": k.inductor_nodes, "wrapper_lines": k.wrapper_lines,
                          "launch": k.launch, "asm": None, "user": k.user,
-                         "parts": [dataclasses.asdict(part) for part in k.parts]}
+                         "parts": [dataclasses.asdict(part) for part in k.parts],
+                         "cpp_loops": None}
                         for k in graph.kernels],
             "wrapper_lines": [origin(line) for line in graph.wrapper_lines],
             "wrapper_attributable": graph.wrapper_attributable,

@@ -1,4 +1,4 @@
-"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v8.json`).
+"""A run as stable JSON, and its JSON Schema (`kernelscope/schema/dump-v9.json`).
 
 The default dump is deterministic: two recordings of the same model with the
 same torch give byte-identical dumps, in any store, workspace or machine. So it
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path, PurePosixPath
 
+from kernelscope.asm import x86
 from kernelscope.errors import StoreError, UserError
 from kernelscope.store import paths
 from kernelscope.store.export import asm_dump
@@ -53,11 +54,15 @@ from kernelscope.version import __version__
 #      kernel.parts (foreach sub-kernels and the optimizer parameters they update); kernel kind "cpp"
 #      (a C++ kernel of Inductor's CPU backend, kept as .cpp); graph.wrapper_language and run.aot_package
 #      (C++ wrappers, AOTInductor: docs/aot.md)
-SCHEMA_VERSION = "8.0"
+# 9.0: kernel.cpp_loops (a C++ kernel's loops, read from its code: each one's step, the vector lanes, and
+#      whether Inductor vectorized it) and run.config.cpu_vec_isa (the vector ISA of the run's C++
+#      kernels); `kernelscope diff` compares them (`--fail-on vectorization-lost`)
+SCHEMA_VERSION = "9.0"
 SCHEMA_RESOURCES = {"1.0": ("schema", "dump-v1.json"), "2.0": ("schema", "dump-v2.json"),
                     "3.0": ("schema", "dump-v3.json"), "4.0": ("schema", "dump-v4.json"),
                     "5.0": ("schema", "dump-v5.json"), "6.0": ("schema", "dump-v6.json"),
-                    "7.0": ("schema", "dump-v7.json"), "8.0": ("schema", "dump-v8.json")}
+                    "7.0": ("schema", "dump-v7.json"), "8.0": ("schema", "dump-v8.json"),
+                    "9.0": ("schema", "dump-v9.json")}
 SITE_PACKAGES = "<site-packages>"
 INDUCTOR_CACHE = "<inductor-cache>"
 
@@ -76,7 +81,7 @@ DUMP_FIELD_CHANGES: dict[str, dict] = {
         "dropped": set(),
         "added": {"key", "compile_id"},
     },
-    "Kernel": {"$def": "kernel", "renamed": {"source": "file"}, "dropped": set(), "added": {"asm"}},
+    "Kernel": {"$def": "kernel", "renamed": {"source": "file"}, "dropped": set(), "added": {"asm", "cpp_loops"}},
     "FxNode": {"$def": "fx_node", "renamed": {}, "dropped": set(), "added": set()},
     "LineOrigin": {"$def": "line_origin", "renamed": {}, "dropped": set(), "added": set()},
     "SourceLocation": {"$def": "source_location", "renamed": {}, "dropped": set(), "added": set()},
@@ -279,13 +284,7 @@ class _DumpContext:
         """`{"path", "portable_sha256", "lines"}` of a generated file, read from disk."""
         stored_path = row["path"]
         on_disk = paths.generated_path(self.root, stored_path)
-        try:
-            text = on_disk.read_bytes().decode("utf-8")
-        except OSError as error:
-            raise StoreError(
-                f"the store lost {on_disk} ({error.strerror}): record the run again or delete it "
-                "with `kernelscope runs`"
-            ) from error
+        text = self.text(row)
         if self.options.absolute_paths:
             path = on_disk.absolute().as_posix()
         else:
@@ -293,14 +292,28 @@ class _DumpContext:
         digest = hashlib.sha256(portable_text(text, self.workspace).encode("utf-8")).hexdigest()
         return {"path": path, "portable_sha256": digest, "lines": row["line_count"]}
 
+    def text(self, row: sqlite3.Row) -> str:
+        """A generated file's text, read from disk."""
+        on_disk = paths.generated_path(self.root, row["path"])
+        try:
+            return on_disk.read_bytes().decode("utf-8")
+        except OSError as error:
+            raise StoreError(
+                f"the store lost {on_disk} ({error.strerror}): record the run again or delete it "
+                "with `kernelscope runs`"
+            ) from error
+
     def graph(self, graph: sqlite3.Row) -> dict:
         conn = self.conn
         graph_id = graph["id"]
         files = {}
         kernel_files = {}
+        cpp_loops: dict[int, list[dict]] = {}
         for row in conn.execute("SELECT * FROM files WHERE graph_id = ?", (graph_id,)):
             if row["kind"] == "kernel":
                 kernel_files[row["kernel_id"]] = self.file_ref(row)
+                if row["path"].endswith(".cpp"):  # a C++ kernel: its loops, read from its code (9.0)
+                    cpp_loops[row["kernel_id"]] = [loop.to_dict() for loop in x86.cpp_loops(self.text(row))]
             else:
                 files[row["kind"]] = self.file_ref(row)
 
@@ -357,6 +370,7 @@ class _DumpContext:
                 "wrapper_lines": sorted(kernel_calls.get(row["id"], [])),
                 "launch": launches.get(row["id"]),
                 "asm": builds.get(row["id"]),
+                "cpp_loops": cpp_loops.get(row["id"]) if row["kind"] == "cpp" else None,
                 "user": dump_user_kernel(conn, row["id"], self.source),
                 "parts": dump_parts(conn, row["id"]),
             })
