@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 # Reason prefix of kernel lines tied to the whole fused kernel (index set-up, masks)
 # rather than to the one node that produced them.
 SHARED_LINE_REASON_PREFIX = "shared:"
+# Reason of a template kernel's own lines (Triton's GEMM/FlexAttention templates, C++ GEMM
+# templates): they compute the template's node; its fused epilogue's lines link to theirs.
+TEMPLATE_REASON = "template code of"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,14 @@ What is recorded, per kernel:
 `CppKernelCapture.body` is the loop code's non-blank lines in order, each with its nodes
 and reason; links.py finds that run of lines inside the kernel's source in the wrapper
 (`kernel_lines`); the kernel's own set-up lines around it link to the whole kernel.
+
+A C++ template (max-autotune's GEMM on the CPU: `CppGemmTemplate`, rendered by a
+`CppTemplateKernel` in `CppScheduling.codegen_template`) writes its own code and, for the
+pointwise nodes fused after it, epilogue loop nests (`CppTemplateKernel.store_pointwise_nodes`:
+a `CppKernelProxy` of a `KernelGroup` of its own, `codegen_loop_bodies`, `finalize_kernel`,
+its `loops_code` spliced into the template). Each epilogue is kept like a loop nest
+(`CppKernelCapture.epilogues`): its lines link to the fused nodes that wrote them, the
+template's own code to the template's node (`template_node`, reason "template code of").
 """
 from __future__ import annotations
 
@@ -29,7 +37,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, LineOrigin
+from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, TEMPLATE_REASON, LineOrigin
 
 KERNEL_SETUP_REASON = f"{SHARED_LINE_REASON_PREFIX} set-up of the C++ kernel computing"
 _NEST_REASONS = (  # a loop-nest line no node wrote: (how it starts or what it holds, reason)
@@ -41,6 +49,8 @@ _NEST_REASONS = (  # a loop-nest line no node wrote: (how it starts or what it h
 NEST_REASON = f"{SHARED_LINE_REASON_PREFIX} loop nest of"
 # `auto tmp2 = tmp1.exp();`, `float tmp_acc0 = 0;`, `tmp_acc0_vec = tmp_acc0_vec + tmp3;`
 _TARGET = re.compile(r"^(?:[\w:<>,*\s]+\s)?(tmp\w*)\s*=(?!=)")
+# `tmp8.store(out_ptr0 + ...);`, `out_ptr0[x0] = tmp8;`: a store of a CSE variable
+_STORED = re.compile(r"^(tmp\w*)\.store\(|^\w+\[.*\]\s*=\s*(tmp\w*);$")
 
 _local = threading.local()
 
@@ -66,6 +76,10 @@ class LoopNest:
         found = self.by_text.get(stripped) or (self.by_text.get("=" + target) if target else None)
         if found:
             return [found[0]], _line_reason(stripped, found[1])
+        stored = _STORED.match(stripped)  # written outside any node (a template epilogue's store)
+        producer = self.by_text.get("=" + (stored.group(1) or stored.group(2))) if stored else None
+        if producer:
+            return [producer[0]], "stores result of"
         reason = next((why for marker, why in _NEST_REASONS if marker in stripped), NEST_REASON)
         return list(self.nodes), reason
 
@@ -77,12 +91,17 @@ class CppKernelCapture:
     nodes: list[str]  # the kernel's node set, in schedule order
     body: list[tuple[str, list[str], str]]  # the loop code's non-blank lines: (stripped, nodes, reason)
     reuses: list[CppKernelCapture] = field(default_factory=list)
+    # a C++ template kernel: the node its own code computes, and each epilogue it wrote for the
+    # nodes fused after it (its lines as `body` has them), in the order it wrote them
+    template_node: str | None = None
+    epilogues: list[list[tuple[str, list[str], str]]] = field(default_factory=list)
 
 
 @dataclass
 class _Group:
     nests: list[LoopNest] = field(default_factory=list)
     pending: list[LoopNest] = field(default_factory=list)  # generated, loops not written yet
+    epilogue: bool = False  # a C++ template's epilogue (codegen_loop_bodies), not a kernel of its own
 
 
 def origins(snodes) -> list[str]:
@@ -108,7 +127,9 @@ class CppKernelProbes:
 
         return [(points.CPP_CODEGEN_NODES, self._wrap_codegen_nodes),
                 (points.CPP_FINALIZE_KERNEL, self._wrap_finalize_kernel),
-                (points.CPP_DEFINE_KERNEL, self._wrap_define_kernel)]
+                (points.CPP_DEFINE_KERNEL, self._wrap_define_kernel),
+                (points.CPP_CODEGEN_LOOP_BODIES, self._wrap_codegen_loop_bodies),
+                (points.CPP_CODEGEN_TEMPLATE, self._wrap_codegen_template)]
 
     def record_line(self, stripped: str, origin: tuple[str, str]) -> None:
         """A line a C++ kernel variant wrote while a loop-body node generated it."""
@@ -136,6 +157,34 @@ class CppKernelProbes:
 
         return codegen_nodes
 
+    def _wrap_codegen_loop_bodies(self, original):
+        probes = self
+
+        def codegen_loop_bodies(proxy, loop_bodies, *args, **kwargs):
+            nest = LoopNest([])  # its nodes: those whose lines it writes (finalize_kernel)
+            group = probes._groups.setdefault(id(proxy.kernel_group), _Group())
+            group.epilogue = True
+            group.pending.append(nest)
+            previous = getattr(_local, "nest", None)
+            _local.nest = nest
+            try:
+                return original(proxy, loop_bodies, *args, **kwargs)
+            finally:
+                _local.nest = previous
+
+        return codegen_loop_bodies
+
+    def _wrap_codegen_template(self, original):
+        def codegen_template(scheduling, template_node, epilogue_nodes, *args, **kwargs):
+            previous = getattr(_local, "template_epilogues", None)
+            _local.template_epilogues = []  # filled by finalize_kernel, taken by define_kernel
+            try:
+                return original(scheduling, template_node, epilogue_nodes, *args, **kwargs)
+            finally:
+                _local.template_epilogues = previous
+
+        return codegen_template
+
     def _wrap_finalize_kernel(self, original):
         probes = self
 
@@ -151,6 +200,13 @@ class CppKernelProbes:
             group.pending = []
             nest.start, nest.end = start, len(kernel_group.loops_code._lines)
             group.nests.append(nest)
+            if group.epilogue:  # a template's epilogue: its loop code is complete, the group done
+                if not nest.nodes:
+                    nest.nodes = list(dict.fromkeys(node for node, _ in nest.by_text.values()))
+                probes._groups.pop(id(kernel_group), None)
+                epilogues = getattr(_local, "template_epilogues", None)
+                if epilogues is not None:  # None: a template rendered to be benchmarked
+                    epilogues.append(_body(kernel_group, group))
             return result
 
         return finalize_kernel
@@ -162,7 +218,14 @@ class CppKernelProbes:
             name = original(scheduling, src_code, nodes, *args, **kwargs)
             if args or kwargs.get("kernel_args") is not None:
                 # a C++ template (max-autotune's GEMM) brings its own kernel and arguments; the
-                # group being filled is not flushed by it: its kernel links as a whole (links.py)
+                # group being filled is not flushed by it. `nodes`: the template's, then its epilogue's
+                epilogues = getattr(_local, "template_epilogues", None)
+                if epilogues is not None and nodes:
+                    from kernelscope.engine.inductor_reads import scheduler_node_origin
+
+                    template = CppKernelCapture(origins(nodes), [], template_node=scheduler_node_origin(nodes[0]),
+                                                epilogues=list(epilogues))
+                    probes._finished(name, template)
                 return name
             group = probes._groups.pop(id(scheduling.kernel_group), None)
             if group is not None and group.nests:
@@ -226,27 +289,35 @@ def kernel_lines(source: str, capture: CppKernelCapture, nodes: list[str]) -> li
     numbered = [(number, line) for number, line in enumerate(lines, 1)
                 if number >= body_start and line.strip()]
     texts = [line.strip() for _, line in numbered]
-    wanted = [text for text, _, _ in capture.body]
-    offset = _find_run(texts, wanted)
-    rows = []
-    for position, (number, line) in enumerate(numbered):
-        inside = offset is not None and offset <= position < offset + len(wanted)
-        if not inside:
-            rows.append(LineOrigin(number, line, list(nodes), KERNEL_SETUP_REASON))
+    captures = [capture, *capture.reuses]
+    if capture.template_node is not None:  # a template: its epilogues, in the order written
+        recorded = [[each.epilogues[index] if index < len(each.epilogues) else [] for each in captures]
+                    for index in range(len(capture.epilogues))]
+        outside = ([capture.template_node], TEMPLATE_REASON)
+    else:
+        recorded = [[each.body for each in captures]]
+        outside = (list(nodes), KERNEL_SETUP_REASON)
+    at: dict[int, tuple[list[str], str]] = {}  # position in `numbered` -> (nodes, reason)
+    start = 0
+    for bodies in recorded:
+        wanted = [text for text, _, _ in bodies[0]]
+        offset = _find_run(texts, wanted, start)
+        if offset is None:
             continue
-        found = [each.body[position - offset] for each in [capture, *capture.reuses]
-                 if len(each.body) == len(wanted)]
-        line_nodes = list(dict.fromkeys(name for _, names, _ in found for name in names)) or list(nodes)
-        reason = found[0][2] if found and found[0][1] else KERNEL_SETUP_REASON
-        rows.append(LineOrigin(number, line, line_nodes, reason))
-    return rows
+        start = offset + len(wanted)
+        for index in range(len(wanted)):
+            found = [body[index] for body in bodies if len(body) == len(wanted)]
+            line_nodes = list(dict.fromkeys(name for _, names, _ in found for name in names)) or list(nodes)
+            at[offset + index] = (line_nodes, found[0][2] if found and found[0][1] else outside[1])
+    return [LineOrigin(number, line, *at.get(position, (list(outside[0]), outside[1])))
+            for position, (number, line) in enumerate(numbered)]
 
 
-def _find_run(texts: list[str], wanted: list[str]) -> int | None:
-    """Where `wanted` occurs as a contiguous run in `texts`, else None."""
+def _find_run(texts: list[str], wanted: list[str], start: int = 0) -> int | None:
+    """Where `wanted` occurs as a contiguous run in `texts` (from `start` on), else None."""
     if not wanted:
         return None
-    for offset in range(len(texts) - len(wanted) + 1):
+    for offset in range(start, len(texts) - len(wanted) + 1):
         if texts[offset] == wanted[0] and texts[offset:offset + len(wanted)] == wanted:
             return offset
     return None

@@ -21,12 +21,19 @@ from kernelscope.compile_text.printed_graph import node_lines
 from kernelscope.engine import collectives, cpp_kernels, fx_nodes, kernel_parts, recompute, subgraphs, user_kernels
 from kernelscope.engine.distributed_probes import DistributedProbes
 from kernelscope.engine.probes import GraphCapture, KernelLineCapture, PreGradCapture
-from kernelscope.run_record import SHARED_LINE_REASON_PREFIX, FxNode, GraphRecord, Kernel, LineOrigin, in_subgraph
+from kernelscope.run_record import (
+    SHARED_LINE_REASON_PREFIX,
+    TEMPLATE_REASON,
+    FxNode,
+    GraphRecord,
+    Kernel,
+    LineOrigin,
+    in_subgraph,
+)
 
 SHARED_REASON = f"{SHARED_LINE_REASON_PREFIX} indexing and masks of the fused kernel"
 KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this kernel (line-level probes off: kernel-level only)"
 CPP_KERNEL_LEVEL_REASON = f"{SHARED_LINE_REASON_PREFIX} in this C++ kernel (not recorded line by line: kernel-level)"
-TEMPLATE_REASON = "template code of"  # a template kernel's own lines (KernelLineCapture.template_node)
 USER_KERNEL_REASON = (f"{SHARED_LINE_REASON_PREFIX} in the program's own Triton kernel (kernel-level: the node "
                       "that launches it)")
 

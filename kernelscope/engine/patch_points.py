@@ -66,6 +66,15 @@ CPP_DEFINE_KERNEL = PatchPoint(_LINES, f"{_CPP}.CppScheduling", "define_kernel",
                                "a finished C++ kernel's lines and nodes, by its name",
                                parameters=("self", "src_code", "nodes"))
 
+# a C++ template (max-autotune's GEMM on the CPU, cpp_gemm_template.py) writes its fused
+# epilogue's loop nests through CppKernelProxy.codegen_loop_bodies into a KernelGroup of its own
+CPP_CODEGEN_LOOP_BODIES = PatchPoint(_LINES, f"{_CPP}.CppKernelProxy", "codegen_loop_bodies",
+                                     "knows the loop nest a C++ template's epilogue lines are written for",
+                                     parameters=("self", "loop_bodies", "var_sizes_list"))
+CPP_CODEGEN_TEMPLATE = PatchPoint(_LINES, f"{_CPP}.CppScheduling", "codegen_template",
+                                  "collects the epilogue loop nests of one C++ template kernel",
+                                  parameters=("self", "template_node", "epilogue_nodes"))
+
 CPU_CPP_BACKEND = PatchPoint(_LINES, "torch._inductor.config", "cpu_backend",
                              "config: --target cpu holds Inductor's CPU backend at its default, C++")
 

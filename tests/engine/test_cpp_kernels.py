@@ -74,6 +74,41 @@ def test_cpp_kernel_lines_take_the_recorded_loop_code_and_set_up_around_it():
     assert cpp_kernels.assignment_target("if(tmp0 == tmp1)") is None
 
 
+TEMPLATE = """\
+extern "C" void kernel(const float* X, const float* W, float* Y)
+{
+    constexpr int64_t N = 128;
+    kernel_micro_gemm(X, W, Y);
+    for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(8L); x0+=static_cast<int64_t>(1L))
+    {
+        auto tmp0 = Y[static_cast<int64_t>(x0)];
+        auto tmp1 = std::max(tmp0, decltype(tmp0)(0));
+        Y[static_cast<int64_t>(x0)] = tmp1;
+    }
+}
+"""
+
+
+def test_a_cpp_templates_epilogue_lines_link_to_the_fused_nodes_its_own_code_to_the_template_node():
+    nest = cpp_kernels.LoopNest(["mm", "relu"], {"auto tmp0 = Y[static_cast<int64_t>(x0)];": ("mm", "loads input of"),
+                                     "=tmp0": ("mm", "loads input of"),
+                                     "auto tmp1 = std::max(tmp0, decltype(tmp0)(0));": ("relu", "computes"),
+                                     "=tmp1": ("relu", "computes")})
+    epilogue = [(text, *nest.attribute(text)) for text in
+                [line.strip() for line in TEMPLATE.splitlines()[4:10]]]  # its `for(` ... `}`
+    capture = cpp_kernels.CppKernelCapture(["mm", "relu"], [], template_node="mm", epilogues=[epilogue])
+    rows = {row.text.strip(): row for row in cpp_kernels.kernel_lines(TEMPLATE, capture, ["mm", "relu"])}
+    assert (rows["constexpr int64_t N = 128;"].nodes, rows["constexpr int64_t N = 128;"].reason) == (
+        ["mm"], "template code of")
+    assert rows["kernel_micro_gemm(X, W, Y);"].nodes == ["mm"]
+    relu = rows["auto tmp1 = std::max(tmp0, decltype(tmp0)(0));"]
+    assert (relu.nodes, relu.reason) == (["relu"], "computes")
+    store = rows["Y[static_cast<int64_t>(x0)] = tmp1;"]  # written by no node: the value's producer
+    assert (store.nodes, store.reason) == (["relu"], "stores result of")
+    loop = next(row for text, row in rows.items() if text.startswith("for("))
+    assert loop.nodes == ["mm", "relu"] and loop.reason.startswith(SHARED_LINE_REASON_PREFIX)
+
+
 def _silu_rows(run, kind: str):
     line = example_line("swiglu_mlp", "F.silu(")
     rows = []
@@ -147,3 +182,45 @@ def test_a_cpu_script_under_auto_records_its_cpp_kernels(capsys):
     nodes = {n.name for n in graph.post_grad_nodes if n.source and n.source.line == sigmoid}
     assert any(nodes & set(row.nodes) and "sigmoid" in row.text.lower() or ".exp()" in row.text
                for row in kernel.lines if row.reason == "computes")
+
+
+@pytest.mark.slow
+def test_cpp_gemm_templates_epilogue_lines_link_to_the_fused_nodes():
+    """max-autotune on the CPU with freezing: Inductor's CPP GEMM template (needs a vector ISA
+    its micro-kernels support: AVX2, AVX-512 or AMX) with ReLU, mul and add fused after it."""
+    import torch._inductor.config as inductor_config
+    from conftest import REPO
+
+    from kernelscope.engine.recorder import RecordOptions, record_factory
+
+    factory = REPO / "tests" / "data" / "cpp_gemm_epilogue.py"
+    with inductor_config.patch(freezing=True, max_autotune=True, max_autotune_gemm_backends="CPP"):
+        run = record_factory(f"{factory}:make", RecordOptions(device="cpu", workspace=REPO))
+    [graph] = run.graphs
+    kernels = [k for k in graph.kernels if k.kind == "cpp"]
+    if not any("micro_gemm" in k.source for k in kernels):
+        pytest.skip("Inductor did not pick its C++ GEMM template on this CPU (no vector ISA its micro-kernels use)")
+    [kernel] = kernels
+    source_lines = factory.read_text().splitlines()
+
+    def line_of(snippet: str) -> int:
+        return next(number for number, text in enumerate(source_lines, 1) if snippet in text)
+
+    by_name = {node.name: node for node in graph.post_grad_nodes}
+    rows = {row.line: row for row in kernel.lines}
+    text = kernel.source.splitlines()
+    clamp = [row for row in kernel.lines if "clamp_min(" in row.text]
+    assert clamp and all(row.nodes == ["relu"] and row.reason == "computes" for row in clamp)
+    assert by_name["relu"].source.line == line_of("torch.relu(h)")
+    assert {by_name[name].source.line for row in kernel.lines if "tmp3 * tmp4" in row.text for name in row.nodes} \
+        == {line_of("h * y + 1.0")}
+    stores = [row for row in kernel.lines if ".store(" in row.text]
+    assert stores and all(row.nodes == ["add"] and row.reason == "stores result of" for row in stores)
+    # the template's own code (its micro-kernel calls, blocking constants) computes the GEMM
+    template = [row for row in kernel.lines if row.reason == "template code of"]
+    assert template and all(row.nodes == ["_mkl_linear"] for row in template)
+    assert any("kernel_micro_gemm" in row.text for row in template)
+    assert by_name["_mkl_linear"].source.line == line_of("self.fc(x)")
+    assert all(text[number - 1] == row.text for number, row in rows.items())
+    coverage = compute_coverage(run)
+    assert coverage["kernel_lines"]["share"] == 1.0 and coverage["kernel_agreement"]["share"] == 1.0
