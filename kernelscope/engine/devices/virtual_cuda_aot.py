@@ -17,9 +17,11 @@ three differences from a GPU machine, each one because there is no GPU here:
   AOTInductor saves a launched kernel (`CachingAutotuner.save_gpu_kernel`: its cubin and
   PTX, the launch parameters the C++ wrapper's launch code is written from);
 - the package holds the C++ sources, CMake files and cubins, not a built `.so`
-  (`aot_inductor.package_cpp_only`): linking AOTInductor's CUDA runtime needs a CUDA build
-  of torch, which a CPU-only machine does not have. The CMake files name the CUDA toolkit
-  found here (`torch.utils.cpp_extension`'s own search: CUDA_HOME, nvcc, /usr/local/cuda);
+  (`aot_inductor.package_cpp_only`): linking it needs libtorch_cuda (a CUDA build of torch)
+  and libcuda (the NVIDIA driver's library, absent without a GPU driver). Seen here with
+  torch 2.14.1+cu130 and a CUDA 13 toolkit: the wrapper compiles, the link stops at `-lcuda`.
+  The build flags name the CUDA toolkit torch finds (`torch.utils.cpp_extension`'s own search:
+  CUDA_HOME, nvcc on the PATH, /usr/local/cuda), as on a CPU build torch looks for none;
   without one the build is refused in one line.
 """
 from __future__ import annotations
@@ -33,8 +35,8 @@ from kernelscope.errors import TargetError
 # not precompile the wrapper's header (a compile of torch's CUDA headers, for build speed only).
 INDUCTOR_CONFIGS = {"aot_inductor.package_cpp_only": True, "aot_inductor.precompile_headers": False}
 NO_SO_NOTE = ("--aot --target virtual-cuda: the package holds AOTInductor's C++ sources, CMake files and the "
-              "Triton kernels' cubins, not a built .so (linking its CUDA runtime needs a CUDA build of torch; "
-              "build it on a GPU machine with the package's CMakeLists.txt)")
+              "Triton kernels' cubins, not a built .so (linking it needs libtorch_cuda, from a CUDA build of torch, "
+              "and libcuda, the NVIDIA driver's library; build it on a GPU machine with the package's CMakeLists.txt)")
 
 
 def constants_on_the_gpu(exported, source_file) -> None:
@@ -64,15 +66,28 @@ def constants_on_the_gpu(exported, source_file) -> None:
             table[name] = constant
 
 
+def _as_cuda_constant(tensor):
+    """A copy of `tensor`'s values on the virtual GPU, as a CudaConstant."""
+    import torch
+
+    from kernelscope.engine.devices.lifted_constants import cuda_constant_class
+
+    with torch._C.DisableTorchFunctionSubclass():
+        copy = tensor.detach().clone()
+    return torch.Tensor._make_subclass(cuda_constant_class(), copy, False)
+
+
 @contextlib.contextmanager
 def building(chosen: list[str]):
     """While inside, AOTInductor builds for the virtual GPU (see the module docstring);
     `chosen` gets one line per Triton kernel: the config compiled and why."""
-    from kernelscope.engine.devices import virtual_cuda
+    from kernelscope.engine.devices import real_compute, virtual_cuda
 
     points.require("virtual-cuda AOT", "nothing was recorded")
     with contextlib.ExitStack() as stack:
         stack.enter_context(virtual_cuda.pretend_cuda_present())
+        # constant folding on the CPU; a constant moved to the GPU keeps its values (the package holds them)
+        stack.enter_context(real_compute.real_compute_on_cpu(None, cuda_copy=_as_cuda_constant))
         stack.enter_context(_cuda_toolkit_named())
         stack.enter_context(_kernels_compiled_not_launched(chosen))
         yield
