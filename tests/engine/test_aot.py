@@ -239,3 +239,30 @@ def test_cpp_wrapper_links_an_inlined_cond_branch_to_its_call_site(tmp_path):
     answer = run.view.query(EXAMPLES / "cond_branch.py", example_line("cond_branch", "torch.cond("))
     reached = {line.line for chain in answer.graphs for line in chain.wrapper_lines}
     assert {origin.line for origin in branch} <= reached
+
+
+def test_aot_virtual_cuda_packages_the_cubin_below_the_kernel_builds(aot_virtual_cuda):
+    """The package's cubin is the kernel as `query --asm` builds it (same config, same ptxas):
+    the same SASS instructions (the bytes differ: debug sections name each build's kernel file)."""
+    import re
+    import subprocess
+
+    from kernelscope.asm.tools import tool_path
+    from kernelscope.engine.asm_build import build_run_asm
+
+    _, run = aot_virtual_cuda
+    summary = build_run_asm(run.store.backend, run.id)
+    assert summary.built == 1, summary.failed
+    folder = run.view.absolute_path(f"runs/{run.id}")
+    with zipfile.ZipFile(folder / "aot" / "model.pt2") as archive:
+        (name,) = [name for name in archive.namelist() if name.endswith(".cubin")]
+        cubin = folder / "packaged.cubin"
+        cubin.write_bytes(archive.read(name))
+    packaged = subprocess.run([str(tool_path("nvdisasm")), "-c", str(cubin)], capture_output=True, text=True,
+                              check=True).stdout
+    (built,) = folder.rglob("triton_poi_fused_mul_silu_0.sass")
+
+    def instructions(sass: str) -> list[str]:
+        return [line.split(";")[0].strip() for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4}\*/", line)]
+
+    assert instructions(packaged) == instructions(built.read_text()) and len(instructions(packaged)) > 20
