@@ -26,9 +26,10 @@ _SIZES = re.compile(r"^\s*static constexpr int64_t int_array_\d+\[\] = ")
 _KERNEL_DECL = re.compile(r'^extern "C"\s+void\s+(\w+)\(')
 _CPP_SOURCE_START = re.compile(r'^cpp_wrapper_src = \($')
 # A CUDA C++ wrapper keeps each Triton kernel's module as a string it compiles lazily:
-# `async_compile.triton('triton_poi_fused_mul_silu_0', '''` ... `''', device_str='cuda')`.
-_TRITON_START = re.compile(r"^async_compile\.triton\('(\w+)', '''\s*$")
-_TRITON_END = re.compile(r"^''', device_str='\w+'\)\s*$")
+# `async_compile.triton('triton_poi_fused_mul_silu_0', '''` ... `''', device_str='cuda')`;
+# AOTInductor's keeps it, indented, in a comment inside the kernel's launch function.
+_TRITON_START = re.compile(r"^(\s*)async_compile\.triton\('(\w+)', '''\s*$")
+_TRITON_END = re.compile(r"^\s*''', device_str='\w+'\)\s*$")
 
 
 @dataclass
@@ -97,7 +98,8 @@ def read_layout(text: str, kernel_names: set[str]) -> CppWrapperLayout:
 
 def _triton_sources(lines: list[str]) -> list[KernelDefinition]:
     """The Triton kernels' modules a CUDA C++ wrapper holds as strings: first_line..last_line
-    are the module's lines (between the `async_compile.triton(...` line and its end)."""
+    are the module's lines (between the `async_compile.triton(...` line and its end); the
+    source is the module as Inductor wrote it (an AOTInductor comment's indent taken off)."""
     found: list[KernelDefinition] = []
     for index, line in enumerate(lines):
         start = _TRITON_START.match(line)
@@ -105,7 +107,9 @@ def _triton_sources(lines: list[str]) -> list[KernelDefinition]:
             continue
         end = next((each for each in range(index + 1, len(lines)) if _TRITON_END.match(lines[each])), None)
         if end is not None:
-            found.append(KernelDefinition(start.group(1), index + 2, end, "\n".join(lines[index + 1:end]) + "\n"))
+            indent = len(start.group(1))
+            module = [each[indent:] if each[:indent].isspace() else each.lstrip() for each in lines[index + 1:end]]
+            found.append(KernelDefinition(start.group(2), index + 2, end, "\n".join(module) + "\n"))
     return found
 
 

@@ -7,11 +7,12 @@ of AOTInductor's model) and its kernels are linked line by line like any recorde
 (engine/cpp_wrapper_links.py). What it returns describes the `.pt2` package it wrote;
 the store keeps a copy with the run (`AotPackage`, run_record.py).
 
-Targets: `cpu` (C++ kernels, the C++ wrapper compiled and linked into the package) and
-`cuda` (a real GPU: Triton kernels compiled to cubins; the same path, untested here).
-`virtual-cuda` is refused (`VIRTUAL_CUDA_REFUSAL`): its compile takes Dynamo's graph with the
-parameters as inputs, and an exported program holds them as constants of the CPU; the
-CUDA C++ wrapper of torch.compile is recorded there with `--cpp-wrapper` instead.
+Targets: `cpu` (C++ kernels, the C++ wrapper compiled and linked into the package),
+`cuda` (a real GPU: Triton kernels compiled to cubins; the same path) and `virtual-cuda`
+(no GPU: the factory runs on the virtual GPU, so the export holds the parameters as cuda
+tensors, and the package holds the CUDA C++ wrapper, CMake files and the Triton kernels'
+cubins, compiled for one config each and never launched, without a built `.so`:
+devices/virtual_cuda_aot.py).
 
 An export that fails (data-dependent control flow, an unsupported op) raises one
 TargetError naming the user's line and what to do (`export_error`).
@@ -29,36 +30,45 @@ from kernelscope.errors import TargetError
 from kernelscope.run_record import AotPackage
 
 PACKAGE_NAME = "model.pt2"
-VIRTUAL_CUDA_REFUSAL = (
-    "--aot --target virtual-cuda is not supported: AOTInductor's CUDA build needs the exported program's "
-    "parameters on a (virtual) GPU, which kernelscope does not do yet. Use --aot --target cpu (AOTInductor's "
-    "C++ wrapper and C++ kernels), --aot --target cuda on a GPU, or --cpp-wrapper --target virtual-cuda "
-    "(torch.compile's CUDA C++ wrapper and Triton kernels, no GPU needed)")
 
 
-def build(model, inputs: tuple, options: RecordOptions, device: str, source_file: Path | None) -> AotPackage:
+def build(model, inputs: tuple, options: RecordOptions, device: str, source_file: Path | None,
+          notes: list[str]) -> AotPackage:
     """Export `model` on `inputs` and build its AOTInductor package (inference: AOTInductor
-    compiles a forward only)."""
+    compiles a forward only). What the run should say about the build goes to `notes`."""
     import torch
 
-    if options.train:
-        raise TargetError("--aot builds an inference package (AOTInductor compiles the forward only): drop --train")
-    if device == "virtual-cuda":
-        raise TargetError(VIRTUAL_CUDA_REFUSAL)
-    if device == "cpu-triton":
-        raise TargetError("--aot builds for --target cpu (C++ kernels) or cuda (on a GPU); cpu-triton's Triton "
-                          "kernels on the CPU are torch.compile's only")
-    if options.dynamic:
-        raise TargetError("--aot exports with the example inputs' static sizes: drop --dynamic")
+    check(options, device)
     options.on_phase("capture", "torch.export")
     try:
         exported = torch.export.export(model, tuple(inputs))
     except Exception as error:  # noqa: BLE001 - reported as one line at the user's code
         raise export_error(error, source_file) from error
-    folder = Path(tempfile.mkdtemp(prefix="kernelscope-aot-"))
+    package_path = str(Path(tempfile.mkdtemp(prefix="kernelscope-aot-")) / PACKAGE_NAME)
     options.on_phase("lower", "AOTInductor")
-    path = torch._inductor.aoti_compile_and_package(exported, package_path=str(folder / PACKAGE_NAME))
+    if device != "virtual-cuda":
+        return describe(Path(torch._inductor.aoti_compile_and_package(exported, package_path=package_path)))
+    from kernelscope.engine.devices import virtual_cuda_aot
+
+    virtual_cuda_aot.constants_on_the_gpu(exported, source_file)
+    chosen: list[str] = []
+    with virtual_cuda_aot.building(chosen):
+        path = torch._inductor.aoti_compile_and_package(exported, package_path=package_path,
+                                                        inductor_configs=virtual_cuda_aot.INDUCTOR_CONFIGS)
+    notes.append(virtual_cuda_aot.NO_SO_NOTE)
+    notes.extend(f"--aot --target virtual-cuda: Triton kernel {line}" for line in chosen)
     return describe(Path(path))
+
+
+def check(options: RecordOptions, device: str) -> None:
+    """The options an AOT build refuses, before anything is loaded."""
+    if options.train:
+        raise TargetError("--aot builds an inference package (AOTInductor compiles the forward only): drop --train")
+    if device == "cpu-triton":
+        raise TargetError("--aot builds for --target cpu (C++ kernels), cuda (on a GPU) or virtual-cuda (CUDA "
+                          "sources without a GPU); cpu-triton's Triton kernels on the CPU are torch.compile's only")
+    if options.dynamic:
+        raise TargetError("--aot exports with the example inputs' static sizes: drop --dynamic")
 
 
 def describe(path: Path) -> AotPackage:

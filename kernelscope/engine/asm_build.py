@@ -8,7 +8,7 @@ autotuner's `_precompile_config` runs `triton.compile` with the options Inductor
 passes (num_warps, num_stages, the config's constants, enable_fp_fusion, debug, ...)
 for the GPU the file names (`cc=90`: sm_90). virtual-cuda's driver stands in for
 the GPU (devices/virtual_cuda.py). ptxas makes the cubin: the one Inductor points Triton at
-when it compiles for a GPU (`_ptxas_as_inductor_uses`): torch's own `torch/bin/ptxas` in a
+when it compiles for a GPU (`ptxas_as_inductor_uses`): torch's own `torch/bin/ptxas` in a
 CUDA build of torch, else the Triton wheel's. (They differ: a cu130 torch ships CUDA 13's
 ptxas, PTX ISA 9.0, where Triton 3.6 ships CUDA 12.8's, PTX 8.7, and register allocation
 differs for some kernels; on the H100 the first gave the GPU's SASS, the second did not.)
@@ -78,15 +78,15 @@ def build_kernel(kernel: KernelToBuild) -> KernelAsm:
 
     started = time.perf_counter()
     patching.checked(points.STATIC_LAUNCHER_CONFIG)
-    _ptxas_as_inductor_uses()
+    ptxas_as_inductor_uses()
     as_compiled = KernelToBuild(kernel.name, kernel.path, "\n" * INDUCTOR_LINE_OFFSET + kernel.source, kernel.launch)
     with virtual_cuda.pretend_cuda_present(), \
             inductor_config.patch(use_static_triton_launcher=False), \
             _fresh_triton_cache(), \
             _source_read_as(as_compiled.path, as_compiled.source), \
-            _heuristics_observed() as picks:
+            heuristics_observed() as picks:
         autotuner = _load_autotuner(as_compiled)
-        config, candidates, chosen_by = _choose(autotuner, picks.get(id(autotuner.fn)), kernel.launch)
+        config, candidates, chosen_by = choose_config(autotuner, picks.get(id(autotuner.fn)), kernel.launch)
         with _ptxas_log() as log:
             result = autotuner._precompile_config(config)
         binary = result.kernel
@@ -154,7 +154,7 @@ def _lines_of_the_stored_file(lines: list) -> list:
             for line in lines if moved(line.kernel_line) >= 1]
 
 
-def _ptxas_as_inductor_uses() -> None:
+def ptxas_as_inductor_uses() -> None:
     """Before Inductor compiles a Triton kernel for a GPU it sets TRITON_PTXAS_PATH to torch's
     own ptxas where torch ships one (torch/_inductor/runtime/compile_tasks.py,
     `_set_triton_ptxas_path`, called by async_compile): the same here, so the cubin is the one
@@ -189,7 +189,7 @@ def _load_autotuner(kernel: KernelToBuild):
 
 
 @contextlib.contextmanager
-def _heuristics_observed():
+def heuristics_observed():
     """While inside, each `@triton_heuristics.pointwise/reduction/persistent_reduction`
     decorator also asks Inductor for its configs without timing (NO_TIMING_META); yields
     {id(kernel function): those configs}."""
@@ -217,7 +217,7 @@ def _heuristics_observed():
         yield picks
 
 
-def _choose(autotuner, untimed: list | None, launch: dict | None):
+def choose_config(autotuner, untimed: list | None, launch: dict | None):
     """(config to build, every candidate, why this one)."""
     candidates = list(autotuner.configs)
     count = len(candidates)

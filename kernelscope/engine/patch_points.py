@@ -12,8 +12,8 @@ Features and what happens when one of their points does not hold on a torch:
 - "timing decisions" (decision_hooks/): those decisions are neither recorded nor replayed, said in the run;
 - "launch configs" (asm_launches.py, --target cuda): launch configs not recorded, said in the run;
 - "upstream fixes" (torch_fixes.py): the fix is not applied, said in the run;
-- "recording", "virtual-cuda", "virtual-cuda program", "cpu-triton", "fake process group": they
-  cannot work in part;
+- "recording", "virtual-cuda", "virtual-cuda program", "virtual-cuda AOT", "cpu-triton", "fake process
+  group": they cannot work in part;
   checked when a recording starts (`require`, below), which stops with one message;
 - "below the kernel" (asm_build.py): the kernel's build fails with the reason, stored with it;
 - "numerics" (numerics/capture.py): `kernelscope numerics` stops with one message naming the point.
@@ -247,6 +247,19 @@ CUDA_DEVICE_GUARD = CustomPoint(_VIRTUAL, "c10::impl::device_guard_impl_registry
 FAKE_MODE_SLOT = CustomPoint(_VIRTUAL, "torch._C._TorchDispatchModeKey.FAKE (dispatch-mode slot)",
                              "real computation runs on the CPU in the fake mode's slot (real_compute.py)",
                              _fake_mode_slot_problem)
+
+# -- virtual-cuda AOT (devices/virtual_cuda_aot.py: `--aot --target virtual-cuda`)
+
+_VIRTUAL_AOT = "virtual-cuda AOT"
+AOT_AUTOTUNE_BLOCK = PatchPoint(_VIRTUAL_AOT, "torch._inductor.codegen.wrapper.PythonWrapperCodegen",
+                                "generate_and_run_autotune_block",
+                                "AOTInductor's kernel definitions run, its timing launches not (no GPU)",
+                                parameters=("self",))
+AOT_ASYNC_TRITON = PatchPoint(_VIRTUAL_AOT, "torch._inductor.async_compile.AsyncCompile", "triton",
+                              "each Triton kernel compiled to a cubin for one config and saved, never launched",
+                              parameters=("self", "kernel_name", "source_code"))
+CPP_EXTENSION_CUDA_HOME = PatchPoint(_VIRTUAL_AOT, "torch.utils.cpp_extension", "CUDA_HOME",
+                                     "setting: the CUDA toolkit AOTInductor's build flags name, on a CPU build")
 
 # -- virtual-cuda program (devices/cuda_program.py, cuda_runtime.py: a whole program on the
 # virtual GPU; also virtual-cuda's CUDA_QUERIES and CUDA_LAZY_INIT, answered for the program)

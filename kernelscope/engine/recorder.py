@@ -82,7 +82,7 @@ def _record_factory(target, options: RecordOptions, device: str, import_seconds:
     shown = f"{targets.display_path(target.path, options.workspace)}:{target.factory}"
     saved = dynamo_config.save_config()
     try:
-        if factory_program.runs_as_program(device, options) and not options.aot:
+        if factory_program.runs_as_program(device, options):
             return _record_factory_as_program(target, shown, options, device, import_seconds)
         model, inputs = targets.load_factory(target, targets.factory_device(device))
         return _record_model(model, inputs, shown, target.path, options, device, import_seconds)
@@ -151,7 +151,8 @@ def _call_compiled(model, inputs: tuple, source_file: Path | None, options: Reco
         if options.aot:  # AOTInductor builds a package instead (engine/aot_build.py)
             from kernelscope.engine import aot_build
 
-            recording.aot_package = aot_build.build(model, inputs, options, device, source_file)
+            recording.aot_package = aot_build.build(model, inputs, options, device, source_file,
+                                                    recording.device_warnings)
             return None
         return user_model.call_compiled(model, inputs, options, device)
     except Exception as error:  # noqa: BLE001 - reported as a one-line error

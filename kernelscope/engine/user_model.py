@@ -79,6 +79,10 @@ def check_meta_model(model, inputs, options: RecordOptions, device: str) -> list
     from kernelscope.engine.devices import meta_models
 
     on_meta = meta_models.meta_tensors(model, inputs)
+    if on_meta and options.aot:
+        raise TargetError(
+            f"--aot packages the model's weights, and `{on_meta[0]}` is on the meta device "
+            f"({len(on_meta)} meta tensor(s)): build the model with real weights, or record without --aot")
     if on_meta and device != "virtual-cuda":
         raise TargetError(
             f"--target {device} needs weight values, and `{on_meta[0]}` is on the meta device "

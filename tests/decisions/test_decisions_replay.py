@@ -144,7 +144,7 @@ def test_a_replayed_launch_config_is_the_one_built_below_the_kernel(recordings, 
     """A kernel whose autotuner holds several configs: the GPU's choice, replayed, is built
     (and `chosen_by` says so), not the config Inductor runs untimed."""
     from kernelscope.asm.model import LaunchConfig
-    from kernelscope.engine.asm_build import KernelToBuild, _heuristics_observed, _load_autotuner, build_run_asm
+    from kernelscope.engine.asm_build import KernelToBuild, _load_autotuner, build_run_asm, heuristics_observed
     from kernelscope.engine.devices import virtual_cuda
     from kernelscope.store import StoreBackend
 
@@ -152,7 +152,7 @@ def test_a_replayed_launch_config_is_the_one_built_below_the_kernel(recordings, 
     kernel = next(k for graph in plain.graphs for k in graph.kernels if k.name.startswith("triton_per_fused__softmax"))
     file = tmp_path / f"{kernel.name}.py"
     file.write_text(kernel.source)  # Triton reads a kernel's source from its file
-    with virtual_cuda.pretend_cuda_present(), _heuristics_observed() as picks:
+    with virtual_cuda.pretend_cuda_present(), heuristics_observed() as picks:
         autotuner = _load_autotuner(KernelToBuild(kernel.name, str(file), kernel.source))
         untimed = [LaunchConfig.of(c.kwargs, c.num_warps, c.num_stages) for c in picks[id(autotuner.fn)]]
         candidates = [LaunchConfig.of(c.kwargs, c.num_warps, c.num_stages) for c in autotuner.configs]

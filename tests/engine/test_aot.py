@@ -32,6 +32,11 @@ def aot_cpu(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def aot_virtual_cuda(tmp_path_factory):
+    return _recorded(tmp_path_factory, "aot-vcuda", device="virtual-cuda", aot=True)
+
+
+@pytest.fixture(scope="module")
 def cpp_wrapper_cpu(tmp_path_factory):
     return _recorded(tmp_path_factory, "cpp-wrapper-cpu", device="cpu", cpp_wrapper=True)
 
@@ -145,11 +150,54 @@ def test_export_failure_names_the_users_line_and_what_to_do():
     assert len(message.splitlines()) == 1
 
 
-def test_aot_on_virtual_cuda_is_refused_with_what_to_use():
-    from kernelscope.engine.recorder import RecordOptions, record_factory
+def test_aot_virtual_cuda_links_its_cuda_wrapper_and_triton_kernel(aot_virtual_cuda):
+    """AOTInductor's CUDA build without a GPU: the wrapper is AOTInductor's model for cuda
+    (`aoti_torch_cuda_mm_out`, the Triton kernel launched through `call_triton_...`), its
+    lines and the kernel's linked as a GPU build's are."""
+    record, run = aot_virtual_cuda
+    _check_cpp_wrapper(record, run, "call_triton_poi_fused_mul_silu_0(")
+    (graph,) = record.graphs
+    assert "AOTInductorModel::run_impl" in graph.wrapper_text
+    externs = [kernel.name.split("#")[0] for kernel in graph.kernels if kernel.kind == "extern"]
+    assert externs == ["aoti_torch_cuda_mm_out"] * 3
+    coverage = _coverage(record)
+    assert coverage["kernel_lines"]["share"] == 1.0 and coverage["kernel_agreement"]["share"] == 1.0
+    # the kernel's module, kept in a comment of the wrapper: its exp line there links to `exp`
+    (exp,) = [origin for origin in graph.wrapper_lines if "libdevice.exp(" in origin.text]
+    assert exp.nodes == ["exp"] and exp.reason.startswith("defines kernel triton_poi_fused_mul_silu_0")
+    # and the SiLU model line reaches the Triton kernel's exp line
+    answer = run.view.query(EXAMPLES / "swiglu_mlp.py", example_line("swiglu_mlp", "F.silu("))
+    reached = [line for chain in answer.graphs for kernel in chain.kernels if kernel.kind == "triton"
+               for line in kernel.lines]
+    assert any("libdevice.exp(" in line.text and "exp" in line.nodes for line in reached), reached
 
-    with pytest.raises(TargetError, match="--cpp-wrapper --target virtual-cuda"):
-        record_factory(SWIGLU, RecordOptions(device="virtual-cuda", aot=True, workspace=REPO))
+
+def test_aot_virtual_cuda_keeps_the_sources_and_cubin_and_says_what_is_not_built(aot_virtual_cuda):
+    record, run = aot_virtual_cuda
+    files = run.view.details().config["aot_package"]["files"]
+    assert any(name.endswith(".wrapper.cpp") for name in files)
+    assert any(name.endswith("/CMakeLists.txt") for name in files)
+    assert any(name.endswith("/triton_poi_fused_mul_silu_0.cubin") for name in files)  # ptxas's, for sm_90
+    assert not any(name.endswith(".so") for name in files)  # not linked: no CUDA build of torch here
+    with zipfile.ZipFile(run.view.absolute_path(f"runs/{run.id}/aot/model.pt2")) as archive:
+        (cubin,) = [name for name in archive.namelist() if name.endswith(".cubin")]
+        assert archive.read(cubin)[:4] == b"\x7fELF"
+    assert any("not a built .so" in warning for warning in record.warnings)
+    (chosen,) = [warning for warning in record.warnings if "Triton kernel triton_poi_fused_mul_silu_0" in warning]
+    assert "the GPU times 2 configs" in chosen  # the pointwise kernel's two configs: which only a GPU can time
+
+
+def test_aot_virtual_cuda_refuses_a_model_not_on_the_virtual_gpu():
+    """`kernelscope.record(model, ...)` holds a CPU model: the virtual-cuda AOT build wants the
+    factory's GPU program (its parameters on the virtual GPU), and says so in one line."""
+    import runpy
+
+    from kernelscope.engine.recorder import RecordOptions, record_model
+
+    model, inputs = runpy.run_path(str(EXAMPLES / "swiglu_mlp.py"))["make"]()
+    with pytest.raises(TargetError, match="not on the virtual GPU") as raised:
+        record_model(model, inputs, RecordOptions(device="virtual-cuda", aot=True, workspace=REPO), "swiglu")
+    assert len(str(raised.value).splitlines()) == 1
 
 
 async def test_lsp_hover_goes_from_a_cpp_wrapper_line_to_the_model_line_and_back(aot_cpu):
@@ -191,3 +239,30 @@ def test_cpp_wrapper_links_an_inlined_cond_branch_to_its_call_site(tmp_path):
     answer = run.view.query(EXAMPLES / "cond_branch.py", example_line("cond_branch", "torch.cond("))
     reached = {line.line for chain in answer.graphs for line in chain.wrapper_lines}
     assert {origin.line for origin in branch} <= reached
+
+
+def test_aot_virtual_cuda_packages_the_cubin_below_the_kernel_builds(aot_virtual_cuda):
+    """The package's cubin is the kernel as `query --asm` builds it (same config, same ptxas):
+    the same SASS instructions (the bytes differ: debug sections name each build's kernel file)."""
+    import re
+    import subprocess
+
+    from kernelscope.asm.tools import tool_path
+    from kernelscope.engine.asm_build import build_run_asm
+
+    _, run = aot_virtual_cuda
+    summary = build_run_asm(run.store.backend, run.id)
+    assert summary.built == 1, summary.failed
+    folder = run.view.absolute_path(f"runs/{run.id}")
+    with zipfile.ZipFile(folder / "aot" / "model.pt2") as archive:
+        (name,) = [name for name in archive.namelist() if name.endswith(".cubin")]
+        cubin = folder / "packaged.cubin"
+        cubin.write_bytes(archive.read(name))
+    packaged = subprocess.run([str(tool_path("nvdisasm")), "-c", str(cubin)], capture_output=True, text=True,
+                              check=True).stdout
+    (built,) = folder.rglob("triton_poi_fused_mul_silu_0.sass")
+
+    def instructions(sass: str) -> list[str]:
+        return [line.split(";")[0].strip() for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4}\*/", line)]
+
+    assert instructions(packaged) == instructions(built.read_text()) and len(instructions(packaged)) > 20

@@ -116,3 +116,30 @@ def test_a_triton_module_the_cuda_wrapper_holds_as_a_string_is_found():
     assert (block.name, block.first_line, block.last_line) == ("triton_poi_fused_0", 4, 7)
     assert block.source.startswith("import triton") and "tl.load" in block.source
     assert sorted(layout.declarations) == [1]  # the kernel handle, not the lines of the module it holds
+
+
+def test_a_triton_module_aotinductor_keeps_in_a_comment_is_found_without_its_indent():
+    """AOTInductor writes the kernel's module, indented, in a comment inside its launch function."""
+    text = "\n".join([
+        "static __attribute__((noinline)) void call_triton_poi_fused_0(",
+        "    int64_t xnumel",
+        "){",
+        "    /*",
+        "    async_compile.triton('triton_poi_fused_0', '''",
+        "    import triton",
+        "",
+        "    @triton.jit",
+        "    def triton_poi_fused_0(in_ptr0, xnumel, XBLOCK : tl.constexpr):",
+        "        tmp0 = tl.load(in_ptr0 + (x0), xmask)",
+        "    ''', device_str='cuda')",
+        "    */",
+        "    if (kernels_.triton_poi_fused_0 == nullptr) {",
+        "}",
+    ]) + "\n"
+    layout = cpp.read_layout(text, {"triton_poi_fused_0"})
+    (block,) = layout.triton_sources
+    assert (block.name, block.first_line, block.last_line) == ("triton_poi_fused_0", 6, 10)
+    assert block.source.splitlines() == ["import triton", "", "@triton.jit",
+                                         "def triton_poi_fused_0(in_ptr0, xnumel, XBLOCK : tl.constexpr):",
+                                         "    tmp0 = tl.load(in_ptr0 + (x0), xmask)"]
+    assert sorted(layout.declarations) == [13]  # the kernel handle, not the module's lines

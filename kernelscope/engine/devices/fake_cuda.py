@@ -36,7 +36,8 @@ reads it too. Where that C++ code runs decides what it is told:
   (`_keep_ops_a_gpu_keeps`).
 - a tensor made from data inside the graph (`torch.tensor(0.5, device=x.device)`) is
   lifted as a cuda constant, as a GPU lifts it, not moved there by a traced copy
-  (`lifted_constants`).
+  (`lifted_constants`); a cuda constant an op meets as an argument (AOTInductor's
+  parameters, constants of the exported program) is faked as the mode fakes a real tensor.
 - a C++ composite that picks a backend by its input's device runs as a Python port of
   itself on cuda tensors (`_ported_composites`): BatchNorm's `_batch_norm_impl_index`
   takes cuDNN's path as on a GPU (`cuda_batch_norm`; its symbolic checks number the
@@ -148,6 +149,7 @@ def cuda_fake_tensors():
         lifted = lifted_constants.lifted_fake(self, func, args)
         if lifted is not None:
             return lifted
+        args, kwargs = lifted_constants.constants_as_fakes(self, args, kwargs)
         decomposing.append(False)
         try:
             return original_fake_dispatch(self, func, types, args, _on_cuda_kwargs(args, kwargs or {}, self))

@@ -234,3 +234,17 @@ def lifted_fake(fake_mode, func, args):
     if not (is_cuda_constant(tensor) or (_lifting and _is_plain_cpu_tensor(tensor) and _lifting[-1](tensor))):
         return None
     return fake_cuda_like(tensor, fake_mode)
+
+
+def constants_as_fakes(fake_mode, args, kwargs):
+    """An op's arguments with each CudaConstant replaced by its fake cuda tensor, as
+    FakeTensorMode converts a real tensor argument (where it allows them: AOTInductor's
+    constants, `--aot`); FakeTensorMode would refuse a tensor subclass it does not know."""
+    if not (_constant_class and fake_mode.allow_non_fake_inputs):
+        return args, kwargs
+    from torch.utils import _pytree as pytree
+
+    def fake(constant):
+        return fake_mode.fake_tensor_converter.from_real_tensor(fake_mode, constant)
+
+    return pytree.tree_map_only(_constant_class[0], fake, (args, kwargs or {}))

@@ -127,12 +127,14 @@ def _constant_folding_on_cpu():
 
 
 @contextlib.contextmanager
-def _constants_moved_as_fakes(fake_mode):
+def _constants_moved(cuda_copy):
     """`GraphLowering.constant_name(name, device)` copies a graph constant to the device a
     kernel needs it on (`constant.to(device)`, with every mode disabled) under a new name.
-    For cuda, the copy is a fake cuda tensor of the constant's sizes, strides and dtype,
-    registered exactly as torch registers the copy (a new constant each time: a fresh copy
-    never shares storage with another constant, so torch never de-duplicates it)."""
+    For cuda, the copy is `cuda_copy(constant)` (a fake cuda tensor of the constant's sizes,
+    strides and dtype for torch.compile, whose code is never run; a CudaConstant of the same
+    values for an AOTInductor package, which holds them), registered exactly as torch registers
+    the copy (a new constant each time: a fresh copy never shares storage with another
+    constant, so torch never de-duplicates it)."""
     import torch
     from torch._inductor import config as inductor_config
     from torch._inductor.graph import normalize_name
@@ -143,7 +145,7 @@ def _constants_moved_as_fakes(fake_mode):
             if device_override is None or constant.device == device_override \
                     or torch.device(device_override).type != "cuda":
                 return constant_name(self, name, device_override)
-            copy = fake_cuda_like(constant, fake_mode)
+            copy = cuda_copy(constant)
             with inductor_config.patch({"aot_inductor.use_runtime_constant_folding": True}):  # no de-duplication
                 copy_name = self.allocate_non_dup_const_name(
                     f"{name}_{device_override.type}{device_override.index or 0}", copy)
@@ -187,11 +189,13 @@ def cuda_runtime_forbidden():
 
 
 @contextlib.contextmanager
-def real_compute_on_cpu(fake_mode):
-    """Everything this module describes, for one virtual-cuda compile in `fake_mode`."""
+def real_compute_on_cpu(fake_mode, cuda_copy=None):
+    """Everything this module describes, for one virtual-cuda compile in `fake_mode`;
+    `cuda_copy(constant)`: what a constant moved to the GPU becomes, a fake cuda tensor of
+    `fake_mode` unless given (see `_constants_moved`)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(cuda_runtime_forbidden())
         stack.enter_context(_proxy_constants_on_cpu())
         stack.enter_context(_constant_folding_on_cpu())
-        stack.enter_context(_constants_moved_as_fakes(fake_mode))
+        stack.enter_context(_constants_moved(cuda_copy or (lambda constant: fake_cuda_like(constant, fake_mode))))
         yield

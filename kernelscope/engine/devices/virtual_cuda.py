@@ -290,6 +290,13 @@ def cpu_graphs_compiled_for_the_cpu():
         _cpu_graphs_for_the_cpu.pop()
 
 
+def _building_aot() -> bool:
+    """Whether AOTInductor is building a package (`compile_fx_aot`, under `--aot`)."""
+    from torch._inductor.virtualized import V
+
+    return bool(V.aot_compilation)
+
+
 def make_compile_fx(original_compile_fx):
     """torch.compile's Inductor backend for virtual-cuda.
 
@@ -309,7 +316,9 @@ def make_compile_fx(original_compile_fx):
     compiling = []
 
     def compile_fx(model_, example_inputs_, inner_compile=None, **kwargs):
-        if compiling:  # compile_fx calls itself (config patches, ...): that call is the GPU's
+        if compiling or _building_aot():  # compile_fx calls itself (config patches, ...): that call
+            # is the GPU's; an AOTInductor build (`--aot`, virtual_cuda_aot.py) compiles the exported
+            # program as exported, on the virtual GPU
             if inner_compile is not None:
                 kwargs["inner_compile"] = inner_compile
             return original_compile_fx(model_, example_inputs_, **kwargs)

@@ -140,3 +140,16 @@ def test_the_meta_check_refuses_cuda_and_names_the_first_meta_tensor():
     assert check_meta_model(plain, (torch.ones(2, 4),), RecordOptions(), "cuda") == []
     with pytest.raises(TargetError, match="`input 0` is on the meta device"):
         check_meta_model(plain, (torch.ones(2, 4, device="meta"),), RecordOptions(), "cpu-triton")
+
+
+def test_the_meta_check_refuses_an_aot_package_which_holds_the_weights():
+    import torch
+
+    from kernelscope.engine.record_options import RecordOptions
+    from kernelscope.engine.user_model import check_meta_model
+    from kernelscope.errors import TargetError
+
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    with pytest.raises(TargetError, match=r"--aot packages the model's weights, and `0.weight` is on the meta device"):
+        check_meta_model(model, (torch.ones(2, 4),), RecordOptions(aot=True), "virtual-cuda")
