@@ -12,14 +12,19 @@ launched on the GPU to time its configs, the `.so` linked) and `--target virtual
 same build without a GPU: each kernel compiled for the config Inductor runs untimed, never
 launched; C++ sources, CMake files and cubins, no `.so`). Then, graph by graph:
 - `wrapper`: the recorded `wrapper.cpp` (what AOTInductor generated, before it is compiled),
-  with each kernel's temporary cubin path reduced to its file name: "identical"; "same but
-  launch configs" when the only differing lines are a Triton launch's grid or `launchKernel`
-  arguments (the configs the GPU chose by timing, which virtual-cuda cannot: expected);
-  else "DIFFERENT" with the diff's first lines;
-- `kernels`: each Triton kernel's name and source, and the extern calls, compared;
+  with what names a build rather than the code left out: each cubin's file (a hash of a
+  temporary path on the GPU, the kernel's name here) is called by its kernel, and Triton's
+  `backend_hash` (a hash of the Triton build and the ptxas it found) is blanked.
+  "identical"; "same but launch configs" when the only differing lines are a Triton launch's
+  grid, `loadKernel` shared memory or `launchKernel` arguments (the configs the GPU chose by
+  timing, which virtual-cuda cannot: expected); else "DIFFERENT" with the diff's first lines;
+  `launch_configs_differ` names the kernels whose launch lines differ;
+- `kernels`: each Triton kernel's name and source (`backend_hash` blanked), and the extern
+  calls, compared;
 - `cubins`: per kernel, "identical" bytes, "same SASS (bytes differ)" (`nvdisasm -c`: the
-  debug sections name the kernel file in each build's temporary cache directory), or "SASS
-  differs" (another config, or another ptxas);
+  debug sections name the kernel file in each build's temporary cache directory), "SASS
+  differs (another launch config)" for a kernel whose launch lines differ, else "SASS
+  differs" (another ptxas, or a real difference);
 - `package`: the files each package holds (hash-named files by their suffix); the virtual-cuda
   package has no `.so` (expected, see docs/aot.md);
 - each side's coverage and the virtual side's warnings (the config compiled per kernel, and why).
@@ -41,7 +46,12 @@ REPO = Path(__file__).resolve().parent.parent
 FACTORIES = ["examples/swiglu_mlp.py:make", "examples/mlp.py:make", "examples/attention.py:make",
              "examples/conv_bn.py:make", "examples/nanogpt.py:make"]
 _CUBIN_PATH = re.compile(r'loadKernel\("([^"]*/)?([^"/]+\.cubin)", "(\w+)"')
-_LAUNCH_CONFIG = re.compile(r"^\s*(uint32_t grid_\d = |launchKernel\()")
+_LAUNCH_CONFIG = re.compile(r"^\s*(uint32_t grid_\d = |launchKernel\(|kernels_\.\w+ = loadKernel\()")
+_BACKEND_HASH = re.compile(r"('backend_hash':\s*)'[0-9A-Fa-f]+'")
+_KERNEL_MENTION = re.compile(r"kernels_\.(\w+)")
+_INT_ARRAY = re.compile(r"static constexpr int64_t (?:(int_array_\d+)\[\] = \{([^}]*)\}|\*(int_array_\d+)=nullptr);")
+_INT_ARRAY_LINE = re.compile(
+    r"^[ \t]*static constexpr int64_t (?:int_array_\d+\[\] = \{[^}]*\}|\*int_array_\d+=nullptr);\n", re.MULTILINE)
 
 
 def kernelscope(*args: str, store: Path, timeout: int) -> subprocess.CompletedProcess:
@@ -62,26 +72,48 @@ def record(spec: str, target: str, store: Path, timeout: int) -> dict:
     return json.loads(dumped.stdout)["run"]
 
 
-def normalized_wrapper(run: dict, graph: dict) -> str:
-    """The recorded wrapper with each cubin's temporary directory left out."""
-    text = Path(graph["wrapper_file"]["path"]).read_text()
-    return _CUBIN_PATH.sub(lambda m: f'loadKernel("{m.group(2)}", "{m.group(3)}"', text)
+def wrapper_text(graph: dict) -> str:
+    return Path(graph["wrapper_file"]["path"]).read_text()
+
+
+def without_build_names(text: str) -> str:
+    """`text` without what names a build rather than the code: each cubin file called by its
+    kernel, Triton's backend hash blanked, and each `int_array_N` (a size or stride array
+    AOTInductor declares once and reuses: which declaration a later use shares depends on a
+    cache keyed by object ids) replaced by its values."""
+    text = _CUBIN_PATH.sub(lambda m: f'loadKernel("{m.group(3)}.cubin", "{m.group(3)}"', text)
+    text = _BACKEND_HASH.sub(r"\1'...'", text)
+    arrays = {m.group(1) or m.group(3): m.group(2) if m.group(1) else "nullptr" for m in _INT_ARRAY.finditer(text)}
+    if not arrays:
+        return text
+    text = _INT_ARRAY_LINE.sub("", text)
+    return re.sub(r"\bint_array_\d+\b", lambda m: "{" + arrays.get(m.group(0), m.group(0)) + "}", text)
 
 
 def compare_wrappers(real: str, virtual: str) -> dict:
     if real == virtual:
-        return {"verdict": "identical"}
-    diff = list(difflib.unified_diff(real.splitlines(), virtual.splitlines(), "cuda", "virtual-cuda",
-                                     lineterm="", n=0))
-    changed = [line[1:] for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+        return {"verdict": "identical", "launch_configs_differ": []}
+    real_lines, virtual_lines = real.splitlines(), virtual.splitlines()
+    diff = list(difflib.unified_diff(real_lines, virtual_lines, "cuda", "virtual-cuda", lineterm="", n=0))
+    changed, kernels = [], set()
+    for tag, a0, a1, b0, b1 in difflib.SequenceMatcher(None, real_lines, virtual_lines, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        changed += real_lines[a0:a1] + virtual_lines[b0:b1]
+        # the kernel a launch line belongs to: the first one named from there on (its launcher's loadKernel)
+        named = next((m.group(1) for line in real_lines[a0:] for m in [_KERNEL_MENTION.search(line)] if m), None)
+        if named and all(_LAUNCH_CONFIG.match(line) for line in real_lines[a0:a1] + virtual_lines[b0:b1]):
+            kernels.add(named)
     verdict = ("same but launch configs (the GPU's timed choice)"
                if all(_LAUNCH_CONFIG.match(line) for line in changed) else "DIFFERENT")
-    return {"verdict": verdict, "changed_lines": len(changed), "diff": "\n".join(diff[:80])}
+    return {"verdict": verdict, "changed_lines": len(changed), "launch_configs_differ": sorted(kernels),
+            "diff": "\n".join(diff[:80])}
 
 
 def compare_kernels(real: dict, virtual: dict) -> dict:
     def of(graph):
-        return [(kernel["name"], kernel["kind"], Path(kernel["file"]["path"]).read_text() if kernel.get("file") else "")
+        return [(kernel["name"], kernel["kind"],
+                 without_build_names(Path(kernel["file"]["path"]).read_text()) if kernel.get("file") else "")
                 for kernel in graph["kernels"]]
 
     a, b = of(real), of(virtual)
@@ -97,22 +129,27 @@ def package_files(run: dict, store: Path) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
-def compare_cubins(real_wrapper: str, virtual_wrapper: str, real_files: dict, virtual_files: dict) -> dict:
+def compare_cubins(real_wrapper: str, virtual_wrapper: str, real_files: dict, virtual_files: dict,
+                   other_config: set[str]) -> dict:
+    """`*_wrapper`: as recorded (their cubin file names); `other_config`: kernels whose launch
+    lines differ."""
     def by_kernel(wrapper: str, files: dict) -> dict[str, bytes]:
         named = {Path(name).name: data for name, data in files.items()}
         return {kernel: named.get(cubin, b"") for cubin, kernel in
                 ((m.group(2), m.group(3)) for m in _CUBIN_PATH.finditer(wrapper))}
 
-    def verdict(a: bytes, b: bytes) -> str:
+    def verdict(kernel: str, a: bytes, b: bytes) -> str:
         if not (a and b):
             return "missing"
         if a == b:
             return "identical"
         # a cubin's debug sections name its kernel file, in each build's own temporary cache directory
-        return "same SASS (bytes differ)" if sass(a) == sass(b) else "SASS differs"
+        if sass(a) == sass(b):
+            return "same SASS (bytes differ)"
+        return "SASS differs (another launch config)" if kernel in other_config else "SASS differs"
 
     real, virtual = by_kernel(real_wrapper, real_files), by_kernel(virtual_wrapper, virtual_files)
-    return {kernel: verdict(real.get(kernel, b""), virtual.get(kernel, b""))
+    return {kernel: verdict(kernel, real.get(kernel, b""), virtual.get(kernel, b""))
             for kernel in sorted(set(real) | set(virtual))}
 
 
@@ -143,12 +180,14 @@ def check(spec: str, scratch: Path, timeout: int, real_target: str = "cuda") -> 
     row: dict = {"factory": spec, "real_target": real_target, "graphs": []}
     real_files, virtual_files = package_files(real, stores["cuda"]), package_files(virtual, stores["virtual-cuda"])
     for real_graph, virtual_graph in zip(real["graphs"], virtual["graphs"]):
-        real_wrapper, virtual_wrapper = normalized_wrapper(real, real_graph), normalized_wrapper(virtual, virtual_graph)
+        real_wrapper, virtual_wrapper = wrapper_text(real_graph), wrapper_text(virtual_graph)
+        wrapper = compare_wrappers(without_build_names(real_wrapper), without_build_names(virtual_wrapper))
         row["graphs"].append({
             "graph": real_graph["key"],
-            "wrapper": compare_wrappers(real_wrapper, virtual_wrapper),
+            "wrapper": wrapper,
             "kernels": compare_kernels(real_graph, virtual_graph),
-            "cubins": compare_cubins(real_wrapper, virtual_wrapper, real_files, virtual_files),
+            "cubins": compare_cubins(real_wrapper, virtual_wrapper, real_files, virtual_files,
+                                     set(wrapper["launch_configs_differ"])),
         })
     if len(real["graphs"]) != len(virtual["graphs"]):
         row["graph_count"] = {"cuda": len(real["graphs"]), "virtual-cuda": len(virtual["graphs"])}
