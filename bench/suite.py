@@ -327,7 +327,7 @@ def print_comparison(rows: list[dict], elapsed: float) -> None:
 # -- main -------------------------------------------------------------------------------------
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n".join(__doc__.splitlines()[2:8]))
@@ -355,6 +355,11 @@ def main() -> int:
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--table-only", action="store_true",
                         help="record nothing: print the table of the rows --resume holds")
+    return parser
+
+
+def main() -> int:
+    parser = build_parser()
     args = parser.parse_args()
     if args.replay and not args.compare:
         parser.error("--replay compares against the GPU: use it with --compare")
