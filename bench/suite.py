@@ -330,7 +330,7 @@ def print_comparison(rows: list[dict], elapsed: float) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n".join(__doc__.splitlines()[2:8]))
+                                     epilog="\n".join(__doc__.splitlines()[2:10]))
     parser.add_argument("--target", default="virtual-cuda", choices=["virtual-cuda", "cuda", "cpu-triton", "cpu"])
     parser.add_argument("--compare", action="store_true",
                         help="on a GPU: record each row for cuda and virtual-cuda and compare the kernels")
