@@ -1,7 +1,7 @@
 """Fidelity report: how much of each model's generated code kernelscope links back to
 model lines, on the model zoo (bench/models/) and the bundled examples.
 
-    python bench/fidelity.py [--repeat 1] [--models gpt2 bert ...] [--target virtual-cuda]
+    python bench/fidelity.py [--repeat 1] [--models gpt2 bert ...] [--target virtual-cuda|cpu-triton|cpu]
 
 Per model and mode (inference, training), each a fresh `kernelscope compile` process:
 Triton kernels; kernels whose node set equals Inductor's own mapping (target 100%);
@@ -51,7 +51,7 @@ def main() -> int:
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--modes", nargs="*", default=["inference", "train"], choices=["inference", "train"])
     parser.add_argument("--repeat", type=int, default=1, help="measurements per side for the overhead (median)")
-    parser.add_argument("--target", default="virtual-cuda", choices=["virtual-cuda", "cpu-triton"])
+    parser.add_argument("--target", default="virtual-cuda", choices=["virtual-cuda", "cpu-triton", "cpu"])
     args = parser.parse_args()
 
     rows = []

@@ -16,6 +16,13 @@ REPRESENTATIVES = {
     "decoder": "llama", "encoder-decoder": "bart", "encoder": "bert", "moe": "mixtral",
     "vision-transformer": "deit", "conv": "resnet18", "diffusion-unet": "unet",
 }
+# `--target cpu` compiles every C++ kernel with the system's C++ compiler (seconds each on a
+# 2-core machine), so it runs one model per family by default: the family's smallest (fewest
+# kernels in bench/results/suite_virtual_cuda_torch2.13.json). CI: tests/engine/test_cpp_suite.py.
+CPU_MODELS = {
+    "decoder": "llama", "encoder-decoder": "blenderbot_small", "encoder": "distilbert", "moe": "mixtral",
+    "vision-transformer": "vit_dinov2", "conv": "repvgg", "diffusion-unet": "unet",
+}
 HF_LIST = "huggingface_models_list.txt"
 TIMM_LIST = "timm_models_list.txt"
 TORCHBENCH_LIST = "torchbench_models_list.txt"

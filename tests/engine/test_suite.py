@@ -90,6 +90,32 @@ def test_a_row_under_a_floor_or_not_recorded_fails_the_suite():
     assert suite_cli.missed_floors(dict(row, coverage=no_backward)) == []
 
 
+def test_a_cpu_row_needs_every_kernel_agreeing_and_every_node_traced():
+    """--target cpu holds a row to issue 36's floors: agreement and node-to-source 100%."""
+    full = {key: {"covered": 100, "total": 100, "share": 1.0} for key in suite_cli.CPU_FLOORS}
+    row = {"recorded": True, "provenance": "line", "target": "cpu", "coverage": full}
+    assert suite_cli.missed_floors(row) == []
+    one_short = dict(full, kernel_agreement={"covered": 99, "total": 100, "share": 0.99},
+                     forward_nodes_with_source={"covered": 99, "total": 100, "share": 0.99})
+    assert suite_cli.missed_floors(dict(row, coverage=one_short)) == ["kernel_agreement", "forward_nodes_with_source"]
+    assert suite_cli.missed_floors(dict(row, coverage=one_short, target="virtual-cuda")) == []
+    lines_low = dict(full, kernel_lines={"covered": 94, "total": 100, "share": 0.94})
+    assert suite_cli.missed_floors(dict(row, coverage=lines_low)) == ["kernel_lines"]
+
+
+def test_target_cpu_runs_one_model_per_family_unless_only_names_others():
+    def rows(*argv):
+        return [(m.name, train) for m, train in suite_cli.selected(suite_cli.build_parser().parse_args(argv))]
+
+    cpu = rows("--target", "cpu")
+    assert {name for name, _ in cpu} == set(registry.CPU_MODELS.values()) and len(cpu) == 2 * len(registry.FAMILIES)
+    assert {registry.BY_NAME[name].family for name in registry.CPU_MODELS.values()} == set(registry.FAMILIES)
+    assert all(registry.BY_NAME[name].family == family for family, name in registry.CPU_MODELS.items())
+    assert rows("--target", "cpu", "--only", "bert") == [("bert", False), ("bert", True)]
+    assert rows("--target", "cpu", "--family", "conv", "--mode", "train") == [(registry.CPU_MODELS["conv"], True)]
+    assert len(rows()) == 2 * len(registry.MODELS)
+
+
 def test_a_failed_recording_keeps_its_one_line_error_without_the_site_packages_prefix():
     stderr = ("Traceback ...\nkernelscope: error: /x/.venv/lib/python3.11/site-packages/transformers/"
               "cache_utils.py:125: Inductor failed: boom (the last good run in the store is unchanged)\n")
