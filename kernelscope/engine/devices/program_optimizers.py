@@ -26,8 +26,9 @@ as before): under Dynamo (it compiles a step: `_init_group` runs for real, under
 EagerProgramMode) or in a compiled function's eager part (Dynamo's frame callback is set),
 where another torch-function mode is on the stack (the program's own, or a
 `with torch.device(...)`: they see every call as before), or where a parameter with a
-gradient is not a virtual GPU tensor (a tensor subclass of the program's own: its
-`__torch_function__` runs as before).
+gradient, or its gradient, is of a class other than the virtual GPU's (and a plain tensor's,
+for a gradient): a tensor subclass of the program's own, whose `__torch_function__` runs as
+before.
 
 Each replaced function is a patch point of "virtual-cuda optimizer fast path"
 (patch_points.py); one that does not hold on a torch is left as it is (the calls go through
@@ -81,8 +82,11 @@ def _below_the_mode():
         for param, grad in grads:
             if grad is None:
                 continue
-            if type(param) is not vgt or (state is not None and not state.get(param)):
+            if type(param) is not vgt or type(grad) not in (vgt, plain):
                 return False
+            if state is not None and not state.get(param):
+                return False
+        for _, grad in grads:
             if type(grad) is plain:
                 grad.__class__ = vgt  # as the mode's read of `param.grad` would
         return True

@@ -148,6 +148,28 @@ def test_a_plain_gradient_is_put_on_the_virtual_gpu_as_the_modes_read_puts_it():
         assert type(plain) is tensor_class() and model.weight.grad is plain and on_gpu(plain)
 
 
+def test_a_gradient_of_the_programs_own_subclass_still_sees_its_calls():
+    seen: list = []
+
+    class Logged(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return super().__torch_function__(func, types, args, kwargs)
+
+    with cuda_program():
+        model = torch.nn.Linear(4, 4, bias=False).to("cuda")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(2):
+            model(torch.randn(2, 4, device="cuda")).sum().backward()
+            optimizer.step()
+        with torch._C.DisableTorchFunction():
+            model.weight.grad = torch.ones(4, 4).as_subclass(Logged)
+        seen.clear()
+        optimizer.step()
+        assert torch.Tensor.is_sparse.__get__ in seen  # `p.grad.is_sparse` in SGD's _init_group
+
+
 def test_a_compiled_step_after_eager_steps_still_captures_cuda_tensors():
     """Dynamo runs `_init_group` for real while it compiles a step (the fast path steps
     aside): the graph's inputs are cuda, its nodes trace to torch's optimizer, not kernelscope."""
