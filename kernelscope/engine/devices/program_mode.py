@@ -38,7 +38,9 @@ does with a function is decided on its first call and kept (`_runner`'s kinds), 
 costs one dict lookup, the op run in one C call with subclass handling off
 (`torch._C._disabled_torch_function_impl`) and, for a fresh tensor, a class change. Under
 Dynamo the mode reads `torch.compiler`'s flag, not `is_compiling()` (two Python calls per torch
-call). bench/virtual_cuda_program.py measures the eager cost (docs/targets.md).
+call). An optimizer's per-parameter bookkeeping (`zero_grad`, `_init_group` once the state
+exists) does not reach the mode at all where that changes nothing (program_optimizers.py).
+bench/virtual_cuda_program.py measures the eager cost (docs/targets.md).
 """
 from __future__ import annotations
 
