@@ -12,6 +12,8 @@ Features and what happens when one of their points does not hold on a torch:
 - "timing decisions" (decision_hooks/): those decisions are neither recorded nor replayed, said in the run;
 - "launch configs" (asm_launches.py, --target cuda): launch configs not recorded, said in the run;
 - "upstream fixes" (torch_fixes.py): the fix is not applied, said in the run;
+- "virtual-cuda optimizer fast path" (devices/program_optimizers.py): the point is left as it is,
+  the optimizer's calls go through the program mode (slower, the same results);
 - "recording", "virtual-cuda", "virtual-cuda program", "virtual-cuda AOT", "cpu-triton", "fake process
   group": they cannot work in part;
   checked when a recording starts (`require`, below), which stops with one message;
@@ -427,6 +429,22 @@ AUTOCAST_CUDA_KERNELS = CustomPoint(_PROGRAM, "AutocastCUDA kernels of aten ops 
                                     "in the thread's included dispatch keys",
                                     "torch.autocast('cuda') applies CUDA's op lists to the virtual GPU's tensors "
                                     "(cuda_autocast.py)", _autocast_cuda_problem)
+
+# -- virtual-cuda optimizer fast path (devices/program_optimizers.py: an optimizer's bookkeeping
+# below the program mode; a point that does not hold leaves its calls to the mode, only slower)
+
+_OPTIMIZER_FAST_PATH = "virtual-cuda optimizer fast path"
+OPTIMIZER_ZERO_GRAD = PatchPoint(_OPTIMIZER_FAST_PATH, "torch.optim.optimizer.Optimizer", "zero_grad",
+                                 "runs with torch functions off in a program (it reads gradients, sets None)",
+                                 parameters=("self", "set_to_none"), own=True)
+OPTIMIZER_INIT_GROUPS = {
+    name: PatchPoint(_OPTIMIZER_FAST_PATH, f"torch.optim.{module}.{name}", "_init_group",
+                     "runs with torch functions off in a program once every parameter has its state (it then "
+                     "makes no tensor)", parameters=("self", "group"), own=True, optional=True)
+    for module, name in (("adam", "Adam"), ("sgd", "SGD"), ("rmsprop", "RMSprop"), ("adagrad", "Adagrad"),
+                         ("adadelta", "Adadelta"), ("adamax", "Adamax"), ("nadam", "NAdam"), ("radam", "RAdam"),
+                         ("asgd", "ASGD"), ("rprop", "Rprop"))
+}
 
 # -- cpu-triton (devices/cpu_triton.py, codegen_only.py) ------------------------------------
 

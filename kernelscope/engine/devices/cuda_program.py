@@ -17,7 +17,10 @@ While inside:
   do for cuda tensors (torch's `_foreach_supported_types`), and an optimizer's
   `_init_group`, which Dynamo runs for real while it compiles a step, makes the state on
   the virtual GPU (`EagerProgramMode` while it runs: capturable and fused optimizers make
-  their `step` with `device=p.device`);
+  their `step` with `device=p.device`); an optimizer's per-parameter bookkeeping
+  (`zero_grad`, `_init_group` once the state exists) runs below the program mode where that
+  changes nothing (program_optimizers.py: the mode's Python call per torch call is most of a
+  small model's eager cost);
 - `torch.autocast("cuda", dtype=...)` applies CUDA's op lists to the virtual GPU's tensors
   (cuda_autocast.py): in the eager run, in Dynamo's capture and in AOTAutograd's trace of
   the forward and backward, so the compiled graph has a GPU's casts;
@@ -66,6 +69,7 @@ def cuda_program(fake_job: bool = False):
         fake_cuda,
         program_autograd,
         program_mode,
+        program_optimizers,
         program_results,
         user_triton,
         virtual_dtensor,
@@ -86,6 +90,7 @@ def cuda_program(fake_job: bool = False):
         for point in (points.OPTIM_FOREACH_TYPES, points.UTILS_FOREACH_TYPES):
             _append(patches, point, vgt)
         patches.wrap(points.OPTIMIZER_INIT_GROUP, _init_group_on_the_virtual_gpu)
+        program_optimizers.install(patches)
         program_autograd.install(patches)
         _triton_asked_again(patches)
         _never_compiled_by_dynamo(patches)
@@ -138,7 +143,7 @@ _PROGRAM_MODULES = ("kernelscope.engine.devices.program_mode", "kernelscope.engi
                     "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program",
                     "kernelscope.engine.devices.program_hops", "kernelscope.engine.devices.user_triton",
                     "kernelscope.engine.devices.virtual_dtensor", "kernelscope.engine.devices.program_autograd",
-                    "kernelscope.engine.devices.cuda_autocast")
+                    "kernelscope.engine.devices.cuda_autocast", "kernelscope.engine.devices.program_optimizers")
 
 
 def _never_compiled_by_dynamo(patches: Patches) -> None:

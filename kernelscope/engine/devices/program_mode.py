@@ -38,7 +38,9 @@ does with a function is decided on its first call and kept (`_runner`'s kinds), 
 costs one dict lookup, the op run in one C call with subclass handling off
 (`torch._C._disabled_torch_function_impl`) and, for a fresh tensor, a class change. Under
 Dynamo the mode reads `torch.compiler`'s flag, not `is_compiling()` (two Python calls per torch
-call). bench/virtual_cuda_program.py measures the eager cost (docs/targets.md).
+call). An optimizer's per-parameter bookkeeping (`zero_grad`, `_init_group` once the state
+exists) does not reach the mode at all where that changes nothing (program_optimizers.py).
+bench/virtual_cuda_program.py measures the eager cost (docs/targets.md).
 """
 from __future__ import annotations
 
@@ -229,14 +231,16 @@ def _runner():
 def _grad_hook():
     import torch
 
+    vgt, plain = tensor_class(), torch.Tensor
     grad_get = torch._C.TensorBase.grad.__get__
     no_torch_function = torch._C.DisableTorchFunction  # the read reaches no mode (the backward runs in one)
 
     def grad_on_virtual_gpu(tensor):
+        # runs once per parameter a backward (`on_virtual_gpu` inline: a Python call less)
         with no_torch_function():
             grad = grad_get(tensor)
-        if grad is not None:
-            on_virtual_gpu(grad)
+        if type(grad) is plain:
+            grad.__class__ = vgt
 
     return grad_on_virtual_gpu
 

@@ -61,6 +61,11 @@ def tensor_class():
     class VirtualGpuTensor(AnswersCuda, torch.Tensor):
         """A CPU tensor on the virtual GPU: `device` answers cuda:0 (see the module docstring)."""
 
+        # torch.Tensor's own, named on the class itself: torch's C++ looks `__torch_function__`
+        # up on each virtual GPU tensor of each call's arguments (each of a foreach op's list,
+        # once per overload it tries), and finds it here without walking the class's bases
+        __torch_function__ = vars(torch.Tensor)["__torch_function__"]
+
         def __deepcopy__(self, memo):
             # torch's own copies the storage (shared storages stay shared within `memo`) and
             # needs `new_empty` to keep the class, which subclass handling turned off does not
