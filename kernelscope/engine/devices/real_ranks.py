@@ -24,6 +24,14 @@ parallelizes it on a cuda device mesh. What this module adds for a real job:
   does (`kernelscope show` compares ranks with the GPU index left out).
 - NCCL's own API, which gloo cannot stand in for (`torch.cuda.nccl.*`), is refused in one
   line naming the call, the program's line and what to do (program_refusal).
+- the default process group and that of every DDP module are kept until the process ends
+  (`_kept_groups`).
+  torch copies the thread's state, the program's torch-function mode included, into each
+  gloo work item, so gloo's worker thread needs the GIL to free a finished one; a DDP module
+  freed on the main thread (the script's `main()` returning) frees its reducer, whose process
+  group joins that worker while the main thread holds the GIL: a deadlock whenever a work
+  item was still being freed (seen in two of four runs of tests/data/gpu_ddp_job.py). Kept,
+  the group is freed at the interpreter's exit, seconds after its last work.
 """
 from __future__ import annotations
 
@@ -60,6 +68,18 @@ def install(patches: Patches) -> None:
     for name, point in points.PROGRAM_NCCL_API.items():
         if point.holds():
             patches.replace(point, _nccl_api_refused(name))
+    patches.wrap(points.PROGRAM_DDP_INIT, _process_group_kept)
+
+
+_kept_groups: list = []  # every DDP module's process group, until the process ends (module docstring)
+
+
+def _process_group_kept(ddp_init):
+    def __init__(self, *args, **kwargs):
+        ddp_init(self, *args, **kwargs)
+        if not any(group is self.process_group for group in _kept_groups):
+            _kept_groups.append(self.process_group)
+    return __init__
 
 
 def _asks_for_nccl(backend) -> bool:
@@ -69,6 +89,8 @@ def _asks_for_nccl(backend) -> bool:
 
 
 def _nccl_served_by_gloo(init_process_group):
+    import torch
+
     def served_by_gloo(*args, **kwargs):
         backend = kwargs.pop("backend", args[0] if args else None)
         args = args[1:]
@@ -83,7 +105,9 @@ def _nccl_served_by_gloo(init_process_group):
             "without GPUs; this rank's collectives ran on gloo over the CPU values under its virtual GPU "
             "tensors (the job's real values, gloo's speed); the compiled graphs and their collectives are "
             "compiled for cuda as with NCCL")
-        return init_process_group("gloo", *args, **kwargs)
+        init_process_group("gloo", *args, **kwargs)
+        _kept_groups.append(torch.distributed.distributed_c10d._get_default_group())
+        return None
     return served_by_gloo
 
 
