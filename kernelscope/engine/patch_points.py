@@ -336,7 +336,8 @@ DYNAMO_SKIP_DIRS = PatchPoint(_PROGRAM, "torch._dynamo.trace_rules", "SKIP_DIRS"
 DYNAMO_SKIP_DIRS_RE = PatchPoint(_PROGRAM, "torch._dynamo.trace_rules", "_recompile_re",
                                  "the skip list's pattern, made again after the list changed")
 PROGRAM_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed", "init_process_group",
-                                        "NCCL in a single process is refused in one line; under torchrun, served by gloo",
+                                        "NCCL in a single process is refused in one line; under torchrun, "
+                                        "served by gloo",
                                         optional=True)
 PROGRAM_C10D_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed.distributed_c10d", "init_process_group",
                                              "the same, where the program imports it from distributed_c10d",

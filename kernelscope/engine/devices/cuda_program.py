@@ -182,7 +182,7 @@ def _tensor_guard_text_as_on_a_gpu(code_part):
     tensors still passes it."""
     import torch
 
-    from kernelscope.engine.devices.virtual_gpu_tensor import rank_device, tensor_class
+    from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
 
     vgt = tensor_class()
 

@@ -41,8 +41,6 @@ _TOTAL_MEMORY = 80 * 2**30
 
 def _stream_classes():
     """(Stream, Event, StreamContext) of the emulated GPU."""
-    import torch
-
     class Stream:
         """A stream of the virtual GPU: the work runs in program order, so it waits for nothing."""
 

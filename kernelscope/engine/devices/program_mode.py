@@ -326,8 +326,8 @@ def _specials(vgt, cpu, no_subclass):
         self = args[0]
         if type(self) is vgt:
             if not kwargs.get("force", args[1] if len(args) > 1 else False):
-                raise TypeError(f"can't convert {virtual_device()} device type tensor to numpy. Use Tensor.cpu() to copy the "
-                                "tensor to host memory first.")
+                raise TypeError(f"can't convert {virtual_device()} device type tensor to numpy. Use Tensor.cpu() to "
+                                "copy the tensor to host memory first.")
             return copy_to(self.detach()).numpy()
         with no_subclass():
             return func(*args, **kwargs)
