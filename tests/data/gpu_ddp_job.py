@@ -3,6 +3,7 @@ the model on "cuda", DDP, `torch.compile`, an all-reduce of a cuda tensor, two s
 loss printed. tests/engine/test_torchrun_gpu.py runs it under torchrun on two ranks (no GPU:
 virtual-cuda, NCCL served by gloo) and checks what each rank printed."""
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -10,6 +11,12 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 WIDTH, BATCH, STEPS = 32, 8, 2
+
+
+def say(text: str) -> None:
+    """One write per line: both ranks print to torchrun's one unbuffered stdout."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
 class MLP(nn.Module):
@@ -28,12 +35,12 @@ def main() -> None:
     torch.cuda.set_device(local_rank)
     device = torch.device("cuda", local_rank)
     rank = dist.get_rank()
-    print(f"rank {rank}: devices {torch.cuda.device_count()} current {torch.cuda.current_device()} "
+    say(f"rank {rank}: devices {torch.cuda.device_count()} current {torch.cuda.current_device()} "
           f"backend {dist.get_backend()}")
 
     ones = torch.full((4,), float(rank + 1), device=device)
     dist.all_reduce(ones)
-    print(f"rank {rank}: all_reduce {ones.tolist()} on {ones.device.type}")
+    say(f"rank {rank}: all_reduce {ones.tolist()} on {ones.device.type}")
 
     torch.manual_seed(0)
     model = MLP().to(device)
@@ -45,9 +52,9 @@ def main() -> None:
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-        print(f"rank {rank} step {index}: loss {loss.item():.6f} on {loss.device.type}")
+        say(f"rank {rank} step {index}: loss {loss.item():.6f} on {loss.device.type}")
     total = sum(parameter.detach().double().sum() for parameter in model.parameters())
-    print(f"rank {rank}: parameters {total.item():.12f}")
+    say(f"rank {rank}: parameters {total.item():.12f}")
     dist.destroy_process_group()
 
 

@@ -92,10 +92,14 @@ def _nccl_served_by_gloo(init_process_group):
     import torch
 
     def served_by_gloo(*args, **kwargs):
-        backend = kwargs.pop("backend", args[0] if args else None)
-        args = args[1:]
+        if "backend" in kwargs:
+            backend = kwargs.pop("backend")
+        else:
+            backend, args = (args[0], args[1:]) if args else (None, args)
         if not _asks_for_nccl(backend):
-            return init_process_group(backend, *args, **kwargs)
+            init_process_group(backend, *args, **kwargs)
+            _kept_groups.append(torch.distributed.distributed_c10d._get_default_group())
+            return None
         kwargs.pop("device_id", None)  # binding a device to the group would reach the CUDA runtime
         asked = "the default backend (NCCL for cuda tensors)" if backend is None else f"backend={backend!r}"
         from kernelscope.engine.devices import program_mode
