@@ -348,6 +348,9 @@ PROGRAM_MESH_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed.device
 PROGRAM_DDP_INIT = PatchPoint(_PROGRAM, "torch.nn.parallel.DistributedDataParallel", "__init__",
                               "under torchrun, a DDP module's process group is kept until the process ends",
                               parameters=("self",))
+PROGRAM_GET_ACCELERATOR = PatchPoint(_PROGRAM, "torch._C", "_get_accelerator",
+                                     "under torchrun, the accelerator is cuda (FSDP2's default mesh, DDP's barrier)",
+                                     optional=True)
 PROGRAM_NCCL_API = {  # torchrun's ranks (real_ranks): NCCL's own API has no gloo equivalent
     name: PatchPoint(_PROGRAM, "torch.cuda.nccl", name, "NCCL's own API is refused in one line", optional=True)
     for name in ("all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter", "unique_id", "init_rank",

@@ -73,3 +73,20 @@ def test_a_tensor_parallel_block_gives_the_cpu_paths_loss_on_the_gpu_path(gloo_r
     cpu_path = re.findall(r"rank 0 of 2: loss [\d.]+", job.stdout)
     assert len(gpu_path) == 1 and gpu_path == cpu_path, (gpu_path, cpu_path)
     assert "served by gloo" not in job.stdout  # it asked for gloo itself
+
+
+def test_fsdp2_on_a_default_cuda_mesh_trains_as_ddp_did(gpu_ddp_ranks, tmp_path):
+    """FSDP2 (`fully_shard`, its default mesh on cuda) under torchrun: the same training as
+    the DDP job prints the same losses and parameters on every rank (all-gathers and
+    reduce-scatters on gloo instead of DDP's all-reduce)."""
+    _, ddp_stdout = gpu_ddp_ranks
+    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    job = subprocess.run([*torchrun, "-m", "kernelscope", "run", str(REPO / "tests" / "data" / "gpu_fsdp2_job.py"),
+                          "--store", str(tmp_path / ".kernelscope")], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert job.returncode == 0, job.stderr[-3000:]
+    for rank in (0, 1):
+        pattern = rf"rank {rank}(?: step \d: loss [\d.]+ on cuda|: parameters -?[\d.]+)"
+        assert re.findall(pattern, job.stdout) == re.findall(pattern, ddp_stdout) != [], job.stdout
+    assert job.stdout.count("served by gloo") == 2  # init_device_mesh's default group, said on each rank

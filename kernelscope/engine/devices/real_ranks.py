@@ -22,6 +22,8 @@ parallelizes it on a cuda device mesh. What this module adds for a real job:
   rank has one GPU's worth of data, on the CPU), Dynamo captures on fake tensors of that
   device and Inductor compiles for it, so rank 1's wrapper names `cuda:1` as a GPU rank's
   does (`kernelscope show` compares ranks with the GPU index left out).
+- `torch._C._get_accelerator()`, which torch.distributed asks for the default device (FSDP2's
+  default mesh when `fully_shard` is given none), answers cuda, as `torch.accelerator` does.
 - NCCL's own API, which gloo cannot stand in for (`torch.cuda.nccl.*`), is refused in one
   line naming the call, the program's line and what to do (program_refusal).
 - the default process group and that of every DDP module are kept until the process ends
@@ -69,6 +71,8 @@ def install(patches: Patches) -> None:
         if point.holds():
             patches.replace(point, _nccl_api_refused(name))
     patches.wrap(points.PROGRAM_DDP_INIT, _process_group_kept)
+    if points.PROGRAM_GET_ACCELERATOR.holds():  # torch.accelerator answers cuda already (cuda_runtime)
+        patches.replace(points.PROGRAM_GET_ACCELERATOR, lambda: torch.device("cuda"))
 
 
 _kept_groups: list = []  # every DDP module's process group, until the process ends (module docstring)
