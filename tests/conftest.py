@@ -142,7 +142,26 @@ def gloo_ranks(tmp_path_factory):
                           "--store", str(store), "--", "--steps", "1"], cwd=directory, env=env,
                          capture_output=True, text=True, timeout=600)
     assert job.returncode == 0, job.stderr[-3000:]
+    (directory / "stdout.txt").write_text(job.stdout)  # what the ranks printed (test_torchrun_gpu)
     return store
+
+
+@pytest.fixture(scope="session")
+def gpu_ddp_ranks(tmp_path_factory):
+    """A real 2-rank job of a training script written for GPUs (tests/data/gpu_ddp_job.py: NCCL,
+    set_device, DDP, torch.compile) under torchrun, each rank on its virtual GPU with NCCL served
+    by gloo, recorded into `<dir>/.kernelscope/rank-<R>`; returns (store, what the ranks printed)."""
+    import subprocess
+
+    directory = tmp_path_factory.mktemp("gpu_ddp")
+    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_COMPILE_THREADS="1")
+    store = directory / ".kernelscope"
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    job = subprocess.run([*torchrun, "-m", "kernelscope", "run", str(REPO / "tests" / "data" / "gpu_ddp_job.py"),
+                          "--store", str(store)], cwd=directory, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert job.returncode == 0, job.stderr[-3000:]
+    return store, job.stdout
 
 
 @pytest.fixture

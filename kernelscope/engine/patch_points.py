@@ -360,13 +360,26 @@ DYNAMO_SKIP_DIRS = PatchPoint(_PROGRAM, "torch._dynamo.trace_rules", "SKIP_DIRS"
 DYNAMO_SKIP_DIRS_RE = PatchPoint(_PROGRAM, "torch._dynamo.trace_rules", "_recompile_re",
                                  "the skip list's pattern, made again after the list changed")
 PROGRAM_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed", "init_process_group",
-                                        "NCCL in a single process is refused in one line", optional=True)
+                                        "NCCL in a single process is refused in one line; under torchrun, "
+                                        "served by gloo",
+                                        optional=True)
 PROGRAM_C10D_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed.distributed_c10d", "init_process_group",
                                              "the same, where the program imports it from distributed_c10d",
                                              optional=True)
 PROGRAM_MESH_INIT_PROCESS_GROUP = PatchPoint(_PROGRAM, "torch.distributed.device_mesh", "init_process_group",
                                              "the same, where init_device_mesh calls it (imported by name)",
                                              optional=True)
+PROGRAM_DDP_INIT = PatchPoint(_PROGRAM, "torch.nn.parallel.DistributedDataParallel", "__init__",
+                              "under torchrun, a DDP module's process group is kept until the process ends",
+                              parameters=("self",))
+PROGRAM_GET_ACCELERATOR = PatchPoint(_PROGRAM, "torch._C", "_get_accelerator",
+                                     "under torchrun, the accelerator is cuda (FSDP2's default mesh, DDP's barrier)",
+                                     optional=True)
+PROGRAM_NCCL_API = {  # torchrun's ranks (real_ranks): NCCL's own API has no gloo equivalent
+    name: PatchPoint(_PROGRAM, "torch.cuda.nccl", name, "NCCL's own API is refused in one line", optional=True)
+    for name in ("all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter", "unique_id", "init_rank",
+                 "version")
+}
 CPP_EXTENSION_LOAD = PatchPoint(_PROGRAM, "torch.utils.cpp_extension", "load",
                                 "a CUDA C++ extension is refused in one line", parameters=("name", "sources"),
                                 keywords=("with_cuda",))

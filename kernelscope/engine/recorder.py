@@ -296,15 +296,12 @@ def record_script(path: Path, args: list[str], options: RecordOptions) -> RunRec
 
 def _program_on(device: str, options: RecordOptions):
     """The context a whole program runs in on `device`: virtual-cuda's virtual GPU, else none.
-    One rank of a job on the fake process group (`--world-size`) runs on the virtual GPU too;
-    a rank torchrun started here (gloo, the CPU's path) runs as before, on the CPU with its
-    graphs compiled for cuda."""
+    One rank of a job on the fake process group (`--world-size`) runs on the virtual GPU too,
+    and so does a rank torchrun started here, with NCCL served by gloo (devices/real_ranks.py)."""
     from kernelscope.engine.devices import cuda_program
 
     if device != "virtual-cuda":
         return contextlib.nullcontext()
     if options.world_size is not None:
         return cuda_program.cuda_program(fake_job=True)
-    if cuda_program.launched():
-        return contextlib.nullcontext()
-    return cuda_program.cuda_program()
+    return cuda_program.cuda_program(real_job=cuda_program.launched())

@@ -29,10 +29,13 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
 - `cuda_program`      — the context a program runs in: everything below entered, Dynamo told
   about the virtual GPU, what cannot be given refused in one line.
 - `program_mode`      — the torch-function mode: "cuda" made on the CPU, results kept there.
-- `virtual_gpu_tensor` — the virtual GPU's tensors: CPU tensors whose Python device is cuda:0.
+- `virtual_gpu_tensor` — the virtual GPU's tensors: CPU tensors whose Python device is cuda:0
+  (a torchrun rank's `cuda:<local rank>`).
 - `cuda_runtime`      — what torch.cuda and torch.accelerator answer (one emulated H100).
 - `cuda_autocast`     — torch.autocast("cuda") with CUDA's op lists on the virtual GPU's tensors.
 - `virtual_dtensor`   — DTensor on the virtual GPU: one rank of a job (`--world-size`) on a cuda mesh.
+- `real_ranks`        — ranks torchrun starts: NCCL served by gloo, a GPU per local rank,
+  NCCL's own API refused.
 - `program_results`   — tensors made below the mode (vmap's, Dynamo's eager graph's) handed
   back on the virtual GPU (FlexAttention's BlockMask).
 - `user_triton`       — the program's own Triton kernels launched in Triton's interpreter.

@@ -9,6 +9,8 @@ machine while compiling is fake_cuda.py's.
 """
 from __future__ import annotations
 
+from kernelscope.engine.devices.virtual_gpu_tensor import virtual_device
+
 
 def fake_cuda_like(tensor, fake_mode, fresh_symbols: bool = False, subclasses: bool = False):
     """A fresh leaf FakeTensor on cuda:0 in `fake_mode`, with `tensor`'s sizes (symbolic
@@ -29,7 +31,7 @@ def fake_cuda_like(tensor, fake_mode, fresh_symbols: bool = False, subclasses: b
         shape, stride = [_fresh_symbol(size) for size in shape], [_fresh_symbol(step) for step in stride]
     with unset_fake_temporarily():
         meta = torch.empty_strided(shape, stride, dtype=tensor.dtype, device="meta")
-    fake = FakeTensor(fake_mode, meta, torch.device("cuda", 0))
+    fake = FakeTensor(fake_mode, meta, virtual_device())
     if tensor.requires_grad:
         fake.requires_grad_(True)
     return fake

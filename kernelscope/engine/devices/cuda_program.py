@@ -36,7 +36,8 @@ While inside:
 - what virtual-cuda cannot give is refused in one line naming the call, the program's line
   and what to do (program_refusal's `Unavailable`): a CUDA C++ extension, a library that
   needs CUDA's runtime, an operator whose only kernel is CUDA's (program_mode), CUDA graphs,
-  NCCL in a single process (`init_process_group`, `init_device_mesh`) without --world-size,
+  NCCL in a single process (`init_process_group`, `init_device_mesh`) without --world-size
+  or torchrun (a rank torchrun started gets gloo for NCCL: real_ranks),
   the CUDA runtime reached where the mode is not (another thread, a C++ API), and a Triton
   kernel the interpreter cannot run.
 Every change to torch is a patch point of "virtual-cuda program" (patch_points.py), checked
@@ -54,11 +55,12 @@ from kernelscope.engine.patching import Patches, checked
 
 
 @contextlib.contextmanager
-def cuda_program(fake_job: bool = False):
+def cuda_program(fake_job: bool = False, real_job: bool = False):
     """The program runs on the virtual GPU while inside (see the module docstring); yields the
     notes its run carries in its warnings (program_mode.note). `fake_job`: `--world-size` set
     up torch's fake process group, so NCCL is not refused (DTensor is kept on the virtual GPU
-    by virtual_dtensor). Ranks torchrun started on this machine run outside this context."""
+    by virtual_dtensor). `real_job`: this process is a rank torchrun started (`launched()`):
+    NCCL is served by gloo and the rank sees one GPU per local rank (real_ranks)."""
     points.require("virtual-cuda program", "nothing was recorded")
     import torch
     import torch._dynamo.polyfills.loader  # noqa: F401 - imported before fake_cuda's patches
@@ -71,18 +73,22 @@ def cuda_program(fake_job: bool = False):
         program_mode,
         program_optimizers,
         program_results,
+        real_ranks,
         user_triton,
         virtual_dtensor,
     )
     from kernelscope.engine.devices.cuda_guard import ensure_cuda_device_guard
-    from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class
+    from kernelscope.engine.devices.virtual_gpu_tensor import rank_device, tensor_class
 
     problem = ensure_cuda_device_guard()
     if problem:
         raise Unavailable(f"virtual-cuda cannot run a program on this torch: {problem}")
     vgt = tensor_class()
-    with Patches() as patches:
-        cuda_runtime.install(patches)
+    # a rank torchrun started works on its own GPU, cuda:<local rank>; any other program on cuda:0
+    with rank_device(real_ranks.local_rank() if real_job else 0), Patches() as patches:
+        cuda_runtime.install(patches, real_ranks.local_device_count() if real_job else 1)
+        if real_job:
+            real_ranks.install(patches)
         virtual_dtensor.install(patches)
         program_results.install(patches)
         user_triton.install(patches)
@@ -99,7 +105,7 @@ def cuda_program(fake_job: bool = False):
         patches.wrap(points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
             None if type(value) is vgt else infer(value)))
         patches.wrap(points.TENSOR_GUARD_TEXT, _tensor_guard_text_as_on_a_gpu)
-        _refusals(patches, fake_job)
+        _refusals(patches, fake_job or real_job)
         with fake_cuda.cuda_fake_tensors(), program_mode.program_mode() as notes, \
                 cuda_autocast.cuda_autocast_on_the_virtual_gpu(program_mode.note):
             yield notes
@@ -143,7 +149,8 @@ _PROGRAM_MODULES = ("kernelscope.engine.devices.program_mode", "kernelscope.engi
                     "kernelscope.engine.devices.cuda_runtime", "kernelscope.engine.devices.cuda_program",
                     "kernelscope.engine.devices.program_hops", "kernelscope.engine.devices.user_triton",
                     "kernelscope.engine.devices.virtual_dtensor", "kernelscope.engine.devices.program_autograd",
-                    "kernelscope.engine.devices.cuda_autocast", "kernelscope.engine.devices.program_optimizers")
+                    "kernelscope.engine.devices.cuda_autocast", "kernelscope.engine.devices.program_optimizers",
+                    "kernelscope.engine.devices.real_ranks")
 
 
 def _never_compiled_by_dynamo(patches: Patches) -> None:
@@ -328,7 +335,8 @@ def launched() -> bool:
 
 def _nccl_refused(init_process_group):
     """NCCL (asked for, or the default for cuda tensors) in a single process: refused in one
-    line (a distributed job, launched or `--world-size`, runs outside the program context)."""
+    line (a distributed job is not refused: `--world-size` gets the fake process group, a rank
+    torchrun started gets gloo, real_ranks)."""
     def without_nccl(*args, **kwargs):
         backend = kwargs.get("backend", args[0] if args else None)
         if backend is not None and "nccl" not in str(backend).lower():

@@ -6,7 +6,9 @@ script asks; each answer is installed through the patch register (patch_points, 
 program ends. What each call returns (docs/targets.md, "Your GPU program, unmodified"):
 - the device: available, one device (index 0), the emulated H100's name, capability
   (9, 0) and properties (`virtual_cuda._device_properties`), bf16 and tf32 supported,
-  `set_device(0)` and `torch.cuda.device(0)` accepted, arch list `["sm_90"]`;
+  `set_device(0)` and `torch.cuda.device(0)` accepted, arch list `["sm_90"]`; a rank torchrun
+  started sees one device per local rank (`set_device(local_rank)` accepted and answered by
+  `current_device()`), its tensors on its one virtual GPU, `cuda:0` (real_ranks);
 - `synchronize()` returns at once: the work already ran on the CPU;
 - random numbers: the virtual GPU has no generator of its own; its random ops draw from
   the CPU's, so `torch.cuda.manual_seed(_all)` seeds the CPU generator, `seed()` and
@@ -31,6 +33,7 @@ import collections
 import time
 
 from kernelscope.engine import patch_points as points
+from kernelscope.engine.devices.virtual_gpu_tensor import virtual_device
 from kernelscope.engine.patching import Patches
 
 _TOTAL_MEMORY = 80 * 2**30
@@ -38,13 +41,11 @@ _TOTAL_MEMORY = 80 * 2**30
 
 def _stream_classes():
     """(Stream, Event, StreamContext) of the emulated GPU."""
-    import torch
-
     class Stream:
         """A stream of the virtual GPU: the work runs in program order, so it waits for nothing."""
 
         def __init__(self, device=None, priority=0, **kwargs):
-            self.device = torch.device("cuda", 0)
+            self.device = virtual_device()
             self.priority = priority
             self.stream_id = id(self)
             self.cuda_stream = 0
@@ -79,7 +80,7 @@ def _stream_classes():
             return False
 
         def __repr__(self):
-            return f"<torch.cuda.Stream device=cuda:0 cuda_stream={self.cuda_stream:#x} (virtual)>"
+            return f"<torch.cuda.Stream device={self.device} cuda_stream={self.cuda_stream:#x} (virtual)>"
 
     class Event:
         """An event of the virtual GPU: `record` notes the CPU clock (with `enable_timing`)."""
@@ -158,14 +159,36 @@ def _memory_stats():
     return stats
 
 
-def install(patches: Patches) -> None:
-    """Every torch.cuda and torch.accelerator answer above, put back when `patches` ends."""
+def _device_selection(devices: int):
+    """(device_count, current_device, set_device) of a program that sees `devices` GPUs (a rank
+    torchrun started: one per local rank, real_ranks) and works on its one virtual GPU: the index
+    set is answered back, an index past the count is refused as CUDA refuses it."""
+    import torch
+
+    selected = [0]
+
+    def set_device(device):
+        index = torch.cuda._utils._get_device_index(device, optional=True)
+        if index < 0:
+            return
+        if index >= devices:
+            raise RuntimeError(f"CUDA error: invalid device ordinal (device {index}; this rank sees {devices} "
+                               f"virtual GPU{'s' if devices > 1 else ''}: 0 to {devices - 1})")
+        selected[0] = index
+
+    return (lambda: devices), (lambda: selected[0]), set_device
+
+
+def install(patches: Patches, devices: int = 1) -> None:
+    """Every torch.cuda and torch.accelerator answer above, put back when `patches` ends. `devices`:
+    how many GPUs the program sees (a rank torchrun started sees its host's: real_ranks)."""
     import torch
 
     from kernelscope.engine.devices.virtual_cuda import _device_properties, device_answers
 
     props = _device_properties()
     Stream, Event, StreamContext, current_stream, default_stream, set_stream = _stream_classes()
+    device_count, current_device, set_device = _device_selection(devices)
 
     def manual_seed(seed):
         torch.default_generator.manual_seed(int(seed))
@@ -176,6 +199,9 @@ def install(patches: Patches) -> None:
 
     device_queries = {  # virtual-cuda's own points, as the compile patches them too
         **device_answers(props),
+        "device_count": device_count,
+        "current_device": current_device,
+        "set_device": set_device,
         "get_rng_state": lambda device="cuda": torch.get_rng_state(),
         "set_rng_state": set_rng_state,
     }
@@ -217,11 +243,11 @@ def install(patches: Patches) -> None:
     accelerator = {
         "is_available": lambda: True,
         "current_accelerator": lambda check_available=False: torch.device("cuda"),
-        "device_count": lambda: 1,
-        "current_device_index": lambda: 0,
-        "current_device_idx": lambda: 0,
-        "set_device_index": lambda device: None,
-        "set_device_idx": lambda device: None,
+        "device_count": device_count,
+        "current_device_index": current_device,
+        "current_device_idx": current_device,
+        "set_device_index": set_device,
+        "set_device_idx": set_device,
         "synchronize": lambda device=None: None,
         "current_stream": lambda device=None: current_stream(),
         "set_stream": set_stream,

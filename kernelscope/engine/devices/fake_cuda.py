@@ -55,6 +55,7 @@ import contextlib
 
 from kernelscope.engine import patch_points as points
 from kernelscope.engine.devices import device_audit, lifted_constants
+from kernelscope.engine.devices.virtual_gpu_tensor import virtual_device
 from kernelscope.engine.patching import Patches, checked
 
 
@@ -247,7 +248,7 @@ def _to_python(self, *args, **kwargs):
     if device is not None:
         device = torch.device(device)
         if device.index is None and device.type == "cuda":
-            device = torch.device("cuda", 0)
+            device = virtual_device()
         if device.type == "cpu" and self.device.type == "cuda" and other is None:
             # C++ options of a fake cuda tensor say cpu (`grad.to(self_options)` in `_to_copy`'s
             # backward, where a GPU's options say cuda and nothing is copied); the graph's own
@@ -448,7 +449,7 @@ def _on_cuda_kwargs(args, kwargs, fake_mode):
     if not (on_cuda or made_by_composite or made_by_backward):
         return kwargs
     device_audit.note_cpp_answer_corrected()
-    return {**kwargs, "device": torch.device("cuda", 0)}
+    return {**kwargs, "device": virtual_device()}
 
 
 def _flat(args, kwargs):

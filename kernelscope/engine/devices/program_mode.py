@@ -12,7 +12,8 @@ call the program's Python makes (torch functions, tensor methods and attributes)
   returns virtual GPU tensors (its own inputs handed back, as in-place ops do, keep their
   class: a CPU tensor written with `cpu_t.copy_(gpu_t)` stays a CPU tensor), unless it
   is told a device of its own (`empty_like(x, device="cpu")`);
-- answers as a GPU's tensors do where a method answers: `get_device()` 0, `type()`
+- answers as a GPU's tensors do where a method answers: `get_device()` 0 (a torchrun rank's
+  local rank), `type()`
   `torch.cuda.FloatTensor`, `numpy()` refused with the GPU's own message, `repr`
   `tensor(..., device='cuda:0')`; `pin_memory()` returns the tensor (nothing is pinned),
   `is_pinned()` False, `record_stream` does nothing;
@@ -46,7 +47,13 @@ from __future__ import annotations
 
 import contextlib
 
-from kernelscope.engine.devices.virtual_gpu_tensor import new_on_virtual_gpu, on_virtual_gpu, tensor_class
+from kernelscope.engine.devices.virtual_gpu_tensor import (
+    device_index,
+    new_on_virtual_gpu,
+    on_virtual_gpu,
+    tensor_class,
+    virtual_device,
+)
 
 _made: list = []
 
@@ -323,15 +330,15 @@ def _specials(vgt, cpu, no_subclass):
         self = args[0]
         if type(self) is vgt:
             if not kwargs.get("force", args[1] if len(args) > 1 else False):
-                raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
-                                "tensor to host memory first.")
+                raise TypeError(f"can't convert {virtual_device()} device type tensor to numpy. Use Tensor.cpu() to "
+                                "copy the tensor to host memory first.")
             return copy_to(self.detach()).numpy()
         with no_subclass():
             return func(*args, **kwargs)
 
     def tensor_get_device(func, args, kwargs):
         if type(args[0]) is vgt or args[0].device.type == "cuda":  # a DTensor on the virtual GPU too
-            return 0
+            return device_index()
         with no_subclass():
             return func(*args, **kwargs)
 

@@ -18,7 +18,7 @@ class Unavailable(TargetError):
     """The program needs what virtual-cuda cannot give (one line: the call, the line, what to do)."""
 
 
-def _program_line() -> str:
+def program_line() -> str:
     """`file:line` of the innermost frame of the program (outside torch, Triton and kernelscope)."""
     import importlib.util
 
@@ -42,7 +42,7 @@ class UnavailableLibrary(Unavailable, OSError):
 
 def refuse(call: str, why: str, what_to_do: str, kind: type[Unavailable] = Unavailable) -> Unavailable:
     """The one-line error for `call`, made at the program's line."""
-    return kind(f"{_program_line()}: virtual-cuda cannot run `{call}`: {why}; {what_to_do} "
+    return kind(f"{program_line()}: virtual-cuda cannot run `{call}`: {why}; {what_to_do} "
                 "(the last good run in the store is unchanged)")
 
 

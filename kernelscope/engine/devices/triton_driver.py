@@ -8,6 +8,8 @@ ones Inductor would write for an H100-class GPU. Nothing can be launched.
 """
 from __future__ import annotations
 
+from kernelscope.engine.devices.virtual_gpu_tensor import device_index, virtual_device
+
 H100_ARCH = 90
 
 # Properties Inductor and Triton read from `utils.get_device_properties`.
@@ -42,7 +44,7 @@ def make_driver(arch: int = H100_ARCH):
             return True
 
         def get_current_device(self):
-            return 0
+            return device_index()
 
         def set_current_device(self, device):
             pass
@@ -60,7 +62,7 @@ def make_driver(arch: int = H100_ARCH):
             return GPUTarget("cuda", arch, 32)
 
         def get_active_torch_device(self):
-            return torch.device("cuda", 0)
+            return virtual_device()
 
         def get_device_interface(self):
             return torch.cuda

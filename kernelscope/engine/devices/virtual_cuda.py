@@ -36,6 +36,7 @@ from kernelscope.engine.devices import (
     triton_driver,
 )
 from kernelscope.engine.devices.cuda_fakes import fake_cuda_like
+from kernelscope.engine.devices.virtual_gpu_tensor import device_index, virtual_device
 from kernelscope.engine.patching import Patches
 
 ARCH = 90
@@ -73,14 +74,14 @@ def device_answers(props) -> dict:
     return {
         "is_available": lambda: True,
         "device_count": lambda: 1,
-        "current_device": lambda: 0,
+        "current_device": device_index,
         "set_device": lambda device: None,
         "get_device_properties": lambda device=None: props,
         "get_device_capability": lambda device=None: capability,
         "get_device_name": lambda device=None: props.name,
         "is_bf16_supported": lambda *args, **kwargs: True,
-        "_exchange_device": lambda device: 0,
-        "_maybe_exchange_device": lambda device: 0,
+        "_exchange_device": lambda device: device_index(),
+        "_maybe_exchange_device": lambda device: device_index(),
         "synchronize": lambda device=None: None,
     }
 
@@ -99,12 +100,12 @@ def pretend_cuda_present():
         "set_rng_state": lambda state, device="cuda": None,
     }
     interface_fakes = {
-        "current_device": lambda: 0,
+        "current_device": device_index,
         "set_device": lambda device: None,
         "device_count": lambda: 1,
         "get_device_properties": lambda device=None: props,
-        "exchange_device": lambda device: 0,
-        "maybe_exchange_device": lambda device: 0,
+        "exchange_device": lambda device: device_index(),
+        "maybe_exchange_device": lambda device: device_index(),
         "synchronize": lambda device=None: None,
         "is_bf16_supported": lambda *args, **kwargs: True,
         "get_raw_stream": lambda device: 0,
@@ -116,7 +117,7 @@ def pretend_cuda_present():
         for name, fake in interface_fakes.items():
             if points.CUDA_INTERFACE[name].holds():
                 patches.replace(points.CUDA_INTERFACE[name], staticmethod(fake))
-        patches.replace(points.CUDA_WORKER["current_device"], staticmethod(lambda: 0))
+        patches.replace(points.CUDA_WORKER["current_device"], staticmethod(device_index))
         patches.replace(points.CUDA_WORKER["get_device_properties"], staticmethod(lambda d=None: props))
         # What a GPU decides by timing (pad_mm, max-autotune, fusion benchmarks) is replayed
         # from a recording or guessed by Inductor's own rules: engine/decision_hooks/, entered by
@@ -134,9 +135,9 @@ def _as_cuda(value):
     import torch
 
     if isinstance(value, torch.device) and value.type == "cpu":
-        return torch.device("cuda", 0)
+        return virtual_device()
     if isinstance(value, str) and value == "cpu":
-        return torch.device("cuda", 0)
+        return virtual_device()
     return value
 
 

@@ -49,7 +49,7 @@ def install(patches: Patches) -> None:
     from torch.distributed._functional_collectives import AsyncCollectiveTensor
 
     from kernelscope.engine.devices import program_mode
-    from kernelscope.engine.devices.virtual_gpu_tensor import is_virtual, on_virtual_gpu
+    from kernelscope.engine.devices.virtual_gpu_tensor import is_virtual, on_virtual_gpu, virtual_device
 
     plain = torch.Tensor
 
@@ -69,15 +69,14 @@ def install(patches: Patches) -> None:
 
     original_dtensor_device = points.DTENSOR_DEVICE.current()
     original_act_device = points.ASYNC_COLLECTIVE_TENSOR_DEVICE.current()
-    cuda0 = torch.device("cuda", 0)
 
     def dtensor_device(self):
         own = original_dtensor_device.__get__(self)
-        return cuda0 if own.type == "cpu" and on_cuda_mesh(getattr(self, "_spec", None)) else own
+        return virtual_device() if own.type == "cpu" and on_cuda_mesh(getattr(self, "_spec", None)) else own
 
     def act_device(self):
         own = original_act_device.__get__(self)
-        return cuda0 if own.type == "cpu" and is_virtual(getattr(self, "elem", None)) else own
+        return virtual_device() if own.type == "cpu" and is_virtual(getattr(self, "elem", None)) else own
 
     def as_plain_while(call):
         """`call(tensor, ...)` made with a virtual GPU tensor seen as the plain CPU tensor it is:

@@ -1,4 +1,5 @@
-"""The virtual GPU's tensors: CPU tensors that answer `cuda:0` wherever the program's Python looks.
+"""The virtual GPU's tensors: CPU tensors that answer `cuda:0` wherever the program's Python looks
+(a rank torchrun started: `cuda:<local rank>`, `rank_device`).
 
 Under virtual-cuda a whole program runs as on a GPU (`cuda_program`): what it puts on
 "cuda" is a `VirtualGpuTensor`, made with `torch.Tensor._make_subclass` (or `as_subclass`)
@@ -22,21 +23,52 @@ The class is made once, lazily (engine modules import without torch): `tensor_cl
 """
 from __future__ import annotations
 
+import contextlib
+
 _made: list = []
+
+
+_device: list = []  # the virtual GPU's torch.device, made lazily (engine modules import without torch)
+_index = [0]  # its index: 0, or a rank's local rank under torchrun (`rank_device`)
+
+
+def virtual_device():
+    """The virtual GPU's device: cuda:0, or `cuda:<local rank>` for a rank torchrun started (real_ranks)."""
+    if not _device:
+        import torch
+
+        _device.append(torch.device("cuda", _index[0]))
+    return _device[0]
+
+
+def device_index() -> int:
+    """The virtual GPU's index (see `virtual_device`)."""
+    return _index[0]
+
+
+@contextlib.contextmanager
+def rank_device(index: int):
+    """While inside, the virtual GPU is `cuda:<index>`: a rank torchrun started sees its own GPU
+    at its local rank, as on a GPU host where each rank sets its device (real_ranks)."""
+    saved = _index[0]
+    _index[0] = index
+    _device.clear()
+    try:
+        yield
+    finally:
+        _index[0] = saved
+        _device.clear()
 
 
 class AnswersCuda:
     """For a tensor subclass whose data is on the CPU while Python must read it as on the GPU
-    (a virtual GPU tensor here, lifted_constants' CudaConstant): `device` is cuda:0, `is_cuda`
-    true, `is_cpu` false. Listed first among the bases, before torch.Tensor."""
+    (a virtual GPU tensor here, lifted_constants' CudaConstant): `device` is the virtual GPU's
+    (cuda:0; a torchrun rank's `cuda:<local rank>`), `is_cuda` true, `is_cpu` false. Listed
+    first among the bases, before torch.Tensor."""
 
     @property
     def device(self):
-        if not _cuda0:
-            import torch
-
-            _cuda0.append(torch.device("cuda", 0))
-        return _cuda0[0]
+        return _device[0] if _device else virtual_device()
 
     @property
     def is_cuda(self):
@@ -46,8 +78,6 @@ class AnswersCuda:
     def is_cpu(self):
         return False
 
-
-_cuda0: list = []
 
 
 def tensor_class():

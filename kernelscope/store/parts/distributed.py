@@ -397,9 +397,10 @@ def _overlap(order: list[OrderStep], collectives: list[CollectiveRef]) -> dict[s
 
 
 # Where a rank's generated code names its own GPU: `_DeviceGuard(1)`, `set_device(1)`,
-# `get_raw_stream(1)`, `stream1`, `index=1` (the kernels' device properties), 'cuda:1'.
+# `get_raw_stream(1)`, `stream1` (torch 2.11) and `raw_stream1` (torch 2.13), `index=1` (the
+# kernels' device properties), 'cuda:1'.
 _DEVICE_INDEX = re.compile(r"(?<=_DeviceGuard\()\d+|(?<=set_device\()\d+|(?<=get_raw_stream\()\d+"
-                           r"|(?<=\bstream)\d+|(?<=\bindex=)\d+|(?<=\bcuda:)\d+")
+                           r"|(?<=\bstream)\d+|(?<=\braw_stream)\d+|(?<=\bindex=)\d+|(?<=\bcuda:)\d+")
 # `# kernel path: <cache>/ab/cabcd....py`: the file is named by a hash of the kernel's source,
 # which holds the GPU index (`DeviceProperties(..., index=1, ...)`), so the same kernel compiled
 # for GPU 1 has another name. The wrapper embeds the kernel's source itself: the name adds nothing.
