@@ -80,6 +80,8 @@ Changing torch, one register (nothing else replaces anything inside torch or Tri
   put back), `install_groups`, `checked`.
 - `patch_points`    — the register: every place patched, declared once under its feature,
   and `require(feature)` for features that cannot work in part.
+- `program_patch_points` — the register's "virtual-cuda program" points (and its optimizer
+  fast path), listed with the rest in `patch_points.POINTS`.
 - `ports`           — ATen code ported to Python, with drift checks.
 - `torch_compat`    — every torch version gate, in one table.
 - `torch_fixes`     — upstream fixes for torch bugs, applied while recording.

@@ -24,6 +24,8 @@ virtual-cuda (the CUDA code of an sm_90 GPU, without a GPU; docs/targets.md):
 - `meta_models`       — models built on the meta device, recorded without a weight.
 - `fake_distributed`  — DTensor inputs, NCCL as on a CUDA build, torch's fake process group.
 - `device_audit`      — which device query was answered what while compiling (tests).
+- `virtual_cuda_aot`  — `--aot --target virtual-cuda`: AOTInductor's CUDA sources and cubins,
+  built without a GPU (each Triton kernel compiled for one config, never launched).
 virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU; docs/targets.md,
 "Your GPU program, unmodified"):
 - `cuda_program`      — the context a program runs in: everything below entered, Dynamo told
@@ -46,6 +48,8 @@ virtual-cuda programs (`kernelscope run`: a whole GPU program on the virtual GPU
   CPU program's.
 - `program_autograd`  — the backward inside the program mode (checkpoint's recomputation);
   checkpoint's determinism check on C++ devices.
+- `program_optimizers` — an optimizer's `zero_grad` and `_init_group` run below the mode once
+  every parameter has its state (the cost of tiny steps).
 - `eager_regions`     — Dynamo's graph run eagerly calls nested compile regions inline (also
   for factories).
 cpu-triton (Inductor's Triton backend on CPU tensors):

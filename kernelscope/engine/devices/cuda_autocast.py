@@ -269,10 +269,10 @@ def cuda_autocast_on_the_virtual_gpu(note=None):
     import torch
     from torch._C import DispatchKey
 
-    from kernelscope.engine import patch_points as points
+    from kernelscope.engine import program_patch_points as program_points
     from kernelscope.engine.patching import checked
 
-    checked(points.AUTOCAST_CUDA_KERNELS)
+    checked(program_points.AUTOCAST_CUDA_KERNELS)
     eligible_for = _eligible_check()
     library = torch.library.Library("aten", "IMPL")
     ported = {**{name: "not_ported" for name in cuda_kernel_ops() if name not in CUDA_BUILD_ONLY}, **policies()}

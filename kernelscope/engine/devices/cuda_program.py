@@ -50,6 +50,7 @@ import os
 import re
 
 from kernelscope.engine import patch_points as points
+from kernelscope.engine import program_patch_points as program_points
 from kernelscope.engine.devices.program_refusal import ON_A_GPU, Unavailable, UnavailableLibrary, refuse
 from kernelscope.engine.patching import Patches, checked
 
@@ -92,19 +93,19 @@ def cuda_program(fake_job: bool = False, real_job: bool = False):
         virtual_dtensor.install(patches)
         program_results.install(patches)
         user_triton.install(patches)
-        patches.assign(points.SWAP_MODULE_PARAMS, True)
-        for point in (points.OPTIM_FOREACH_TYPES, points.UTILS_FOREACH_TYPES):
+        patches.assign(program_points.SWAP_MODULE_PARAMS, True)
+        for point in (program_points.OPTIM_FOREACH_TYPES, program_points.UTILS_FOREACH_TYPES):
             _append(patches, point, vgt)
-        patches.wrap(points.OPTIMIZER_INIT_GROUP, _init_group_on_the_virtual_gpu)
+        patches.wrap(program_points.OPTIMIZER_INIT_GROUP, _init_group_on_the_virtual_gpu)
         program_optimizers.install(patches)
         program_autograd.install(patches)
         _triton_asked_again(patches)
         _never_compiled_by_dynamo(patches)
-        patches.wrap(points.DYNAMO_MODE_STACK, _program_mode_untraced)
-        patches.wrap(points.DYNAMO_SET_MODE_STACK, _program_mode_kept)
-        patches.wrap(points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
+        patches.wrap(program_points.DYNAMO_MODE_STACK, _program_mode_untraced)
+        patches.wrap(program_points.DYNAMO_SET_MODE_STACK, _program_mode_kept)
+        patches.wrap(program_points.DYNAMO_SUBCLASS_TYPE, lambda infer: lambda value: (
             None if type(value) is vgt else infer(value)))
-        patches.wrap(points.TENSOR_GUARD_TEXT, _tensor_guard_text_as_on_a_gpu)
+        patches.wrap(program_points.TENSOR_GUARD_TEXT, _tensor_guard_text_as_on_a_gpu)
         _refusals(patches, fake_job or real_job)
         with fake_cuda.cuda_fake_tensors(), program_mode.program_mode() as notes, \
                 cuda_autocast.cuda_autocast_on_the_virtual_gpu(program_mode.note):
@@ -117,8 +118,8 @@ def _triton_asked_again(patches: Patches) -> None:
     program (a factory: no CUDA device) caches False, so the cache is emptied on entering the
     program, whose virtual GPU answers True, and again on leaving it: one warm process records
     factories and programs in any order."""
-    checked(points.HAS_TRITON)
-    has_triton = points.HAS_TRITON.current()
+    checked(program_points.HAS_TRITON)
+    has_triton = program_points.HAS_TRITON.current()
     has_triton.cache_clear()
     patches.callback(has_triton.cache_clear)
 
@@ -160,8 +161,8 @@ def _never_compiled_by_dynamo(patches: Patches) -> None:
     break) Dynamo would try to compile each as a frame. Its skip list names them."""
     import importlib
 
-    checked(points.DYNAMO_SKIP_DIRS, points.DYNAMO_SKIP_DIRS_RE)
-    skip_dirs, recompile = points.DYNAMO_SKIP_DIRS.current(), points.DYNAMO_SKIP_DIRS_RE.current()
+    checked(program_points.DYNAMO_SKIP_DIRS, program_points.DYNAMO_SKIP_DIRS_RE)
+    skip_dirs, recompile = program_points.DYNAMO_SKIP_DIRS.current(), program_points.DYNAMO_SKIP_DIRS_RE.current()
     added = [os.path.abspath(importlib.import_module(name).__file__) for name in _PROGRAM_MODULES]
     added = [path for path in added if path not in skip_dirs]
     skip_dirs.extend(added)
@@ -248,8 +249,9 @@ def _program_mode_kept(set_stack):
 def _refusals(patches: Patches, fake_job: bool) -> None:
     import torch
 
-    load, load_inline, load_library = (points.CPP_EXTENSION_LOAD.current(), points.CPP_EXTENSION_LOAD_INLINE.current(),
-                                       points.OPS_LOAD_LIBRARY.current())
+    load, load_inline, load_library = (program_points.CPP_EXTENSION_LOAD.current(),
+                                       program_points.CPP_EXTENSION_LOAD_INLINE.current(),
+                                       program_points.OPS_LOAD_LIBRARY.current())
     extension = ("its kernels are CUDA code, which needs a GPU to build and run; " + ON_A_GPU +
                  ", or give the program a path without the extension (a PyTorch or Triton version of the op)")
 
@@ -288,18 +290,18 @@ def _refusals(patches: Patches, fake_job: bool) -> None:
                                    "__doc__": f"torch.cuda.{name}, refused on the virtual GPU"})
         return cuda_graph
 
-    patches.replace(points.CPP_EXTENSION_LOAD, cpp_extension_load)
-    patches.replace(points.CPP_EXTENSION_LOAD_INLINE, cpp_extension_load_inline)
-    patches.replace(points.OPS_LOAD_LIBRARY, ops_load_library)
-    for name, point in points.PROGRAM_REFUSED.items():
+    patches.replace(program_points.CPP_EXTENSION_LOAD, cpp_extension_load)
+    patches.replace(program_points.CPP_EXTENSION_LOAD_INLINE, cpp_extension_load_inline)
+    patches.replace(program_points.OPS_LOAD_LIBRARY, ops_load_library)
+    for name, point in program_points.PROGRAM_REFUSED.items():
         patches.replace(point, refused_cuda_graphs(name, point.current()))
     patches.wrap(points.CUDA_LAZY_INIT, _runtime_refused)
-    if not fake_job and torch.distributed.is_available() and points.PROGRAM_INIT_PROCESS_GROUP.holds():
-        patches.wrap(points.PROGRAM_INIT_PROCESS_GROUP, _nccl_refused)
-        if points.PROGRAM_C10D_INIT_PROCESS_GROUP.holds():
-            patches.wrap(points.PROGRAM_C10D_INIT_PROCESS_GROUP, _nccl_refused)
-        if points.PROGRAM_MESH_INIT_PROCESS_GROUP.holds():  # init_device_mesh("cuda", ...) starts the group
-            patches.wrap(points.PROGRAM_MESH_INIT_PROCESS_GROUP, _nccl_refused)
+    if not fake_job and torch.distributed.is_available() and program_points.PROGRAM_INIT_PROCESS_GROUP.holds():
+        patches.wrap(program_points.PROGRAM_INIT_PROCESS_GROUP, _nccl_refused)
+        if program_points.PROGRAM_C10D_INIT_PROCESS_GROUP.holds():
+            patches.wrap(program_points.PROGRAM_C10D_INIT_PROCESS_GROUP, _nccl_refused)
+        if program_points.PROGRAM_MESH_INIT_PROCESS_GROUP.holds():  # init_device_mesh("cuda", ...) starts the group
+            patches.wrap(program_points.PROGRAM_MESH_INIT_PROCESS_GROUP, _nccl_refused)
 
 
 _CUDA_LIBRARIES = re.compile(r"cuda|cudnn|nccl|nvrtc|cublas|cufft|curand|cusparse|cusolver|nvjitlink|nvtoolsext",

@@ -33,6 +33,7 @@ import collections
 import time
 
 from kernelscope.engine import patch_points as points
+from kernelscope.engine import program_patch_points as program_points
 from kernelscope.engine.devices.virtual_gpu_tensor import virtual_device
 from kernelscope.engine.patching import Patches
 
@@ -255,8 +256,8 @@ def install(patches: Patches, devices: int = 1) -> None:
     for name, answer in device_queries.items():
         patches.replace(points.CUDA_QUERIES[name], answer)
     for name, answer in program_answers.items():
-        patches.replace(points.PROGRAM_CUDA[name], answer)
+        patches.replace(program_points.PROGRAM_CUDA[name], answer)
     for name, answer in accelerator.items():
-        if points.PROGRAM_ACCELERATOR[name].holds():
-            patches.replace(points.PROGRAM_ACCELERATOR[name], answer)
-    patches.replace(points.PROGRAM_NVTX, _nvtx_stub())
+        if program_points.PROGRAM_ACCELERATOR[name].holds():
+            patches.replace(program_points.PROGRAM_ACCELERATOR[name], answer)
+    patches.replace(program_points.PROGRAM_NVTX, _nvtx_stub())

@@ -18,7 +18,7 @@ runtime. So (both patch points of "virtual-cuda program"):
 """
 from __future__ import annotations
 
-from kernelscope.engine import patch_points as points
+from kernelscope.engine import program_patch_points as program_points
 from kernelscope.engine.patching import Patches
 
 
@@ -35,8 +35,8 @@ def install(patches: Patches) -> None:
 
         return run
 
-    patches.wrap(points.ENGINE_RUN_BACKWARD, backward_in_the_program)
-    patches.set_item(points.CHECKPOINT_METADATA, checkpoint._allowed_determinism_checks_to_fns,
+    patches.wrap(program_points.ENGINE_RUN_BACKWARD, backward_in_the_program)
+    patches.set_item(program_points.CHECKPOINT_METADATA, checkpoint._allowed_determinism_checks_to_fns,
                      checkpoint._DEFAULT_DETERMINISM_MODE, _metadata_on_the_cpp_device)
 
 

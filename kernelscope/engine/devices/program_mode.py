@@ -107,7 +107,7 @@ def _runner():
     import torch.compiler as compiler
     import torch.utils._device as default_device
 
-    from kernelscope.engine import patch_points as points
+    from kernelscope.engine import program_patch_points as program_points
     from kernelscope.engine.devices import program_hops, program_refusal
     from kernelscope.engine.patching import checked
 
@@ -123,7 +123,7 @@ def _runner():
     specials = _specials(vgt, cpu, no_subclass)
     constructors = default_device._device_constructors()  # the factories a default device applies to
     kinds: dict = {}  # func -> its kind, decided on its first call
-    checked(points.COMPILING_FLAG)
+    checked(program_points.COMPILING_FLAG)
 
     def kind_of(func) -> str:
         if func == grad_get:

@@ -36,20 +36,20 @@ the mode, only slower). bench/virtual_cuda_program.py measures the gain (docs/ta
 """
 from __future__ import annotations
 
-from kernelscope.engine import patch_points as points
+from kernelscope.engine import program_patch_points as program_points
 from kernelscope.engine.patching import Patches
 
 # the optimizers whose `_init_group` makes tensors only where a parameter's state is empty
-INIT_GROUP_CLASSES = tuple(points.OPTIMIZER_INIT_GROUPS)
+INIT_GROUP_CLASSES = tuple(program_points.OPTIMIZER_INIT_GROUPS)
 
 
 def install(patches: Patches) -> None:
     """The fast path for `Optimizer.zero_grad` and each listed `_init_group` whose point
     holds on this torch; put back when `patches` ends."""
     below_the_mode = _below_the_mode()
-    if points.OPTIMIZER_ZERO_GRAD.check() is None:
-        patches.wrap(points.OPTIMIZER_ZERO_GRAD, lambda zero_grad: _zero_grad(zero_grad, below_the_mode))
-    for point in points.OPTIMIZER_INIT_GROUPS.values():
+    if program_points.OPTIMIZER_ZERO_GRAD.check() is None:
+        patches.wrap(program_points.OPTIMIZER_ZERO_GRAD, lambda zero_grad: _zero_grad(zero_grad, below_the_mode))
+    for point in program_points.OPTIMIZER_INIT_GROUPS.values():
         if point.present() and point.check() is None:
             patches.wrap(point, lambda init_group: _init_group(init_group, below_the_mode))
 

@@ -22,13 +22,13 @@ virtual GPU. A result that is one of the inputs keeps its class in both.
 """
 from __future__ import annotations
 
-from kernelscope.engine import patch_points as points
+from kernelscope.engine import program_patch_points as program_points
 from kernelscope.engine.patching import Patches
 
 
 def install(patches: Patches) -> None:
     """vmap's results on the virtual GPU (see the module docstring), put back when `patches` ends."""
-    patches.wrap(points.PROGRAM_VMAP, _vmap_on_the_virtual_gpu)
+    patches.wrap(program_points.PROGRAM_VMAP, _vmap_on_the_virtual_gpu)
 
 
 def _vmap_on_the_virtual_gpu(vmap_impl):

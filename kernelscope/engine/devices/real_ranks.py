@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import os
 
-from kernelscope.engine import patch_points as points
+from kernelscope.engine import program_patch_points as program_points
 from kernelscope.engine.devices import program_refusal
 from kernelscope.engine.patching import Patches
 
@@ -63,16 +63,16 @@ def install(patches: Patches) -> None:
 
     if not torch.distributed.is_available():
         return
-    for point in (points.PROGRAM_INIT_PROCESS_GROUP, points.PROGRAM_C10D_INIT_PROCESS_GROUP,
-                  points.PROGRAM_MESH_INIT_PROCESS_GROUP):  # init_device_mesh("cuda", ...) starts the group
+    for point in (program_points.PROGRAM_INIT_PROCESS_GROUP, program_points.PROGRAM_C10D_INIT_PROCESS_GROUP,
+                  program_points.PROGRAM_MESH_INIT_PROCESS_GROUP):  # init_device_mesh("cuda", ...) starts the group
         if point.holds():
             patches.wrap(point, _nccl_served_by_gloo)
-    for name, point in points.PROGRAM_NCCL_API.items():
+    for name, point in program_points.PROGRAM_NCCL_API.items():
         if point.holds():
             patches.replace(point, _nccl_api_refused(name))
-    patches.wrap(points.PROGRAM_DDP_INIT, _process_group_kept)
-    if points.PROGRAM_GET_ACCELERATOR.holds():  # torch.accelerator answers cuda already (cuda_runtime)
-        patches.replace(points.PROGRAM_GET_ACCELERATOR, lambda: torch.device("cuda"))
+    patches.wrap(program_points.PROGRAM_DDP_INIT, _process_group_kept)
+    if program_points.PROGRAM_GET_ACCELERATOR.holds():  # torch.accelerator answers cuda already (cuda_runtime)
+        patches.replace(program_points.PROGRAM_GET_ACCELERATOR, lambda: torch.device("cuda"))
 
 
 _kept_groups: list = []  # every DDP module's process group, until the process ends (module docstring)

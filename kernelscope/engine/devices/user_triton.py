@@ -28,7 +28,7 @@ a millisecond per instance for a small block; a grid of thousands of instances t
 """
 from __future__ import annotations
 
-from kernelscope.engine import patch_points as points
+from kernelscope.engine import program_patch_points as program_points
 from kernelscope.engine.patching import Patches
 from kernelscope.engine.user_kernels import LAUNCHED_ATTRIBUTE
 
@@ -52,9 +52,9 @@ def interpreted(kernel):
 
 def install(patches: Patches) -> None:
     """The program's Triton launches run in the interpreter until `patches` is restored."""
-    patches.wrap(points.PROGRAM_TRITON_RUN, _launched_in_the_interpreter)
-    patches.wrap(points.PROGRAM_TRITON_CALL, _helpers_interpreted)
-    patches.wrap(points.PROGRAM_TRITON_AUTOTUNE, _first_config)
+    patches.wrap(program_points.PROGRAM_TRITON_RUN, _launched_in_the_interpreter)
+    patches.wrap(program_points.PROGRAM_TRITON_CALL, _helpers_interpreted)
+    patches.wrap(program_points.PROGRAM_TRITON_AUTOTUNE, _first_config)
 
 
 def _launched_in_the_interpreter(run):

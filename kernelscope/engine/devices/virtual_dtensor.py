@@ -35,7 +35,7 @@ an in-flight collective once where a GPU waits twice). Every change is a patch p
 """
 from __future__ import annotations
 
-from kernelscope.engine import patch_points as points
+from kernelscope.engine import program_patch_points as program_points
 from kernelscope.engine.patching import Patches
 
 
@@ -44,7 +44,7 @@ def install(patches: Patches) -> None:
     (see the module docstring); nothing where torch has no torch.distributed."""
     import torch
 
-    if not torch.distributed.is_available() or not points.DTENSOR_NEW.present():
+    if not torch.distributed.is_available() or not program_points.DTENSOR_NEW.present():
         return
     from torch.distributed._functional_collectives import AsyncCollectiveTensor
 
@@ -67,8 +67,8 @@ def install(patches: Patches) -> None:
             return new(cls, local_tensor, spec, *args, **kwargs)
         return __new__
 
-    original_dtensor_device = points.DTENSOR_DEVICE.current()
-    original_act_device = points.ASYNC_COLLECTIVE_TENSOR_DEVICE.current()
+    original_dtensor_device = program_points.DTENSOR_DEVICE.current()
+    original_act_device = program_points.ASYNC_COLLECTIVE_TENSOR_DEVICE.current()
 
     def dtensor_device(self):
         own = original_dtensor_device.__get__(self)
@@ -101,17 +101,18 @@ def install(patches: Patches) -> None:
                 return slow_path(self, *args, **kwargs)
         return wrapped
 
-    patches.wrap(points.DTENSOR_NEW, lambda new: staticmethod(dtensor_new(new)))
-    patches.replace(points.DTENSOR_DEVICE, property(dtensor_device))
-    patches.replace(points.ASYNC_COLLECTIVE_TENSOR_DEVICE, property(act_device))
-    patches.replace(points.DTENSOR_IS_CUDA, property(lambda self: dtensor_device(self).type == "cuda"))
-    patches.replace(points.ASYNC_COLLECTIVE_TENSOR_IS_CUDA, property(lambda self: act_device(self).type == "cuda"))
-    patches.wrap(points.ASYNC_COLLECTIVE_TENSOR_NEW, lambda new: staticmethod(
+    patches.wrap(program_points.DTENSOR_NEW, lambda new: staticmethod(dtensor_new(new)))
+    patches.replace(program_points.DTENSOR_DEVICE, property(dtensor_device))
+    patches.replace(program_points.ASYNC_COLLECTIVE_TENSOR_DEVICE, property(act_device))
+    patches.replace(program_points.DTENSOR_IS_CUDA, property(lambda self: dtensor_device(self).type == "cuda"))
+    patches.replace(program_points.ASYNC_COLLECTIVE_TENSOR_IS_CUDA,
+                    property(lambda self: act_device(self).type == "cuda"))
+    patches.wrap(program_points.ASYNC_COLLECTIVE_TENSOR_NEW, lambda new: staticmethod(
         lambda cls, elem, *args, **kwargs: as_plain_while(lambda e, *a, **k: new(cls, e, *a, **k))(
             elem, *args, **kwargs)))
-    patches.wrap(points.FUNCOL_MAYBE_WRAP, as_plain_while)
-    patches.wrap(points.DTENSOR_LOCAL_RESULTS, local_results_in_program_mode)
-    for point in (points.DTENSOR_RNG_MESH, points.DTENSOR_DISPATCH_RNG_MESH):
+    patches.wrap(program_points.FUNCOL_MAYBE_WRAP, as_plain_while)
+    patches.wrap(program_points.DTENSOR_LOCAL_RESULTS, local_results_in_program_mode)
+    for point in (program_points.DTENSOR_RNG_MESH, program_points.DTENSOR_DISPATCH_RNG_MESH):
         if point.present():
             patches.replace(point, lambda device_mesh: False)
 

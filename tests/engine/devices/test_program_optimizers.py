@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 from torch.overrides import TorchFunctionMode  # noqa: E402
 
-from kernelscope.engine import patch_points as points  # noqa: E402
+from kernelscope.engine import program_patch_points as program_points  # noqa: E402
 from kernelscope.engine.devices.cuda_program import cuda_program  # noqa: E402
 from kernelscope.engine.devices.program_mode import mode_classes  # noqa: E402
 from kernelscope.engine.devices.virtual_gpu_tensor import tensor_class  # noqa: E402
@@ -212,4 +212,5 @@ def test_the_replaced_functions_are_torchs_again_after_the_program():
     with cuda_program():
         assert optimizer_class.zero_grad is not zero_grad and torch.optim.Adam._init_group is not init_group
     assert optimizer_class.zero_grad is zero_grad and torch.optim.Adam._init_group is init_group
-    assert all(point.check() is None for point in (points.OPTIMIZER_ZERO_GRAD, *points.OPTIMIZER_INIT_GROUPS.values()))
+    points = (program_points.OPTIMIZER_ZERO_GRAD, *program_points.OPTIMIZER_INIT_GROUPS.values())
+    assert all(point.check() is None for point in points)
