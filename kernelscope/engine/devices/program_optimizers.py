@@ -46,12 +46,26 @@ INIT_GROUP_CLASSES = tuple(program_points.OPTIMIZER_INIT_GROUPS)
 def install(patches: Patches) -> None:
     """The fast path for `Optimizer.zero_grad` and each listed `_init_group` whose point
     holds on this torch; put back when `patches` ends."""
+    _dynamo_patches_the_optimizers_first()
     below_the_mode = _below_the_mode()
     if program_points.OPTIMIZER_ZERO_GRAD.check() is None:
         patches.wrap(program_points.OPTIMIZER_ZERO_GRAD, lambda zero_grad: _zero_grad(zero_grad, below_the_mode))
     for point in program_points.OPTIMIZER_INIT_GROUPS.values():
         if point.present() and point.check() is None:
             patches.wrap(point, lambda init_group: _init_group(init_group, below_the_mode))
+
+
+def _dynamo_patches_the_optimizers_first() -> None:
+    """At the first compile in a process Dynamo replaces each torch.optim class's `_init_group`
+    with a disabled copy, once (`TorchPatcher.patch`, cached): AdamW then holds one of its own
+    instead of inheriting Adam's. Done here before the fast path wraps them, so it wraps what
+    each class holds for the rest of the process (also when a program compiles nothing, or
+    after an earlier compile in this process) and puts exactly that back."""
+    try:
+        from torch._dynamo.eval_frame import TorchPatcher
+    except ImportError:  # without it, AdamW's calls go through the mode: slower, the same results
+        return
+    TorchPatcher.patch()
 
 
 def _below_the_mode():

@@ -214,3 +214,16 @@ def test_the_replaced_functions_are_torchs_again_after_the_program():
     assert optimizer_class.zero_grad is zero_grad and torch.optim.Adam._init_group is init_group
     points = (program_points.OPTIMIZER_ZERO_GRAD, *program_points.OPTIMIZER_INIT_GROUPS.values())
     assert all(point.check() is None for point in points)
+
+
+def test_adamw_is_wrapped_too_and_put_back_exactly_after_dynamos_optimizer_patch():
+    """Dynamo gives each optimizer class a disabled `_init_group` of its own at the first
+    compile in a process (AdamW stops inheriting Adam's): the program makes that happen first,
+    so AdamW's calls take the fast path whenever the process compiled before, and what each
+    class held is what it holds again after the program."""
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(2))  # Dynamo's one-time patch
+    held = {cls: vars(cls).get("_init_group") for cls in (torch.optim.Adam, torch.optim.AdamW)}
+    assert held[torch.optim.AdamW] is not None
+    with cuda_program():
+        assert all(vars(cls)["_init_group"] is not value for cls, value in held.items())
+    assert {cls: vars(cls).get("_init_group") for cls in held} == held
