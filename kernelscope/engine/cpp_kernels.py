@@ -145,15 +145,8 @@ class CppKernelProbes:
         probes = self
 
         def codegen_nodes(proxy, nodes, *args, **kwargs):
-            nest = LoopNest(origins(nodes))
-            group = probes._groups.setdefault(id(proxy.kernel_group), _Group())
-            group.pending.append(nest)
-            previous = getattr(_local, "nest", None)
-            _local.nest = nest
-            try:
-                return original(proxy, nodes, *args, **kwargs)
-            finally:
-                _local.nest = previous
+            nest = probes._pending_nest(proxy, LoopNest(origins(nodes)), epilogue=False)
+            return _with_nest(nest, original, proxy, nodes, *args, **kwargs)
 
         return codegen_nodes
 
@@ -161,18 +154,19 @@ class CppKernelProbes:
         probes = self
 
         def codegen_loop_bodies(proxy, loop_bodies, *args, **kwargs):
-            nest = LoopNest([])  # its nodes: those whose lines it writes (finalize_kernel)
-            group = probes._groups.setdefault(id(proxy.kernel_group), _Group())
-            group.epilogue = True
-            group.pending.append(nest)
-            previous = getattr(_local, "nest", None)
-            _local.nest = nest
-            try:
-                return original(proxy, loop_bodies, *args, **kwargs)
-            finally:
-                _local.nest = previous
+            # its nodes: those whose lines it writes (finalize_kernel)
+            nest = probes._pending_nest(proxy, LoopNest([]), epilogue=True)
+            return _with_nest(nest, original, proxy, loop_bodies, *args, **kwargs)
 
         return codegen_loop_bodies
+
+    def _pending_nest(self, proxy, nest: LoopNest, epilogue: bool) -> LoopNest:
+        """`nest`, generated for `proxy`'s kernel group, whose loops are not written yet
+        (`epilogue`: the group is a C++ template's epilogue, not a kernel of its own)."""
+        group = self._groups.setdefault(id(proxy.kernel_group), _Group())
+        group.epilogue = group.epilogue or epilogue
+        group.pending.append(nest)
+        return nest
 
     def _wrap_codegen_template(self, original):
         def codegen_template(scheduling, template_node, epilogue_nodes, *args, **kwargs):
@@ -233,6 +227,16 @@ class CppKernelProbes:
             return name
 
         return define_kernel
+
+
+def _with_nest(nest: LoopNest, original, *args, **kwargs):
+    """`original(*args, **kwargs)` with `nest` as the one whose lines are being written."""
+    previous = getattr(_local, "nest", None)
+    _local.nest = nest
+    try:
+        return original(*args, **kwargs)
+    finally:
+        _local.nest = previous
 
 
 def picked_vec_isa() -> dict:

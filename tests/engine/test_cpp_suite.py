@@ -10,27 +10,14 @@ cpu` (docs/targets.md). Each model is recorded once per test session (conftest's
 compiler."""
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
-from conftest import REPO
+from test_suite import registry, suite_cli  # bench/suite.py and its registry, loaded there once
 
 from kernelscope.run_record import SHARED_LINE_REASON_PREFIX
 from kernelscope.store.writing.coverage import compute_coverage
 
 pytestmark = pytest.mark.slow
 
-
-def _load_suite_cli():
-    """bench/suite.py (its name is shared with the bench/suite/ package, so load it by path)."""
-    spec = importlib.util.spec_from_file_location("suite_cli", REPO / "bench" / "suite.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-suite_cli = _load_suite_cli()
-registry = importlib.import_module("suite.registry")  # bench/suite/registry.py (suite_cli put bench/ on sys.path)
 FAMILIES = ("conv", "encoder")
 CASES = [(family, train) for family in FAMILIES for train in (False, True)]
 IDS = [f"{registry.CPU_MODELS[family]}-{'train' if train else 'inference'}" for family, train in CASES]
